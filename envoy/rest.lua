@@ -1,0 +1,282 @@
+-- REST shaping for the yieldagent partner API.
+--
+-- Envoy's grpc_json_transcoder turns REST into gRPC and back. This filter,
+-- listed before it, closes the gaps between protobuf's JSON and the partner
+-- contract. It knows no route: the gRPC service decides, per response, through
+-- these response headers (metadata), which it sends only to this edge:
+--
+--   x-yieldagent-status    HTTP status to answer (201, 204, 422, ...)
+--   x-yieldagent-integers  JSON paths ("deposits.amount") whose decimal-string
+--                          values are printed as JSON integers
+--   x-yieldagent-nulls     JSON paths printed as null when the field is unset
+--   x-yieldagent-error     the complete JSON error body ({"detail": ...})
+--
+-- On requests, every JSON integer literal in a body is passed on as a string:
+-- protobuf's JSON parser reads a quoted integer into any numeric field, and this
+-- lets arbitrary-precision amounts (decimal-string fields) arrive as numbers.
+--
+-- Errors the transcoder raises itself (unknown path, malformed JSON, a value of
+-- the wrong type) come as plain text; they are rewritten to {"detail": ...},
+-- with a 422 and the field's location for input errors. No grpc-* header and no
+-- x-yieldagent-* header reaches a REST client.
+
+local byte, sub, find, gsub, concat = string.byte, string.sub, string.find, string.gsub, table.concat
+
+local QUOTE, BACKSLASH = 34, 92
+local LBRACE, RBRACE, LBRACKET, RBRACKET, COMMA = 123, 125, 91, 93, 44
+
+-- Index of the closing quote of the JSON string whose opening quote is at s.
+local function string_end(text, s)
+  local i = s + 1
+  while true do
+    local q = find(text, '"', i, true)
+    if not q then return #text end
+    local b = q - 1
+    while byte(text, b) == BACKSLASH do b = b - 1 end
+    if (q - 1 - b) % 2 == 0 then return q end
+    i = q + 1
+  end
+end
+
+local function json_string(value)
+  value = gsub(value, '[%c"\\]', function(c)
+    if c == '"' then return '\\"' end
+    if c == '\\' then return '\\\\' end
+    if c == '\n' then return '\\n' end
+    return string.format('\\u%04x', byte(c))
+  end)
+  return '"' .. value .. '"'
+end
+
+local function detail(message)
+  return '{"detail":' .. json_string(message) .. '}'
+end
+
+-- Hint headers are constant per method: parse each distinct value once.
+local integer_sets, null_sets = {}, {}
+
+local function integer_set(spec)
+  local set = integer_sets[spec]
+  if set then return set end
+  set = {}
+  for path in string.gmatch(spec, '[^,]+') do set[path] = true end
+  integer_sets[spec] = set
+  return set
+end
+
+-- "a,b.c" -> { [""] = {"a"}, ["b"] = {"c"} }: keys each object path must carry.
+local function null_set(spec)
+  local set = null_sets[spec]
+  if set then return set end
+  set = {}
+  for path in string.gmatch(spec, '[^,]+') do
+    local parent, key = string.match(path, '^(.*)%.([^.]+)$')
+    if not parent then parent, key = '', path end
+    local keys = set[parent]
+    if not keys then keys = {}; set[parent] = keys end
+    keys[#keys + 1] = key
+  end
+  null_sets[spec] = set
+  return set
+end
+
+-- Rewrites a transcoded JSON body: unquotes integers, adds missing nulls.
+-- Arrays are transparent in paths: the items of "deposits" live at "deposits".
+local function reshape(text, integers, nulls)
+  local out, n, copied = {}, 0, 1
+  local frames, depth = {}, 0
+  local pos = 1
+  while true do
+    local s = find(text, '[{}%[%]",]', pos)
+    if not s then break end
+    local c = byte(text, s)
+    local top = frames[depth]
+    if c == QUOTE then
+      local e = string_end(text, s)
+      if top and top.object and top.expect_key then
+        top.key = sub(text, s + 1, e - 1)
+        top.expect_key = false
+        top.count = top.count + 1
+        if top.seen then top.seen[top.key] = true end
+      elseif top then
+        local path = top.object and top.prefix .. top.key or top.path
+        if integers and integers[path] and find(text, '^%-?%d+"', s + 1) then
+          n = n + 1; out[n] = sub(text, copied, s - 1)
+          n = n + 1; out[n] = sub(text, s + 1, e - 1)
+          copied = e + 1
+        end
+      end
+      pos = e + 1
+    elseif c == LBRACE or c == LBRACKET then
+      local path = ''
+      if top then path = top.object and top.prefix .. top.key or top.path end
+      depth = depth + 1
+      local frame = { object = c == LBRACE, path = path, expect_key = c == LBRACE, count = 0 }
+      frame.prefix = path == '' and '' or path .. '.'
+      if frame.object and nulls and nulls[path] then frame.seen = {} end
+      frames[depth] = frame
+      pos = s + 1
+    elseif c == RBRACE or c == RBRACKET then
+      if top and top.seen then
+        for _, key in ipairs(nulls[top.path]) do
+          if not top.seen[key] then
+            n = n + 1; out[n] = sub(text, copied, s - 1)
+            n = n + 1; out[n] = (top.count > 0 and ',"' or '"') .. key .. '":null'
+            copied = s
+            top.count = top.count + 1
+          end
+        end
+      end
+      frames[depth] = nil
+      depth = depth - 1
+      pos = s + 1
+    else -- comma
+      if top and top.object then top.expect_key = true end
+      pos = s + 1
+    end
+  end
+  if copied == 1 then return text end
+  n = n + 1; out[n] = sub(text, copied)
+  return concat(out)
+end
+
+-- Quotes every integer literal outside strings: {"amount": 5} -> {"amount": "5"}.
+local function quote_integers(text)
+  local out, n, copied = {}, 0, 1
+  local pos = 1
+  while true do
+    local s = find(text, '[%-%d"]', pos)
+    if not s then break end
+    if byte(text, s) == QUOTE then
+      pos = string_end(text, s) + 1
+    else
+      local _, e = find(text, '^%-?%d+', s)
+      if not e then
+        pos = s + 1
+      else
+        local after = byte(text, e + 1)
+        if after == 46 or after == 101 or after == 69 then -- a fraction or exponent follows
+          local _, f = find(text, '^[%d.eE+%-]*', e + 1)
+          pos = f + 1
+        else
+          n = n + 1; out[n] = sub(text, copied, s - 1)
+          n = n + 1; out[n] = '"' .. sub(text, s, e) .. '"'
+          copied = e + 1
+          pos = e + 1
+        end
+      end
+    end
+  end
+  if copied == 1 then return text end
+  n = n + 1; out[n] = sub(text, copied)
+  return concat(out)
+end
+
+local function unescape_percent(value)
+  return (gsub(value, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
+end
+
+-- Where a transcoder input error points: the query, the path, or the body.
+local function error_location(field, value, request_path)
+  local first = string.match(field, '^[^.%[]+')
+  local query = string.match(request_path, '%?(.*)$')
+  if query and find('&' .. query, '&' .. first .. '=', 1, true) then return 'query' end
+  if value and find(request_path, '/' .. value, 1, true) then return 'path' end
+  return 'body'
+end
+
+local function loc_json(kind, field)
+  local parts = { json_string(kind) }
+  for name, index in string.gmatch(field, '([^.%[%]]+)%[?(%d*)%]?') do
+    parts[#parts + 1] = json_string(name)
+    if index ~= '' then parts[#parts + 1] = index end
+  end
+  return '[' .. concat(parts, ',') .. ']'
+end
+
+-- The transcoder's own plain-text errors, as the contract's error bodies.
+local function plain_text_error(status, text, request_path)
+  text = string.match(text, '^[^\n]*') or ''
+  if status == '404' then return '404', detail('Not Found') end
+  if status == '400' then
+    local field, message = string.match(text, '^([%w_.%[%]]+): (.*)$')
+    if field then
+      local value = string.match(message, 'invalid value "?([^"]*)"? for type')
+      local kind = error_location(field, value, request_path)
+      return '422', '{"detail":[{"loc":' .. loc_json(kind, field) .. ',"msg":'
+        .. json_string(message) .. ',"type":"type_error"}]}'
+    end
+    return '422', '{"detail":[{"loc":["body"],"msg":' .. json_string('JSON decode error: ' .. text)
+      .. ',"type":"json_invalid"}]}'
+  end
+  if status == '503' then return '503', detail('Service unavailable') end
+  return status, detail(text)
+end
+
+local function read_body(handle)
+  local body = handle:body(true)
+  return body:getBytes(0, body:length())
+end
+
+local HIDDEN = {
+  'grpc-status', 'grpc-message', 'grpc-status-details-bin', 'grpc-accept-encoding', 'grpc-encoding',
+  'x-envoy-upstream-service-time', 'x-yieldagent-status', 'x-yieldagent-integers',
+  'x-yieldagent-nulls', 'x-yieldagent-error',
+}
+
+function envoy_on_request(handle)
+  local headers = handle:headers()
+  handle:streamInfo():dynamicMetadata():set('yieldagent', 'path', headers:get(':path'))
+  local method = headers:get(':method')
+  if method ~= 'POST' and method ~= 'PUT' and method ~= 'PATCH' then return end
+  if headers:get('content-length') == '0' then return end
+  local body = handle:body()
+  if not body or body:length() == 0 then return end
+  local text = body:getBytes(0, body:length())
+  local quoted = quote_integers(text)
+  if quoted ~= text then
+    body:setBytes(quoted)
+    handle:headers():replace('content-length', tostring(#quoted))
+  end
+end
+
+function envoy_on_response(handle)
+  local headers = handle:headers()
+  local status = headers:get(':status')
+  local wanted = headers:get('x-yieldagent-status')
+  local error_body = headers:get('x-yieldagent-error')
+  local grpc_status = headers:get('grpc-status')
+  local grpc_message = headers:get('grpc-message')
+  local content_type = headers:get('content-type') or ''
+  local integers = headers:get('x-yieldagent-integers')
+  local nulls = headers:get('x-yieldagent-nulls')
+
+  local new_status, new_body = wanted, nil
+  if error_body then
+    new_status, new_body = wanted or status, error_body
+  elseif grpc_status and grpc_status ~= '0' then
+    new_status, new_body = status, detail(unescape_percent(grpc_message or ''))
+  elseif wanted == '204' then
+    new_body = ''
+  elseif not wanted and find(content_type, 'text/plain', 1, true) then
+    local meta = handle:streamInfo():dynamicMetadata():get('yieldagent')
+    new_status, new_body = plain_text_error(status, read_body(handle), meta and meta.path or '')
+  elseif integers or nulls then
+    local text = read_body(handle)
+    local shaped = reshape(text, integers and integer_set(integers), nulls and null_set(nulls))
+    if shaped ~= text then new_body = shaped end
+  end
+
+  if new_body then handle:body(true):setBytes(new_body) end
+  headers = handle:headers() -- touching the body may rebuild the header map
+  for _, name in ipairs(HIDDEN) do headers:remove(name) end
+  if new_status and new_status ~= status then headers:replace(':status', new_status) end
+  if new_body then
+    if new_body == '' then
+      headers:remove('content-type')
+    else
+      headers:replace('content-type', 'application/json')
+    end
+    headers:replace('content-length', tostring(#new_body))
+  end
+end

@@ -1,0 +1,89 @@
+"""The whole service in one process: storage, gRPC server, worker loop and, optionally, Envoy.
+
+``yieldagent run`` (what ``make run`` starts) runs all of it; ``yieldagent serve``
+runs it without Envoy, for deployments that put their own edge in front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from sqlalchemy import Engine
+
+from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.config import Settings
+from yieldagent.edge import EnvoyProcess
+from yieldagent.server import ApiServer, build_server, mark_serving
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    """Starts and stops the parts of the service in order."""
+
+    def __init__(self, settings: Settings, with_edge: bool = True) -> None:
+        self.settings = settings
+        self.with_edge = with_edge
+        self.engine: Engine | None = None
+        self.api: ApiServer | None = None
+        self.worker = Worker(settings.worker_interval_seconds)
+        self.envoy: EnvoyProcess | None = None
+        self._worker_task: asyncio.Task[None] | None = None
+
+    @property
+    def grpc_port(self) -> int:
+        """The port the gRPC server listens on (known once started)."""
+        assert self.api is not None, "not started"
+        return self.api.port
+
+    async def start(self) -> None:
+        """Migrates the database, then starts the gRPC server, the worker and Envoy."""
+        settings = self.settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.engine = create_db_engine(settings.database_url)
+        migrate(self.engine)
+        operator = load_operator_wallet(settings)
+        self.api = build_server(self.engine, operator, settings.grpc_target)
+        await self.api.server.start()
+        await mark_serving(self.api, True)
+        log.info("grpc server started", extra={"port": self.api.port})
+        self._worker_task = asyncio.create_task(self.worker.run(), name="worker")
+        if self.with_edge:
+            self.envoy = EnvoyProcess(settings, self.api.port)
+            self.envoy.start()
+            await self.envoy.wait_ready()
+            log.info("rest edge ready", extra={
+                "url": f"http://{settings.http_host}:{settings.http_port}/api/v1/healthcheck"})
+
+    async def stop(self) -> None:
+        """Stops accepting calls, lets running ones finish, then stops everything."""
+        if self.api is not None:
+            await mark_serving(self.api, False)
+            await self.api.server.stop(self.settings.shutdown_grace_seconds)
+        self.worker.stop()
+        if self._worker_task is not None:
+            await self._worker_task
+        if self.envoy is not None:
+            self.envoy.stop()
+        if self.engine is not None:
+            self.engine.dispose()
+        log.info("service stopped")
+
+
+async def run_service(settings: Settings, with_edge: bool = True) -> None:
+    """Runs the service until SIGINT (Ctrl-C) or SIGTERM, then stops it gracefully."""
+    service = Service(settings, with_edge)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await service.start()
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await service.stop()

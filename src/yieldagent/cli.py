@@ -1,0 +1,111 @@
+"""The ``yieldagent`` command: run the service, migrate, and operator tasks.
+
+    yieldagent run                         the whole service: gRPC, worker and Envoy
+    yieldagent serve                       the same without Envoy
+    yieldagent migrate                     apply database migrations
+    yieldagent partner create NAME         register a partner; prints its API key once
+    yieldagent partner rotate NAME         issue a new key; the old one stops working
+    yieldagent partner disable NAME        deactivate a partner (403 on keyed calls)
+    yieldagent partner enable NAME         reactivate a partner
+
+Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from yieldagent.app import run_service
+from yieldagent.config import Settings, load_settings
+from yieldagent.domain.errors import YieldAgentError
+from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.logs import configure_logging
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.partners import PartnerStore
+
+
+def _print(payload: dict[str, Any]) -> None:
+    print(json.dumps(payload))
+
+
+def _partners(settings: Settings) -> PartnerStore:
+    engine = create_db_engine(settings.database_url)
+    migrate(engine)
+    return PartnerStore(engine)
+
+
+def _partner_json(partner: Partner) -> dict[str, Any]:
+    return {"name": partner.name, "active": partner.active,
+            "permissions": sorted(partner.permissions)}
+
+
+def _cmd_run(settings: Settings, args: argparse.Namespace) -> None:
+    asyncio.run(run_service(settings, with_edge=args.command == "run"))
+
+
+def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
+    migrate(create_db_engine(settings.database_url))
+    _print({"migrated": True})
+
+
+def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
+    store = _partners(settings)
+    if args.action == "create":
+        permissions = frozenset(p for p in args.permissions.split(",") if p)
+        partner, key = store.create(args.name, permissions)
+        _print({"name": partner.name, "api_key": key})
+    elif args.action == "rotate":
+        partner, key = store.rotate(args.name)
+        _print({"name": partner.name, "api_key": key})
+    elif args.action == "disable":
+        _print(_partner_json(store.disable(args.name)))
+    else:
+        _print(_partner_json(store.enable(args.name)))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="yieldagent", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("run", help="run the whole service, Envoy included")
+    commands.add_parser("serve", help="run the gRPC server and worker, without Envoy")
+    commands.add_parser("migrate", help="apply database migrations")
+    partner = commands.add_parser("partner", help="manage partners")
+    actions = partner.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="register a partner and print its API key")
+    create.add_argument("name")
+    create.add_argument(
+        "--permissions", default=",".join(sorted(PERMISSIONS)),
+        help=f"comma-separated, from: {', '.join(sorted(PERMISSIONS))} (default: all)",
+    )
+    for action in ("rotate", "disable", "enable"):
+        actions.add_parser(action).add_argument("name")
+    return parser
+
+
+_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
+    "run": _cmd_run, "serve": _cmd_run, "migrate": _cmd_migrate, "partner": _cmd_partner,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``yieldagent`` command."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_level, settings.log_format)
+        _COMMANDS[args.command](settings, args)
+    except YieldAgentError as error:
+        print(json.dumps({"error": error.detail}), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Settings, read once from ``YIELDAGENT_*`` environment variables.
+
+Every setting has a default that runs the whole service on embedded parts:
+SQLite under the data directory and the simulated chain. The README lists them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from yieldagent.domain.errors import ConfigurationError
+
+DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; set your own outside dev)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The service's configuration."""
+
+    http_host: str
+    http_port: int
+    grpc_host: str
+    grpc_port: int
+    envoy_admin_port: int
+    data_dir: Path
+    database_url: str
+    operator_private_key: str | None
+    operator_key_password: str
+    log_level: str
+    log_format: str
+    worker_interval_seconds: float
+    shutdown_grace_seconds: float
+    envoy_config: Path
+    descriptor_set: Path
+
+    @property
+    def grpc_target(self) -> str:
+        """Address the gRPC server listens on, as host:port."""
+        return f"{self.grpc_host}:{self.grpc_port}"
+
+    @property
+    def operator_keystore(self) -> Path:
+        """Where the generated operator key is kept, encrypted (Web3 Secret Storage)."""
+        return self.data_dir / "operator-keystore.json"
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Reads the settings from ``env`` (the process environment by default)."""
+    env = os.environ if env is None else env
+    data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
+    database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
+    return Settings(
+        http_host=env.get("YIELDAGENT_HTTP_HOST") or "127.0.0.1",
+        http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
+        grpc_host=env.get("YIELDAGENT_GRPC_HOST") or "127.0.0.1",
+        grpc_port=_int(env, "YIELDAGENT_GRPC_PORT", 50051),
+        envoy_admin_port=_int(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
+        data_dir=data_dir,
+        database_url=database_url,
+        operator_private_key=env.get("YIELDAGENT_OPERATOR_PRIVATE_KEY") or None,
+        operator_key_password=env.get("YIELDAGENT_OPERATOR_KEY_PASSWORD") or DEV_KEY_PASSWORD,
+        log_level=(env.get("YIELDAGENT_LOG_LEVEL") or "INFO").upper(),
+        log_format=env.get("YIELDAGENT_LOG_FORMAT") or "json",
+        worker_interval_seconds=_float(env, "YIELDAGENT_WORKER_INTERVAL_SECONDS", 60.0),
+        shutdown_grace_seconds=_float(env, "YIELDAGENT_SHUTDOWN_GRACE_SECONDS", 5.0),
+        envoy_config=Path(env.get("YIELDAGENT_ENVOY_CONFIG") or "envoy/envoy.yaml").resolve(),
+        descriptor_set=Path(env.get("YIELDAGENT_DESCRIPTOR_SET") or "build/yieldagent.pb").resolve(),
+    )

@@ -1,0 +1,86 @@
+"""The domain's errors: one tree, each class one kind of refusal.
+
+    YieldAgentError
+    ├── InvalidInput          a field is malformed (REST 422, with the field's location)
+    ├── InvalidRequest        well-formed input the service cannot act on (REST 400)
+    ├── AuthenticationFailed  missing or wrong partner credentials (REST 401)
+    ├── AccessDenied          credentials are fine but not for this (REST 403)
+    ├── NotFound              the thing asked for does not exist (REST 404)
+    ├── Conflict              the resource's state forbids the call now (REST 409)
+    ├── NotImplementedYet     a documented call the service does not offer yet (REST 501)
+    └── ConfigurationError    the service was started with unusable settings
+
+The gRPC status code and REST status of each class are set in exactly one place,
+``yieldagent.servicers.errors``. Domain code raises; it never picks a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+Location = tuple[str | int, ...]
+
+
+class YieldAgentError(Exception):
+    """Base of every error the service reports to a caller."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One malformed field: where it is, what is wrong, and a machine-readable kind.
+
+    ``loc`` starts with where the field came from (``body``, ``query`` or ``path``)
+    followed by its name and, for nested values, the keys and indexes down to it.
+    """
+
+    loc: Location
+    msg: str
+    type: str
+
+
+class InvalidInput(YieldAgentError):
+    """One or more fields are malformed; nothing was changed."""
+
+    def __init__(self, violations: Sequence[FieldViolation]) -> None:
+        if not violations:
+            raise ValueError("InvalidInput needs at least one violation")
+        super().__init__("; ".join(f"{'.'.join(map(str, v.loc))}: {v.msg}" for v in violations))
+        self.violations = tuple(violations)
+
+    @classmethod
+    def field(cls, loc: Location, msg: str, type: str = "value_error") -> InvalidInput:
+        """An error about a single field."""
+        return cls([FieldViolation(loc, msg, type)])
+
+
+class InvalidRequest(YieldAgentError):
+    """The input is well formed, but the service cannot act on it."""
+
+
+class AuthenticationFailed(YieldAgentError):
+    """The partner credentials are missing or wrong."""
+
+
+class AccessDenied(YieldAgentError):
+    """The partner is known, but may not do this."""
+
+
+class NotFound(YieldAgentError):
+    """The resource asked for does not exist."""
+
+
+class Conflict(YieldAgentError):
+    """The resource's current state forbids the call."""
+
+
+class NotImplementedYet(YieldAgentError):
+    """The call is part of the contract but not offered by this version."""
+
+
+class ConfigurationError(YieldAgentError):
+    """A setting is unusable; raised at start-up."""

@@ -1,0 +1,186 @@
+"""Counterfactual addresses of ZeroDev Kernel v3.1 smart accounts (EntryPoint v0.7).
+
+Mirrors the ZeroDev SDK's ``getKernelAddressFromECDSA`` for kernel version 0.3.1: the
+address the Kernel factory will deploy an ECDSA-owned account to, computed offline with
+CREATE2 and no RPC calls. Each agent id maps to its own account index, so one EOA owns a
+distinct smart account per agent.
+"""
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Protocol
+
+from eth_abi.abi import encode
+from eth_utils.address import to_canonical_address, to_checksum_address
+from eth_utils.crypto import keccak
+
+from yieldagent.domain.addresses import is_address
+from yieldagent.domain.errors import AccessDenied, FieldViolation, InvalidInput, NotFound
+
+DEFAULT_AGENT_ID = "yield-agent"
+"""Agent id used when the caller does not name one."""
+
+_INITIALIZE_SELECTOR = keccak(text="initialize(bytes21,address,bytes,bytes,bytes[])")[:4]
+_VALIDATION_TYPE_VALIDATOR = b"\x01"  # Kernel v3 ValidationType: 0x01 = validator module.
+_ZERO_ADDRESS = "0x" + "00" * 20
+
+
+@dataclass(frozen=True)
+class KernelDeployment:
+    """On-chain constants that fix where a Kernel account lands.
+
+    Attributes:
+        factory: KernelFactory that deploys accounts with CREATE2.
+        implementation: Kernel implementation the account's proxy delegates to.
+        ecdsa_validator: ECDSA validator module installed as the root validator.
+        entry_point: ERC-4337 EntryPoint the Kernel version is built for.
+        init_code_hash: keccak256 of the proxy creation code (Solady ERC-1967 proxy).
+    """
+
+    factory: str
+    implementation: str
+    ecdsa_validator: str
+    entry_point: str
+    init_code_hash: bytes
+
+
+KERNEL_V3_1 = KernelDeployment(
+    factory="0xaac5D4240AF87249B3f71BC8E4A2cae074A3E419",
+    implementation="0xBAC849bB641841b44E965fB01A4Bf5F074f84b4D",
+    ecdsa_validator="0x845ADb2C711129d4f3966735eD98a9F09fC4cE57",
+    entry_point="0x0000000071727De22E5E9d8BAf0edAc6f37da032",
+    init_code_hash=bytes.fromhex(
+        "85d96aa1c9a65886d094915d76ccae85f14027a02c1647dde659f869460f03e6"
+    ),
+)
+"""Kernel v3.1 on EntryPoint v0.7, as deployed at the same addresses on every chain."""
+
+
+def _init_data(owner: bytes, deployment: KernelDeployment) -> bytes:
+    """Calldata for ``Kernel.initialize`` with ``owner`` as the ECDSA root validator."""
+    root_validator = _VALIDATION_TYPE_VALIDATOR + to_canonical_address(deployment.ecdsa_validator)
+    args = encode(
+        ["bytes21", "address", "bytes", "bytes", "bytes[]"],
+        [root_validator, _ZERO_ADDRESS, owner, b"", []],
+    )
+    return _INITIALIZE_SELECTOR + args
+
+
+def kernel_account_address(
+    owner: str, index: int, deployment: KernelDeployment = KERNEL_V3_1
+) -> str:
+    """Return the EIP-55 address of the Kernel account owned by ``owner`` at ``index``.
+
+    ``owner`` is the EOA that signs for the account (any letter case); ``index`` is the
+    uint256 account nonce that lets one owner have many accounts.
+    """
+    if not 0 <= index < 2**256:
+        raise ValueError("index must fit in uint256")
+    init_data = _init_data(to_canonical_address(owner), deployment)
+    salt = keccak(init_data + index.to_bytes(32, "big"))
+    preimage = b"\xff" + to_canonical_address(deployment.factory) + salt + deployment.init_code_hash
+    return to_checksum_address(keccak(preimage)[12:])
+
+
+def agent_index(agent_id: str) -> int:
+    """Account index for an agent: ``uint256(keccak256(utf8(agent_id)))``."""
+    return int.from_bytes(keccak(text=agent_id), "big")
+
+
+def smart_account_address(owner: str, agent_id: str = DEFAULT_AGENT_ID) -> str:
+    """Return the EIP-55 address of ``owner``'s Kernel v3.1 account for ``agent_id``."""
+    return kernel_account_address(owner, agent_index(agent_id))
+
+
+@dataclass(frozen=True, slots=True)
+class SmartAccount:
+    """A smart account recorded for a partner's user on one chain."""
+
+    chain_id: int
+    eoa: str
+    agent_id: str
+    address: str
+    partner_id: int
+
+
+def check_owner(account: SmartAccount, partner_id: int) -> SmartAccount:
+    """Returns ``account`` if ``partner_id`` owns it; AccessDenied otherwise.
+
+    The address depends only on the EOA and the agent id, so two partners asking
+    for the same pair would share one account. The first one keeps it; the other
+    is refused and can use an agent id of its own.
+    """
+    if account.partner_id != partner_id:
+        raise AccessDenied(
+            "Access denied: this smart account is managed by another partner; "
+            "use another agent_id"
+        )
+    return account
+
+
+@dataclass(frozen=True, slots=True)
+class AccountKey:
+    """What identifies a smart account record: chain, owner EOA and agent id."""
+
+    chain_id: int
+    eoa: str
+    agent_id: str
+
+
+class SmartAccountRepository(Protocol):
+    """Where smart accounts are recorded."""
+
+    def get(self, chain_id: int, eoa: str, agent_id: str) -> SmartAccount | None:
+        """The recorded account for the key, if any."""
+
+    def record(self, account: SmartAccount) -> SmartAccount:
+        """Records ``account`` unless its key exists; returns the stored record."""
+
+
+MAX_AGENT_ID_LENGTH = 128
+
+
+def account_key(eoa: str, chain: int, agent_id: str, chain_ids: Collection[int]) -> AccountKey:
+    """Checks a request's fields; InvalidInput lists every malformed one."""
+    violations = []
+    if not eoa:
+        violations.append(FieldViolation(("eoa",), "Field required", "missing"))
+    elif not is_address(eoa):
+        violations.append(FieldViolation(
+            ("eoa",), "value is not a valid Ethereum address (0x followed by 40 hex characters)",
+            "value_error.address",
+        ))
+    if chain not in chain_ids:
+        allowed = ", ".join(map(str, sorted(chain_ids)))
+        violations.append(FieldViolation(("chain",), f"Input should be one of {allowed}",
+                                         "literal_error"))
+    agent_id = agent_id or DEFAULT_AGENT_ID
+    if len(agent_id) > MAX_AGENT_ID_LENGTH or not agent_id.isprintable():
+        violations.append(FieldViolation(
+            ("agent_id",), f"agent_id must be 1 to {MAX_AGENT_ID_LENGTH} printable characters",
+            "value_error",
+        ))
+    if violations:
+        raise InvalidInput(violations)
+    return AccountKey(chain, to_checksum_address(eoa), agent_id)
+
+
+def open_account(repository: SmartAccountRepository, key: AccountKey, partner_id: int) -> SmartAccount:
+    """The partner's smart account for ``key``, recorded on first use. Idempotent."""
+    existing = repository.get(key.chain_id, key.eoa, key.agent_id)
+    if existing is None:
+        address = smart_account_address(key.eoa, key.agent_id)
+        existing = repository.record(
+            SmartAccount(key.chain_id, key.eoa, key.agent_id, address, partner_id)
+        )
+    return check_owner(existing, partner_id)
+
+
+def find_account(repository: SmartAccountRepository, key: AccountKey, partner_id: int) -> SmartAccount:
+    """The partner's recorded smart account for ``key``; NotFound when none was created."""
+    existing = repository.get(key.chain_id, key.eoa, key.agent_id)
+    if existing is None:
+        raise NotFound(
+            f"No smart account for {key.eoa} with agent id {key.agent_id!r} on chain {key.chain_id}"
+        )
+    return check_owner(existing, partner_id)

@@ -1,0 +1,1 @@
+"""gRPC servicers: thin translation between protobuf messages and the domain."""

@@ -1,0 +1,118 @@
+"""The one place where domain errors become gRPC statuses and REST responses.
+
+gRPC callers get a canonical status code plus ``google.rpc`` details in
+``grpc-status-details-bin``: an ErrorInfo always, and a BadRequest with field
+violations for malformed input. Calls through the REST edge also get the REST
+status and the contract's JSON error body as metadata, which envoy/rest.lua
+turns into the HTTP response.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from yieldagent.domain.errors import (
+    AccessDenied,
+    AuthenticationFailed,
+    Conflict,
+    InvalidInput,
+    InvalidRequest,
+    NotFound,
+    NotImplementedYet,
+    YieldAgentError,
+)
+from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, MethodPolicy
+
+ERROR_DOMAIN = "yieldagent.v1"
+INTERNAL_DETAIL = "Internal server error"
+
+# Each kind of error, once: its gRPC code and its REST status.
+STATUS_OF: dict[type[YieldAgentError], tuple[grpc.StatusCode, int]] = {
+    InvalidInput: (grpc.StatusCode.INVALID_ARGUMENT, 422),
+    InvalidRequest: (grpc.StatusCode.INVALID_ARGUMENT, 400),
+    AuthenticationFailed: (grpc.StatusCode.UNAUTHENTICATED, 401),
+    AccessDenied: (grpc.StatusCode.PERMISSION_DENIED, 403),
+    NotFound: (grpc.StatusCode.NOT_FOUND, 404),
+    Conflict: (grpc.StatusCode.FAILED_PRECONDITION, 409),
+    NotImplementedYet: (grpc.StatusCode.UNIMPLEMENTED, 501),
+}
+_INTERNAL = (grpc.StatusCode.INTERNAL, 500)
+
+
+def status_of(error: YieldAgentError | None) -> tuple[grpc.StatusCode, int]:
+    """gRPC code and REST status for an error; None stands for an unexpected failure."""
+    if error is None:
+        return _INTERNAL
+    for kind in type(error).__mro__:
+        if kind in STATUS_OF:
+            return STATUS_OF[kind]  # type: ignore[index]
+    return _INTERNAL
+
+
+def _reason(error: YieldAgentError | None) -> str:
+    name = type(error).__name__ if error is not None else "Internal"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
+
+
+def _field_path(loc: tuple[str | int, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
+    return path
+
+
+def rest_body(error: YieldAgentError | None, policy: MethodPolicy) -> str:
+    """The contract's JSON error body: ``{"detail": ...}``.
+
+    Input errors list each field with its REST location, such as ``["body", "eoa"]``.
+    """
+    if isinstance(error, InvalidInput):
+        detail: object = [
+            {"loc": list(policy.locate(v.loc)), "msg": v.msg, "type": v.type}
+            for v in error.violations
+        ]
+    else:
+        detail = error.detail if error is not None else INTERNAL_DETAIL
+    return json.dumps({"detail": detail}, ensure_ascii=True, separators=(",", ":"))
+
+
+def grpc_status(error: YieldAgentError | None) -> grpc.Status:
+    """The gRPC status, with google.rpc details, that reports ``error``."""
+    code, _ = status_of(error)
+    message = error.detail if error is not None else INTERNAL_DETAIL
+    details = [error_details_pb2.ErrorInfo(reason=_reason(error), domain=ERROR_DOMAIN)]
+    if isinstance(error, InvalidInput):
+        details.append(error_details_pb2.BadRequest(field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(
+                field=_field_path(v.loc), description=v.msg, reason=v.type
+            )
+            for v in error.violations
+        ]))
+    packed = []
+    for detail in details:
+        holder = any_pb2.Any()
+        holder.Pack(detail)
+        packed.append(holder)
+    status = status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=packed)
+    return rpc_status.to_status(status)
+
+
+async def abort(
+    context: grpc.aio.ServicerContext,
+    error: YieldAgentError | None,
+    policy: MethodPolicy,
+    rest: bool,
+) -> None:
+    """Ends the call with ``error`` (None: an unexpected failure). Never returns."""
+    status = grpc_status(error)
+    metadata = tuple(status.trailing_metadata)
+    if rest:
+        rest_status = str(status_of(error)[1])
+        metadata += ((STATUS_HEADER, rest_status), (ERROR_HEADER, rest_body(error, policy)))
+    await context.abort(status.code, status.details, trailing_metadata=metadata)

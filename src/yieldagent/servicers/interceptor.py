@@ -1,0 +1,93 @@
+"""One interceptor for every API method: authentication, errors and REST hints.
+
+For each ``yieldagent.v1`` call it:
+1. authenticates the partner when the method names a ``partner_permission``;
+2. turns a domain error (or any unexpected exception) into the canonical gRPC
+   status via ``servicers.errors``;
+3. on calls from the REST edge, sends the method's REST hints (success status,
+   JSON integers and nulls) as initial metadata.
+Servicers therefore only translate messages and call the domain.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import grpc
+
+from yieldagent.domain.errors import NotImplementedYet, YieldAgentError
+from yieldagent.servicers import errors
+from yieldagent.servicers.auth import Authenticator
+from yieldagent.servicers.method_policy import MethodPolicy
+
+log = logging.getLogger(__name__)
+
+EDGE_HEADER = "x-yieldagent-edge"
+"""Request metadata that Envoy adds to every call it transcodes from REST."""
+
+Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+
+
+def _from_rest(metadata: Any) -> bool:
+    return any(key == EDGE_HEADER for key, _ in metadata or ())
+
+
+class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Applies each method's policy around its servicer method."""
+
+    def __init__(self, policies: Mapping[str, MethodPolicy], authenticator: Authenticator) -> None:
+        self._policies = policies
+        self._authenticator = authenticator
+        self._wrapped: dict[str, tuple[Any, Any]] = {}
+
+    async def intercept_service(
+        self, continuation: Callable[[Any], Awaitable[Any]], details: grpc.HandlerCallDetails
+    ) -> Any:
+        handler = await continuation(details)
+        policy = self._policies.get(details.method)
+        if handler is None or policy is None or handler.unary_unary is None:
+            return handler
+        cached = self._wrapped.get(details.method)
+        if cached is None or cached[0] is not handler:
+            wrapped = handler._replace(unary_unary=self._wrap(policy, handler.unary_unary))
+            cached = (handler, wrapped)
+            self._wrapped[details.method] = cached
+        return cached[1]
+
+    def _wrap(self, policy: MethodPolicy, behavior: Behavior) -> Behavior:
+        authenticator = self._authenticator
+
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            metadata = context.invocation_metadata()
+            rest = _from_rest(metadata)
+            token = None
+            try:
+                if policy.permission is not None:
+                    partner = authenticator.authenticate(metadata or (), policy.permission)
+                    token = authenticator.bind(partner)
+                response = await behavior(request, context)
+            except grpc.aio.AbortError:
+                raise
+            except YieldAgentError as error:
+                log.info(
+                    "request refused",
+                    extra={"method": policy.full_name, "error": type(error).__name__,
+                           "detail": error.detail},
+                )
+                await errors.abort(context, error, policy, rest)
+            except NotImplementedError:  # a generated servicer base: not built yet
+                missing = NotImplementedYet(f"{policy.full_name} is not implemented yet")
+                await errors.abort(context, missing, policy, rest)
+            except Exception:
+                log.exception("request failed", extra={"method": policy.full_name})
+                await errors.abort(context, None, policy, rest)
+            finally:
+                if token is not None:
+                    authenticator.unbind(token)
+            if rest and policy.rest_metadata:
+                await context.send_initial_metadata(policy.rest_metadata)
+            return response
+
+        return guarded

@@ -1,0 +1,154 @@
+"""What the proto descriptors say about each method, read once at start-up.
+
+The REST edge (Envoy plus envoy/rest.lua) knows no route. For every
+``yieldagent.v1`` method this module derives, from the proto options alone:
+
+- the permission a partner needs (``partner_permission``, unset for public calls);
+- the REST success status (``http_success_code``);
+- the JSON paths of the response whose decimal strings print as integers: every
+  64-bit integer field (protobuf's JSON quotes those) and every string field
+  marked ``json_integer``;
+- the JSON paths printed as ``null`` when unset: every proto3 ``optional`` scalar;
+- where each request field comes from on REST (``path``, ``query`` or ``body``),
+  from the ``google.api.http`` rule, to locate input errors as the contract does.
+
+The interceptor sends the status and JSON hints to the edge as response metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from google.api import annotations_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor, ServiceDescriptor
+
+from yieldagent.v1 import (
+    catalog_pb2,
+    health_pb2,
+    optimizer_pb2,
+    options_pb2,
+    rewards_pb2,
+    smart_accounts_pb2,
+    stats_pb2,
+    wallets_pb2,
+)
+
+API_FILES = (
+    health_pb2, catalog_pb2, smart_accounts_pb2, wallets_pb2, rewards_pb2, stats_pb2,
+    optimizer_pb2,
+)
+
+_SIXTY_FOUR_BIT = frozenset({
+    FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64,
+})
+
+STATUS_HEADER = "x-yieldagent-status"
+INTEGERS_HEADER = "x-yieldagent-integers"
+NULLS_HEADER = "x-yieldagent-nulls"
+ERROR_HEADER = "x-yieldagent-error"
+
+Metadata = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodPolicy:
+    """How one RPC is guarded and rendered."""
+
+    full_name: str
+    permission: str | None
+    success_status: int
+    rest_metadata: Metadata
+    field_sources: Mapping[str, str] = field(default_factory=dict)
+    body_field: str | None = None
+
+    def locate(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """A request field's location as REST reports it: ``("body", "eoa")``.
+
+        A field bound to the whole body (a bare JSON array, say) is the body itself.
+        """
+        if not loc:
+            return ("body",)
+        if loc[0] == self.body_field:
+            return ("body", *loc[1:])
+        return (self.field_sources.get(str(loc[0]), "body"), *loc)
+
+
+def api_services() -> Iterator[ServiceDescriptor]:
+    """Every service of the public API."""
+    for module in API_FILES:
+        yield from module.DESCRIPTOR.services_by_name.values()
+
+
+def _json_paths(message: Descriptor, prefix: str, depth: int = 0) -> tuple[list[str], list[str]]:
+    integers: list[str] = []
+    nulls: list[str] = []
+    if depth > 8:  # no message of the API nests deeper; guards against recursion
+        return integers, nulls
+    for field in message.fields:
+        path = prefix + field.name
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                continue
+            sub_integers, sub_nulls = _json_paths(field.message_type, path + ".", depth + 1)
+            integers += sub_integers
+            nulls += sub_nulls
+            continue
+        if field.type in _SIXTY_FOUR_BIT or field.GetOptions().Extensions[options_pb2.json_integer]:
+            integers.append(path)
+        if field.has_presence and not field.is_repeated:
+            nulls.append(path)
+    return integers, nulls
+
+
+def _field_sources(method: MethodDescriptor) -> tuple[dict[str, str], str | None]:
+    rule = method.GetOptions().Extensions[annotations_pb2.http]
+    kind = rule.WhichOneof("pattern")
+    template = getattr(rule, kind) if kind and kind != "custom" else rule.custom.path
+    path_fields = set(re.findall(r"{([^}=]+)", template))
+    sources = {}
+    for name in method.input_type.fields_by_name:
+        if name in path_fields:
+            sources[name] = "path"
+        elif rule.body in ("*", name):
+            sources[name] = "body"
+        else:
+            sources[name] = "query"
+    body_field = rule.body if rule.body not in ("", "*") else None
+    return sources, body_field
+
+
+def policy_for(method: MethodDescriptor) -> MethodPolicy:
+    """Reads the policy of one method from its descriptor."""
+    options = method.GetOptions()
+    permission = options.Extensions[options_pb2.partner_permission] or None
+    success_status = options.Extensions[options_pb2.http_success_code] or 200
+    integers, nulls = _json_paths(method.output_type, "")
+    sources, body_field = _field_sources(method)
+    metadata: list[tuple[str, str]] = []
+    if success_status != 200:
+        metadata.append((STATUS_HEADER, str(success_status)))
+    if integers:
+        metadata.append((INTEGERS_HEADER, ",".join(integers)))
+    if nulls:
+        metadata.append((NULLS_HEADER, ",".join(nulls)))
+    return MethodPolicy(
+        full_name=f"/{method.containing_service.full_name}/{method.name}",
+        permission=permission,
+        success_status=success_status,
+        rest_metadata=tuple(metadata),
+        field_sources=sources,
+        body_field=body_field,
+    )
+
+
+def load_policies(services: Iterable[ServiceDescriptor] | None = None) -> dict[str, MethodPolicy]:
+    """Policies of every API method, keyed by gRPC method path (/pkg.Service/Method)."""
+    policies = {}
+    for service in api_services() if services is None else services:
+        for method in service.methods:
+            policy = policy_for(method)
+            policies[policy.full_name] = policy
+    return policies

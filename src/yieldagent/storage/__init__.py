@@ -1,0 +1,1 @@
+"""Storage: SQLModel tables, the engine, migrations and one store per aggregate."""

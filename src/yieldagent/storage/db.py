@@ -1,0 +1,64 @@
+"""The database engine, and applying migrations.
+
+SQLite (the embedded default) and PostgreSQL (for several replicas) are both
+used through a synchronous SQLAlchemy engine. Each store method is one short
+transaction that never spans an ``await``, so it can run on the event loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether ``url`` names an SQLite database."""
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def create_db_engine(url: str) -> Engine:
+    """An engine for ``url``, creating the SQLite file's directory when needed."""
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    url = str(make_url(url).set(drivername="postgresql+psycopg"))
+    return create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+
+
+def alembic_config(engine: Engine) -> Config:
+    """An Alembic configuration that migrates through ``engine``."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["engine"] = engine
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    """Brings the schema to the newest migration. Safe to run from several processes."""
+    command.upgrade(alembic_config(engine), "head")
+
+
+def ping(engine: Engine) -> None:
+    """Raises if the database does not answer."""
+    with engine.connect() as connection:
+        connection.exec_driver_sql("SELECT 1")

@@ -1,0 +1,63 @@
+"""Smart accounts recorded for partners' users."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, bindparam
+from sqlalchemy import select as core_select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from yieldagent.domain.smart_accounts import SmartAccount
+from yieldagent.storage.tables import SmartAccountRow
+
+_accounts = SmartAccountRow.__table__  # type: ignore[attr-defined]
+_COLUMNS = (
+    _accounts.c.chain_id, _accounts.c.eoa, _accounts.c.agent_id, _accounts.c.address,
+    _accounts.c.partner_id,
+)
+_BY_KEY = core_select(*_COLUMNS).where(
+    _accounts.c.chain_id == bindparam("chain_id"),
+    _accounts.c.eoa == bindparam("eoa"),
+    _accounts.c.agent_id == bindparam("agent_id"),
+)
+
+
+class SmartAccountStore:
+    """Reads and records smart accounts."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def get(self, chain_id: int, eoa: str, agent_id: str) -> SmartAccount | None:
+        """The account recorded for this chain, EOA and agent id, if any."""
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                _BY_KEY, {"chain_id": chain_id, "eoa": eoa, "agent_id": agent_id}
+            ).first()
+        return SmartAccount(*row) if row is not None else None
+
+    def record(self, account: SmartAccount) -> SmartAccount:
+        """Records ``account`` unless one exists for its key; returns the stored one.
+
+        Concurrent calls for the same key all return the single stored row.
+        """
+        existing = self.get(account.chain_id, account.eoa, account.agent_id)
+        if existing is not None:
+            return existing
+        row = SmartAccountRow(
+            chain_id=account.chain_id, eoa=account.eoa, agent_id=account.agent_id,
+            address=account.address, partner_id=account.partner_id, created_at=datetime.now(UTC),
+        )
+        with Session(self._engine) as session:
+            session.add(row)
+            try:
+                session.commit()
+            except IntegrityError:
+                session.rollback()
+            else:
+                return account
+        stored = self.get(account.chain_id, account.eoa, account.agent_id)
+        assert stored is not None, "a conflicting insert implies a stored row"
+        return stored

@@ -1,0 +1,96 @@
+from google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ListChainsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListChainsResponse(_message.Message):
+    __slots__ = ("chain_ids",)
+    CHAIN_IDS_FIELD_NUMBER: _ClassVar[int]
+    chain_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, chain_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ListTokensRequest(_message.Message):
+    __slots__ = ("chain_id",)
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    def __init__(self, chain_id: _Optional[int] = ...) -> None: ...
+
+class ListTokensResponse(_message.Message):
+    __slots__ = ("tokens",)
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    tokens: _containers.RepeatedCompositeFieldContainer[Token]
+    def __init__(self, tokens: _Optional[_Iterable[_Union[Token, _Mapping]]] = ...) -> None: ...
+
+class Token(_message.Message):
+    __slots__ = ("address", "symbol", "decimals", "balance", "current_price")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    SYMBOL_FIELD_NUMBER: _ClassVar[int]
+    DECIMALS_FIELD_NUMBER: _ClassVar[int]
+    BALANCE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_PRICE_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    symbol: str
+    decimals: int
+    balance: float
+    current_price: float
+    def __init__(self, address: _Optional[str] = ..., symbol: _Optional[str] = ..., decimals: _Optional[int] = ..., balance: _Optional[float] = ..., current_price: _Optional[float] = ...) -> None: ...
+
+class ListProtocolsRequest(_message.Message):
+    __slots__ = ("chain_id", "token")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    token: str
+    def __init__(self, chain_id: _Optional[int] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ListProtocolsResponse(_message.Message):
+    __slots__ = ("protocols",)
+    PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    protocols: _containers.RepeatedCompositeFieldContainer[Protocol]
+    def __init__(self, protocols: _Optional[_Iterable[_Union[Protocol, _Mapping]]] = ...) -> None: ...
+
+class Protocol(_message.Message):
+    __slots__ = ("name", "is_active", "description", "tvl", "apr", "pools", "created_at", "updated_at", "chain_id", "parent_protocol", "link", "address", "title")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IS_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TVL_FIELD_NUMBER: _ClassVar[int]
+    APR_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    LINK_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    is_active: bool
+    description: str
+    tvl: float
+    apr: float
+    pools: _containers.RepeatedCompositeFieldContainer[Pool]
+    created_at: str
+    updated_at: str
+    chain_id: int
+    parent_protocol: str
+    link: str
+    address: str
+    title: str
+    def __init__(self, name: _Optional[str] = ..., is_active: _Optional[bool] = ..., description: _Optional[str] = ..., tvl: _Optional[float] = ..., apr: _Optional[float] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., parent_protocol: _Optional[str] = ..., link: _Optional[str] = ..., address: _Optional[str] = ..., title: _Optional[str] = ...) -> None: ...
+
+class Pool(_message.Message):
+    __slots__ = ("name", "apy")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    APY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    apy: float
+    def __init__(self, name: _Optional[str] = ..., apy: _Optional[float] = ...) -> None: ...
