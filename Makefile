@@ -1,0 +1,67 @@
+# yieldagent: `make run` starts the whole service, `make test` runs the tests.
+# Each target installs what it needs into .venv (and build/tools for buf).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BUF := build/tools/node_modules/.bin/buf
+BUF_VERSION := 1.75.0
+PROTOS := $(wildcard protos/yieldagent/v1/*.proto)
+DESCRIPTOR := build/yieldagent.pb
+GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
+PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
+
+.PHONY: run test lint format protos check-protos bench install clean
+
+run: $(VENV)/.installed $(DESCRIPTOR)
+	$(VENV)/bin/yieldagent run
+
+test: $(VENV)/.installed $(DESCRIPTOR)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
+	touch $@
+
+# The descriptor set Envoy transcodes with (imports and comments included).
+$(DESCRIPTOR): $(PROTOS) $(VENV)/.installed
+	mkdir -p build
+	$(PROTOC) --include_imports --include_source_info --descriptor_set_out=$@ $(PROTOS)
+
+# Regenerates the committed Python code and the descriptor set from the protos.
+protos: $(VENV)/.installed
+	$(PROTOC) --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)
+	rm -f src/yieldagent/v1/options_pb2_grpc.py src/yieldagent/v1/types_pb2_grpc.py
+	$(MAKE) -B $(DESCRIPTOR)
+
+# Fails when the committed generated code differs from what the protos give.
+check-protos: $(VENV)/.installed
+	rm -rf build/gen-check && mkdir -p build/gen-check
+	$(PROTOC) --python_out=build/gen-check --pyi_out=build/gen-check \
+		--grpc_python_out=build/gen-check $(PROTOS)
+	rm -f build/gen-check/yieldagent/v1/options_pb2_grpc.py build/gen-check/yieldagent/v1/types_pb2_grpc.py
+	diff -r --exclude=__pycache__ --exclude=__init__.py build/gen-check/yieldagent/v1 src/yieldagent/v1 \
+		|| (echo "generated code is stale: run 'make protos' and commit" && exit 1)
+
+$(BUF):
+	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
+
+lint: $(VENV)/.installed $(DESCRIPTOR) $(BUF)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/mypy
+	$(BUF) lint $(DESCRIPTOR)#format=binpb --path yieldagent
+	$(VENV)/bin/envoy --mode validate -c envoy/envoy.yaml --log-level error
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff check --fix src tests
+	$(VENV)/bin/ruff format src tests
+
+bench: $(VENV)/.installed $(DESCRIPTOR)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf build var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,53 @@
+"""Fixtures shared by the whole suite: databases, engines and partners.
+
+Every storage-touching test runs on SQLite, and also on PostgreSQL whenever
+``YIELDAGENT_TEST_DATABASE_URL`` is set (each test then gets a schema of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from support.databases import BACKENDS, temporary_database
+
+from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.partners import PartnerStore
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty database: SQLite always, PostgreSQL when configured."""
+    with temporary_database(getattr(request, "param", "sqlite"), tmp_path) as url:
+        yield url
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Runs every test that uses a database once per backend."""
+    if "database_url" in metafunc.fixturenames and not any(
+        m.name == "sqlite_only" for m in metafunc.definition.iter_markers()
+    ):
+        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """A migrated database."""
+    engine = create_db_engine(database_url)
+    migrate(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def partners(engine: Engine) -> PartnerStore:
+    """The partner store of the test database."""
+    return PartnerStore(engine)
+
+
+@pytest.fixture
+def partner(partners: PartnerStore) -> tuple[Partner, str]:
+    """A partner with every permission, and its API key."""
+    return partners.create("acme", PERMISSIONS)

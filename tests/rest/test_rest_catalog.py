@@ -1,0 +1,82 @@
+"""Health and catalog over REST: GET /healthcheck, /chains, /{chain_id}/tokens, /…/protocols."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from support.service import RunningService
+
+from yieldagent import __version__
+
+BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+
+
+def test_healthcheck(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/healthcheck")
+    assert response.status == 200
+    body = response.json()
+    assert set(body) == {"message", "version", "time"}
+    assert body["version"] == __version__
+    assert datetime.fromisoformat(body["time"]).tzinfo is not None
+
+
+def test_chains_are_the_six_supported_ids_as_integers(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/chains")
+    assert response.status == 200
+    assert response.json() == {"chain_ids": [1, 137, 8453, 42161, 84532, 11155111]}
+
+
+def test_tokens_of_base(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/8453/tokens")
+    assert response.status == 200
+    [token] = response.json()["tokens"]
+    assert token == {"address": BASE_USDC, "symbol": "USDC", "decimals": 6,
+                     "balance": 0, "current_price": 1}
+
+
+def test_tokens_of_an_unknown_chain_is_a_404(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/5/tokens")
+    assert response.status == 404
+    assert "Chain 5 is not supported" in response.json()["detail"]
+
+
+def test_a_chain_id_that_is_not_a_number_is_a_422_on_the_path(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/base/tokens")
+    assert response.status == 422
+    assert response.json()["detail"][0]["loc"] == ["path", "chain_id"]
+
+
+def test_protocols_of_base_usdc_carry_every_catalog_field(api: RunningService) -> None:
+    response = api.request("GET", f"/api/v1/8453/{BASE_USDC}/protocols")
+    assert response.status == 200
+    protocols = response.json()["protocols"]
+    assert [p["name"] for p in protocols] == [
+        "aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime"
+    ]
+    fields = {"name", "is_active", "description", "tvl", "apr", "pools", "created_at",
+              "updated_at", "chain_id", "parent_protocol", "link", "address", "title"}
+    for protocol in protocols:
+        assert set(protocol) == fields
+        assert protocol["chain_id"] == 8453
+        assert protocol["apr"] is None and protocol["tvl"] is None  # no market data yet
+    aave = protocols[0]
+    assert aave["address"] == "0xA238Dd80C259a72e81d7e4664a9801593F98d1c5"
+    assert protocols[3]["parent_protocol"] == "morpho"
+
+
+def test_protocols_accept_any_letter_case_of_the_token(api: RunningService) -> None:
+    response = api.request("GET", f"/api/v1/8453/{BASE_USDC.lower()}/protocols")
+    assert response.status == 200
+
+
+def test_protocols_of_an_unsupported_token_is_a_404(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/8453/0x" + "12" * 20 + "/protocols")
+    assert response.status == 404
+    assert "not supported on chain 8453" in response.json()["detail"]
+
+
+def test_protocols_of_a_malformed_token_is_a_422_on_the_path(api: RunningService) -> None:
+    response = api.request("GET", "/api/v1/8453/usdc/protocols")
+    assert response.status == 422
+    [item] = response.json()["detail"]
+    assert item["loc"] == ["path", "token"]

@@ -1,0 +1,114 @@
+"""The whole service (gRPC server, worker, real Envoy) in a background thread, for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.client import HTTPConnection
+from pathlib import Path
+from typing import Any
+
+from yieldagent.app import Service
+from yieldagent.config import load_settings
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Response:
+    """An HTTP response as a test sees it."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class RunningService:
+    """Where a started service answers."""
+
+    http_port: int
+    grpc_target: str
+    database_url: str
+    data_dir: Path
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> Response:
+        """Sends one REST request to the Envoy edge; ``body`` is sent as JSON."""
+        payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        sent = dict(headers or {})
+        if payload is not None:
+            sent.setdefault("Content-Type", "application/json")
+        connection = HTTPConnection("127.0.0.1", self.http_port, timeout=30)
+        try:
+            connection.request(method, path, body=payload, headers=sent)
+            reply = connection.getresponse()
+            return Response(
+                reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
+            )
+        finally:
+            connection.close()
+
+
+@contextmanager
+def running_service(database_url: str, data_dir: Path) -> Iterator[RunningService]:
+    """Starts the service with Envoy in a thread of its own; stops it afterwards."""
+    http_port = free_port()
+    settings = load_settings({
+        "YIELDAGENT_DATA_DIR": str(data_dir),
+        "YIELDAGENT_DATABASE_URL": database_url,
+        "YIELDAGENT_HTTP_PORT": str(http_port),
+        "YIELDAGENT_GRPC_PORT": "0",
+        "YIELDAGENT_SHUTDOWN_GRACE_SECONDS": "1",
+    })
+    started = threading.Event()
+    state: dict[str, Any] = {}
+
+    async def main() -> None:
+        service = Service(settings, with_edge=True)
+        state["loop"] = asyncio.get_running_loop()
+        state["stop"] = asyncio.Event()
+        try:
+            await service.start()
+            state["grpc_port"] = service.grpc_port
+        except BaseException as error:
+            state["error"] = error
+            started.set()
+            await service.stop()
+            return
+        started.set()
+        await state["stop"].wait()
+        await service.stop()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), name="service", daemon=True)
+    thread.start()
+    if not started.wait(60):
+        raise TimeoutError("the service did not start")
+    if "error" in state:
+        raise RuntimeError("the service failed to start") from state["error"]
+    try:
+        yield RunningService(
+            http_port, f"127.0.0.1:{state['grpc_port']}", database_url, data_dir
+        )
+    finally:
+        state["loop"].call_soon_threadsafe(state["stop"].set)
+        thread.join(30)
