@@ -17,6 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 
+
 @pytest.fixture
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL of an empty database: SQLite always, PostgreSQL when configured."""

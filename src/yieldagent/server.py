@@ -22,12 +22,14 @@ from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.v1 import (
     catalog_pb2_grpc,
-    health_pb2_grpc as api_health_pb2_grpc,
     optimizer_pb2_grpc,
     rewards_pb2_grpc,
     smart_accounts_pb2_grpc,
     stats_pb2_grpc,
     wallets_pb2_grpc,
+)
+from yieldagent.v1 import (
+    health_pb2_grpc as api_health_pb2_grpc,
 )
 
 _OPTIONS = [
@@ -84,7 +86,8 @@ def build_server(engine: Engine, operator: OperatorWallet, address: str) -> ApiS
 async def mark_serving(api: ApiServer, serving: bool) -> None:
     """Sets the standard health status of the whole server and of every API service."""
     status = (
-        health_pb2.HealthCheckResponse.SERVING if serving
+        health_pb2.HealthCheckResponse.SERVING
+        if serving
         else health_pb2.HealthCheckResponse.NOT_SERVING
     )
     for name in ["", *(service.full_name for service in api_services())]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -25,14 +26,13 @@ class Worker:
 
     async def run(self) -> None:
         """Ticks until ``stop`` is called."""
-        log.info("worker started", extra={"interval_seconds": self._interval,
-                                          "jobs": len(self._jobs)})
+        log.info(
+            "worker started", extra={"interval_seconds": self._interval, "jobs": len(self._jobs)}
+        )
         while not self._stopping.is_set():
             await self.tick()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=self._interval)
-            except TimeoutError:
-                pass
         log.info("worker stopped", extra={"ticks": self.ticks})
 
     async def tick(self) -> None:

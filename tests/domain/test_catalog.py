@@ -103,33 +103,53 @@ def test_a_protocol_of_the_same_token_on_another_chain_is_unknown(catalog: Catal
 
 def _protocol(name: str) -> dict[str, Any]:
     return {
-        "name": name, "title": name.title(), "parent_protocol": name, "rate_model": "aave_v3",
-        "description": "", "link": "https://example.org", "address": "0x" + "11" * 20,
-        "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+        "name": name,
+        "title": name.title(),
+        "parent_protocol": name,
+        "rate_model": "aave_v3",
+        "description": "",
+        "link": "https://example.org",
+        "address": "0x" + "11" * 20,
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
     }
 
 
 def _token(symbol: str, protocols: list[str]) -> dict[str, Any]:
     return {
-        "address": "0x" + "22" * 20, "symbol": symbol, "decimals": "18", "price_usd": "2",
+        "address": "0x" + "22" * 20,
+        "symbol": symbol,
+        "decimals": "18",
+        "price_usd": "2",
         "protocols": [_protocol(name) for name in protocols],
     }
 
 
 @given(names=st.lists(st.from_regex(r"[a-z_]{1,12}", fullmatch=True), unique=True, max_size=8))
 def test_parse_catalog_sorts_protocols_by_name(names: list[str]) -> None:
-    catalog = parse_catalog({"chains": [
-        {"chain_id": "10", "name": "Optimism", "tokens": [_token("DAI", names)]},
-    ]})
+    catalog = parse_catalog(
+        {
+            "chains": [
+                {"chain_id": "10", "name": "Optimism", "tokens": [_token("DAI", names)]},
+            ]
+        }
+    )
     (token,) = catalog.chain(10).tokens
     assert [p.name for p in token.protocols] == sorted(names)
 
 
 def test_parse_catalog_sorts_tokens_and_converts_numbers() -> None:
-    catalog = parse_catalog({"chains": [
-        {"chain_id": 10, "name": "Optimism",
-         "tokens": [_token("USDT", ["b", "a"]), _token("DAI", ["c"])]},
-    ]})
+    catalog = parse_catalog(
+        {
+            "chains": [
+                {
+                    "chain_id": 10,
+                    "name": "Optimism",
+                    "tokens": [_token("USDT", ["b", "a"]), _token("DAI", ["c"])],
+                },
+            ]
+        }
+    )
     chain = catalog.chain(10)
     assert [t.symbol for t in chain.tokens] == ["DAI", "USDT"]
     assert chain.tokens[0].decimals == 18 and chain.tokens[0].price_usd == 2.0

@@ -36,13 +36,13 @@ def test_field_defaults_the_type_to_value_error() -> None:
 
 
 def test_detail_joins_locations_with_dots_and_violations_with_semicolons() -> None:
-    error = InvalidInput([
-        FieldViolation(("body", "items", 0, "amount"), "must be positive", "value_error"),
-        FieldViolation(("query", "chain"), "Field required", "missing"),
-    ])
-    assert error.detail == (
-        "body.items.0.amount: must be positive; query.chain: Field required"
+    error = InvalidInput(
+        [
+            FieldViolation(("body", "items", 0, "amount"), "must be positive", "value_error"),
+            FieldViolation(("query", "chain"), "Field required", "missing"),
+        ]
     )
+    assert error.detail == ("body.items.0.amount: must be positive; query.chain: Field required")
     assert str(error) == error.detail
 
 

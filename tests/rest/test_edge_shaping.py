@@ -47,12 +47,20 @@ class FakeWallets(wallets_pb2_grpc.WalletServiceServicer):
             wallet=request.wallet,
             status="activated",
             deposits=[
-                types_pb2.Deposit(amount=HUGE, token_type="0xT", date="d", tx_hash="0xh",
-                                  block_number=18_446_744_073_709_551_615),
+                types_pb2.Deposit(
+                    amount=HUGE,
+                    token_type="0xT",
+                    date="d",
+                    tx_hash="0xh",
+                    block_number=18_446_744_073_709_551_615,
+                ),
                 types_pb2.Deposit(amount="-5", token_type="0xT", date="d", tx_hash="0xh"),
             ],
-            withdraws=[types_pb2.WithdrawDetail(token="0xT", amount="7", principal_amount="5",
-                                                yield_amount="2", fee_amount="0")],
+            withdraws=[
+                types_pb2.WithdrawDetail(
+                    token="0xT", amount="7", principal_amount="5", yield_amount="2", fee_amount="0"
+                )
+            ],
             selected_protocols=["aave", "12"],
             last_reactivation_date="2026-01-01T00:00:00Z",
         )
@@ -61,8 +69,9 @@ class FakeWallets(wallets_pb2_grpc.WalletServiceServicer):
         self.received.append(request)
         if request.eoa == "bad":
             raise InvalidInput.field(("constraints", 0, "params", "max_amount"), "too big")
-        return wallets_pb2.ActivateWalletResponse(message="Agent activated successfully",
-                                                  wallet=request.wallet)
+        return wallets_pb2.ActivateWalletResponse(
+            message="Agent activated successfully", wallet=request.wallet
+        )
 
     async def Withdraw(self, request: Any, context: Any) -> Any:
         self.received.append(request)
@@ -74,7 +83,9 @@ class FakeWallets(wallets_pb2_grpc.WalletServiceServicer):
 
 
 @pytest.fixture(scope="module")
-def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningService, FakeWallets, dict[str, str]]]:
+def edge(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[RunningService, FakeWallets, dict[str, str]]]:
     directory: Path = tmp_path_factory.mktemp("edge")
     url = f"sqlite:///{directory / 'edge.db'}"
     engine: Engine = create_db_engine(url)
@@ -86,9 +97,9 @@ def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServ
     state: dict[str, Any] = {}
 
     async def serve() -> None:
-        server = grpc.aio.server(interceptors=[
-            ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)))
-        ])
+        server = grpc.aio.server(
+            interceptors=[ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)))]
+        )
         wallets_pb2_grpc.add_WalletServiceServicer_to_server(fake, server)
         state["port"] = server.add_insecure_port("127.0.0.1:0")
         await server.start()
@@ -101,8 +112,9 @@ def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServ
     thread.start()
     assert ready.wait(10)
     http_port = free_port()
-    settings = load_settings({"YIELDAGENT_DATA_DIR": str(directory),
-                              "YIELDAGENT_HTTP_PORT": str(http_port)})
+    settings = load_settings(
+        {"YIELDAGENT_DATA_DIR": str(directory), "YIELDAGENT_HTTP_PORT": str(http_port)}
+    )
     envoy = EnvoyProcess(settings, state["port"])
     envoy.start()
     asyncio.run(envoy.wait_ready())
@@ -157,10 +169,22 @@ def test_no_grpc_or_hint_header_reaches_the_client(edge: Any) -> None:
 
 def test_activation_answers_201_and_integers_reach_string_fields(edge: Any) -> None:
     api, fake, headers = edge
-    body = {"wallet": "0xw", "eoa": "0xe", "selected_protocols": ["aave"],
-            "constraints": [{"kind": "max_allocation_amount_per_protocol",
-                             "params": {"protocol": "aave", "max_amount": 10**30,
-                                        "max_ratio": 0.5, "min_protocols": 2}}]}
+    body = {
+        "wallet": "0xw",
+        "eoa": "0xe",
+        "selected_protocols": ["aave"],
+        "constraints": [
+            {
+                "kind": "max_allocation_amount_per_protocol",
+                "params": {
+                    "protocol": "aave",
+                    "max_amount": 10**30,
+                    "max_ratio": 0.5,
+                    "min_protocols": 2,
+                },
+            }
+        ],
+    }
     response = api.request("POST", "/api/v1/8453/wallets", body, headers)
     assert response.status == 201
     assert response.json() == {"message": "Agent activated successfully", "wallet": "0xw"}
@@ -199,10 +223,15 @@ def test_input_errors_are_422_with_the_location_of_the_field(edge: Any) -> None:
     api, _, headers = edge
     response = api.request("POST", "/api/v1/8453/wallets", {"eoa": "bad"}, headers)
     assert response.status == 422
-    assert response.json() == {"detail": [{
-        "loc": ["body", "constraints", 0, "params", "max_amount"],
-        "msg": "too big", "type": "value_error",
-    }]}
+    assert response.json() == {
+        "detail": [
+            {
+                "loc": ["body", "constraints", 0, "params", "max_amount"],
+                "msg": "too big",
+                "type": "value_error",
+            }
+        ]
+    }
 
 
 def test_transcoder_type_errors_become_422_naming_the_field(edge: Any) -> None:
@@ -233,8 +262,12 @@ def test_domain_refusals_keep_their_status_and_detail(edge: Any) -> None:
 
 def test_unknown_paths_and_verbs_are_404_with_a_detail(edge: Any) -> None:
     api, _, headers = edge
-    for method, path in (("GET", "/api/v1/nowhere"), ("POST", WALLET + ":explode"),
-                         ("GET", "/"), ("DELETE", WALLET)):
+    for method, path in (
+        ("GET", "/api/v1/nowhere"),
+        ("POST", WALLET + ":explode"),
+        ("GET", "/"),
+        ("DELETE", WALLET),
+    ):
         response = api.request(method, path, headers=headers)
         assert response.status == 404, (method, path)
         assert response.json() == {"detail": "Not Found"}

@@ -54,8 +54,12 @@ def test_keyed_endpoints_refuse_missing_and_wrong_keys(
     api: RunningService, keyed: dict[str, str], method: str, path: str
 ) -> None:
     wrong = {**keyed, "X-Partner-API-Key": keyed["X-Partner-API-Key"] + "x"}
-    for headers in ({}, {"X-Partner-Name": keyed["X-Partner-Name"]}, wrong,
-                    {"X-Partner-Name": "nobody", "X-Partner-API-Key": "ya_nothing"}):
+    for headers in (
+        {},
+        {"X-Partner-Name": keyed["X-Partner-Name"]},
+        wrong,
+        {"X-Partner-Name": "nobody", "X-Partner-API-Key": "ya_nothing"},
+    ):
         response = api.request(method, path, _body(method, path), headers)
         assert response.status == 401, (headers, response.body)
         assert response.json() == {"detail": "Invalid or missing API key"}
@@ -80,18 +84,24 @@ def test_a_disabled_partner_gets_403(
 ) -> None:
     headers = make_partner()
     PartnerStore(api_engine).disable(headers["X-Partner-Name"])
-    response = api.request("POST", "/api/v1/proxy/zerodev/smart-accounts",
-                           {"eoa": "0x" + "ab" * 20, "chain": 8453}, headers)
+    response = api.request(
+        "POST",
+        "/api/v1/proxy/zerodev/smart-accounts",
+        {"eoa": "0x" + "ab" * 20, "chain": 8453},
+        headers,
+    )
     assert response.status == 403
     assert response.json() == {"detail": "Access denied: the API key is inactive"}
 
 
-def test_a_partner_without_the_permission_gets_403(
-    api: RunningService, make_partner: Any
-) -> None:
+def test_a_partner_without_the_permission_gets_403(api: RunningService, make_partner: Any) -> None:
     headers = make_partner(frozenset({"wallets"}))
-    response = api.request("POST", "/api/v1/proxy/zerodev/smart-accounts",
-                           {"eoa": "0x" + "ab" * 20, "chain": 8453}, headers)
+    response = api.request(
+        "POST",
+        "/api/v1/proxy/zerodev/smart-accounts",
+        {"eoa": "0x" + "ab" * 20, "chain": 8453},
+        headers,
+    )
     assert response.status == 403
     assert response.json()["detail"] == "Access denied: the partner may not use accounts"
 

@@ -30,8 +30,13 @@ def test_tokens_of_base(api: RunningService) -> None:
     response = api.request("GET", "/api/v1/8453/tokens")
     assert response.status == 200
     [token] = response.json()["tokens"]
-    assert token == {"address": BASE_USDC, "symbol": "USDC", "decimals": 6,
-                     "balance": 0, "current_price": 1}
+    assert token == {
+        "address": BASE_USDC,
+        "symbol": "USDC",
+        "decimals": 6,
+        "balance": 0,
+        "current_price": 1,
+    }
 
 
 def test_tokens_of_an_unknown_chain_is_a_404(api: RunningService) -> None:
@@ -51,10 +56,26 @@ def test_protocols_of_base_usdc_carry_every_catalog_field(api: RunningService) -
     assert response.status == 200
     protocols = response.json()["protocols"]
     assert [p["name"] for p in protocols] == [
-        "aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime"
+        "aave",
+        "compound",
+        "moonwell",
+        "morpho_gauntlet_usdc_prime",
     ]
-    fields = {"name", "is_active", "description", "tvl", "apr", "pools", "created_at",
-              "updated_at", "chain_id", "parent_protocol", "link", "address", "title"}
+    fields = {
+        "name",
+        "is_active",
+        "description",
+        "tvl",
+        "apr",
+        "pools",
+        "created_at",
+        "updated_at",
+        "chain_id",
+        "parent_protocol",
+        "link",
+        "address",
+        "title",
+    }
     for protocol in protocols:
         assert set(protocol) == fields
         assert protocol["chain_id"] == 8453

@@ -27,8 +27,9 @@ def test_creation_is_idempotent_and_persisted(api: RunningService, make_partner:
     headers = make_partner()
     eoa = "0x" + "a1" * 20
     first = api.request("POST", PATH, {"eoa": eoa, "chain": 1, "agent_id": "x"}, headers)
-    again = api.request("POST", PATH, {"eoa": eoa.upper().replace("0X", "0x"), "chain": 1,
-                                       "agent_id": "x"}, headers)
+    again = api.request(
+        "POST", PATH, {"eoa": eoa.upper().replace("0X", "0x"), "chain": 1, "agent_id": "x"}, headers
+    )
     assert first.status == again.status == 200
     assert first.json() == again.json()
     found = api.request("GET", f"{PATH}?eoa={eoa}&chain=1&agent_id=x", headers=headers)
@@ -86,8 +87,10 @@ def test_another_partners_account_is_refused(api: RunningService, make_partner: 
     owner, other = make_partner(), make_partner()
     body = {"eoa": "0x" + "d4" * 20, "chain": 8453}
     assert api.request("POST", PATH, body, owner).status == 200
-    for method, path, payload in (("POST", PATH, body),
-                                  ("GET", f"{PATH}?eoa={body['eoa']}&chain=8453", None)):
+    for method, path, payload in (
+        ("POST", PATH, body),
+        ("GET", f"{PATH}?eoa={body['eoa']}&chain=8453", None),
+    ):
         response = api.request(method, path, payload, other)
         assert response.status == 403
         assert response.json()["detail"].startswith("Access denied")

@@ -73,13 +73,15 @@ class RunningService:
 def running_service(database_url: str, data_dir: Path) -> Iterator[RunningService]:
     """Starts the service with Envoy in a thread of its own; stops it afterwards."""
     http_port = free_port()
-    settings = load_settings({
-        "YIELDAGENT_DATA_DIR": str(data_dir),
-        "YIELDAGENT_DATABASE_URL": database_url,
-        "YIELDAGENT_HTTP_PORT": str(http_port),
-        "YIELDAGENT_GRPC_PORT": "0",
-        "YIELDAGENT_SHUTDOWN_GRACE_SECONDS": "1",
-    })
+    settings = load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": str(data_dir),
+            "YIELDAGENT_DATABASE_URL": database_url,
+            "YIELDAGENT_HTTP_PORT": str(http_port),
+            "YIELDAGENT_GRPC_PORT": "0",
+            "YIELDAGENT_SHUTDOWN_GRACE_SECONDS": "1",
+        }
+    )
     started = threading.Event()
     state: dict[str, Any] = {}
 
@@ -106,9 +108,7 @@ def running_service(database_url: str, data_dir: Path) -> Iterator[RunningServic
     if "error" in state:
         raise RuntimeError("the service failed to start") from state["error"]
     try:
-        yield RunningService(
-            http_port, f"127.0.0.1:{state['grpc_port']}", database_url, data_dir
-        )
+        yield RunningService(http_port, f"127.0.0.1:{state['grpc_port']}", database_url, data_dir)
     finally:
         state["loop"].call_soon_threadsafe(state["stop"].set)
         thread.join(30)

@@ -66,6 +66,8 @@ def load_operator_wallet(settings: Settings) -> OperatorWallet:
         _create_keystore(path, settings.operator_key_password)
     address = json.loads(path.read_text())["address"]
     return OperatorWallet(
-        str(to_checksum_address("0x" + address.removeprefix("0x"))), None, path,
+        str(to_checksum_address("0x" + address.removeprefix("0x"))),
+        None,
+        path,
         settings.operator_key_password,
     )

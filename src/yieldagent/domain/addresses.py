@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from eth_utils import to_checksum_address
+from eth_utils.address import to_checksum_address
 
 from yieldagent.domain.errors import InvalidInput, Location
 
@@ -24,7 +24,8 @@ def parse_address(value: str, loc: Location) -> str:
     """
     if not is_address(value):
         raise InvalidInput.field(
-            loc, "value is not a valid Ethereum address (0x followed by 40 hex characters)",
+            loc,
+            "value is not a valid Ethereum address (0x followed by 40 hex characters)",
             "value_error.address",
         )
     return str(to_checksum_address(value))
@@ -34,7 +35,8 @@ def parse_tx_hash(value: str, loc: Location) -> str:
     """Returns ``value`` in lower case, or raises InvalidInput about ``loc``."""
     if _TX_HASH.fullmatch(value) is None:
         raise InvalidInput.field(
-            loc, "value is not a valid transaction hash (0x followed by 64 hex characters)",
+            loc,
+            "value is not a valid transaction hash (0x followed by 64 hex characters)",
             "value_error.tx_hash",
         )
     return value.lower()

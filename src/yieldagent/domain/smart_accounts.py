@@ -112,8 +112,7 @@ def check_owner(account: SmartAccount, partner_id: int) -> SmartAccount:
     """
     if account.partner_id != partner_id:
         raise AccessDenied(
-            "Access denied: this smart account is managed by another partner; "
-            "use another agent_id"
+            "Access denied: this smart account is managed by another partner; use another agent_id"
         )
     return account
 
@@ -146,26 +145,35 @@ def account_key(eoa: str, chain: int, agent_id: str, chain_ids: Collection[int])
     if not eoa:
         violations.append(FieldViolation(("eoa",), "Field required", "missing"))
     elif not is_address(eoa):
-        violations.append(FieldViolation(
-            ("eoa",), "value is not a valid Ethereum address (0x followed by 40 hex characters)",
-            "value_error.address",
-        ))
+        violations.append(
+            FieldViolation(
+                ("eoa",),
+                "value is not a valid Ethereum address (0x followed by 40 hex characters)",
+                "value_error.address",
+            )
+        )
     if chain not in chain_ids:
         allowed = ", ".join(map(str, sorted(chain_ids)))
-        violations.append(FieldViolation(("chain",), f"Input should be one of {allowed}",
-                                         "literal_error"))
+        violations.append(
+            FieldViolation(("chain",), f"Input should be one of {allowed}", "literal_error")
+        )
     agent_id = agent_id or DEFAULT_AGENT_ID
     if len(agent_id) > MAX_AGENT_ID_LENGTH or not agent_id.isprintable():
-        violations.append(FieldViolation(
-            ("agent_id",), f"agent_id must be 1 to {MAX_AGENT_ID_LENGTH} printable characters",
-            "value_error",
-        ))
+        violations.append(
+            FieldViolation(
+                ("agent_id",),
+                f"agent_id must be 1 to {MAX_AGENT_ID_LENGTH} printable characters",
+                "value_error",
+            )
+        )
     if violations:
         raise InvalidInput(violations)
     return AccountKey(chain, to_checksum_address(eoa), agent_id)
 
 
-def open_account(repository: SmartAccountRepository, key: AccountKey, partner_id: int) -> SmartAccount:
+def open_account(
+    repository: SmartAccountRepository, key: AccountKey, partner_id: int
+) -> SmartAccount:
     """The partner's smart account for ``key``, recorded on first use. Idempotent."""
     existing = repository.get(key.chain_id, key.eoa, key.agent_id)
     if existing is None:
@@ -176,7 +184,9 @@ def open_account(repository: SmartAccountRepository, key: AccountKey, partner_id
     return check_owner(existing, partner_id)
 
 
-def find_account(repository: SmartAccountRepository, key: AccountKey, partner_id: int) -> SmartAccount:
+def find_account(
+    repository: SmartAccountRepository, key: AccountKey, partner_id: int
+) -> SmartAccount:
     """The partner's recorded smart account for ``key``; NotFound when none was created."""
     existing = repository.get(key.chain_id, key.eoa, key.agent_id)
     if existing is None:

@@ -41,14 +41,18 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         self, request: catalog_pb2.ListTokensRequest, context: grpc.aio.ServicerContext
     ) -> catalog_pb2.ListTokensResponse:
         chain = self._catalog.chain(request.chain_id)
-        return catalog_pb2.ListTokensResponse(tokens=[
-            catalog_pb2.Token(
-                address=token.address, symbol=token.symbol, decimals=token.decimals,
-                balance=0.0,  # no agent can hold funds before wallet activation exists
-                current_price=token.price_usd,
-            )
-            for token in chain.tokens
-        ])
+        return catalog_pb2.ListTokensResponse(
+            tokens=[
+                catalog_pb2.Token(
+                    address=token.address,
+                    symbol=token.symbol,
+                    decimals=token.decimals,
+                    balance=0.0,  # no agent can hold funds before wallet activation exists
+                    current_price=token.price_usd,
+                )
+                for token in chain.tokens
+            ]
+        )
 
     async def ListProtocols(
         self, request: catalog_pb2.ListProtocolsRequest, context: grpc.aio.ServicerContext

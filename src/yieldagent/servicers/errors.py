@@ -51,7 +51,7 @@ def status_of(error: YieldAgentError | None) -> tuple[grpc.StatusCode, int]:
         return _INTERNAL
     for kind in type(error).__mro__:
         if kind in STATUS_OF:
-            return STATUS_OF[kind]  # type: ignore[index]
+            return STATUS_OF[kind]
     return _INTERNAL
 
 
@@ -88,12 +88,16 @@ def grpc_status(error: YieldAgentError | None) -> grpc.Status:
     message = error.detail if error is not None else INTERNAL_DETAIL
     details = [error_details_pb2.ErrorInfo(reason=_reason(error), domain=ERROR_DOMAIN)]
     if isinstance(error, InvalidInput):
-        details.append(error_details_pb2.BadRequest(field_violations=[
-            error_details_pb2.BadRequest.FieldViolation(
-                field=_field_path(v.loc), description=v.msg, reason=v.type
+        details.append(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(
+                        field=_field_path(v.loc), description=v.msg, reason=v.type
+                    )
+                    for v in error.violations
+                ]
             )
-            for v in error.violations
-        ]))
+        )
     packed = []
     for detail in details:
         holder = any_pb2.Any()

@@ -73,8 +73,11 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             except YieldAgentError as error:
                 log.info(
                     "request refused",
-                    extra={"method": policy.full_name, "error": type(error).__name__,
-                           "detail": error.detail},
+                    extra={
+                        "method": policy.full_name,
+                        "error": type(error).__name__,
+                        "detail": error.detail,
+                    },
                 )
                 await errors.abort(context, error, policy, rest)
             except NotImplementedError:  # a generated servicer base: not built yet

@@ -20,9 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.api import annotations_pb2
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor, ServiceDescriptor
+from google.protobuf.descriptor import (
+    Descriptor,
+    FieldDescriptor,
+    MethodDescriptor,
+    ServiceDescriptor,
+)
 
 from yieldagent.v1 import (
     catalog_pb2,
@@ -36,14 +42,24 @@ from yieldagent.v1 import (
 )
 
 API_FILES = (
-    health_pb2, catalog_pb2, smart_accounts_pb2, wallets_pb2, rewards_pb2, stats_pb2,
+    health_pb2,
+    catalog_pb2,
+    smart_accounts_pb2,
+    wallets_pb2,
+    rewards_pb2,
+    stats_pb2,
     optimizer_pb2,
 )
 
-_SIXTY_FOUR_BIT = frozenset({
-    FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
-    FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64,
-})
+_SIXTY_FOUR_BIT = frozenset(
+    {
+        FieldDescriptor.TYPE_INT64,
+        FieldDescriptor.TYPE_UINT64,
+        FieldDescriptor.TYPE_SINT64,
+        FieldDescriptor.TYPE_FIXED64,
+        FieldDescriptor.TYPE_SFIXED64,
+    }
+)
 
 STATUS_HEADER = "x-yieldagent-status"
 INTEGERS_HEADER = "x-yieldagent-integers"
@@ -76,6 +92,11 @@ class MethodPolicy:
         return (self.field_sources.get(str(loc[0]), "body"), *loc)
 
 
+def _option(options: Any, extension: Any) -> Any:
+    """The value of a custom option (protobuf's typing of extensions is too narrow)."""
+    return options.Extensions[extension]
+
+
 def api_services() -> Iterator[ServiceDescriptor]:
     """Every service of the public API."""
     for module in API_FILES:
@@ -87,24 +108,26 @@ def _json_paths(message: Descriptor, prefix: str, depth: int = 0) -> tuple[list[
     nulls: list[str] = []
     if depth > 8:  # no message of the API nests deeper; guards against recursion
         return integers, nulls
-    for field in message.fields:
-        path = prefix + field.name
-        if field.type == FieldDescriptor.TYPE_MESSAGE:
-            if field.message_type.GetOptions().map_entry:
+    for member in message.fields:
+        path = prefix + member.name
+        if member.type == FieldDescriptor.TYPE_MESSAGE:
+            child = member.message_type
+            assert child is not None
+            if child.GetOptions().map_entry:
                 continue
-            sub_integers, sub_nulls = _json_paths(field.message_type, path + ".", depth + 1)
+            sub_integers, sub_nulls = _json_paths(child, path + ".", depth + 1)
             integers += sub_integers
             nulls += sub_nulls
             continue
-        if field.type in _SIXTY_FOUR_BIT or field.GetOptions().Extensions[options_pb2.json_integer]:
+        if member.type in _SIXTY_FOUR_BIT or _option(member.GetOptions(), options_pb2.json_integer):
             integers.append(path)
-        if field.has_presence and not field.is_repeated:
+        if member.has_presence and not member.is_repeated:
             nulls.append(path)
     return integers, nulls
 
 
 def _field_sources(method: MethodDescriptor) -> tuple[dict[str, str], str | None]:
-    rule = method.GetOptions().Extensions[annotations_pb2.http]
+    rule = _option(method.GetOptions(), annotations_pb2.http)
     kind = rule.WhichOneof("pattern")
     template = getattr(rule, kind) if kind and kind != "custom" else rule.custom.path
     path_fields = set(re.findall(r"{([^}=]+)", template))
@@ -123,8 +146,9 @@ def _field_sources(method: MethodDescriptor) -> tuple[dict[str, str], str | None
 def policy_for(method: MethodDescriptor) -> MethodPolicy:
     """Reads the policy of one method from its descriptor."""
     options = method.GetOptions()
-    permission = options.Extensions[options_pb2.partner_permission] or None
-    success_status = options.Extensions[options_pb2.http_success_code] or 200
+    permission: str | None = _option(options, options_pb2.partner_permission) or None
+    success_status: int = _option(options, options_pb2.http_success_code) or 200
+    assert method.output_type is not None
     integers, nulls = _json_paths(method.output_type, "")
     sources, body_field = _field_sources(method)
     metadata: list[tuple[str, str]] = []

@@ -24,7 +24,10 @@ _partners = PartnerRow.__table__  # type: ignore[attr-defined]
 
 # The hot path: one indexed read per keyed call, as a plain Core statement.
 _CREDENTIALS = core_select(
-    _partners.c.id, _partners.c.name, _partners.c.active, _partners.c.permissions,
+    _partners.c.id,
+    _partners.c.name,
+    _partners.c.active,
+    _partners.c.permissions,
     _partners.c.api_key_digest,
 ).where(_partners.c.name == bindparam("name"))
 
@@ -51,8 +54,12 @@ class PartnerStore:
         api_key = new_api_key()
         now = datetime.now(UTC)
         row = PartnerRow(
-            name=name, api_key_digest=key_digest(api_key), active=True,
-            permissions=",".join(sorted(permissions)), created_at=now, updated_at=now,
+            name=name,
+            api_key_digest=key_digest(api_key),
+            active=True,
+            permissions=",".join(sorted(permissions)),
+            created_at=now,
+            updated_at=now,
         )
         with Session(self._engine) as session:
             session.add(row)

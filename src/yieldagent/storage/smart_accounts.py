@@ -14,7 +14,10 @@ from yieldagent.storage.tables import SmartAccountRow
 
 _accounts = SmartAccountRow.__table__  # type: ignore[attr-defined]
 _COLUMNS = (
-    _accounts.c.chain_id, _accounts.c.eoa, _accounts.c.agent_id, _accounts.c.address,
+    _accounts.c.chain_id,
+    _accounts.c.eoa,
+    _accounts.c.agent_id,
+    _accounts.c.address,
     _accounts.c.partner_id,
 )
 _BY_KEY = core_select(*_COLUMNS).where(
@@ -47,8 +50,12 @@ class SmartAccountStore:
         if existing is not None:
             return existing
         row = SmartAccountRow(
-            chain_id=account.chain_id, eoa=account.eoa, agent_id=account.agent_id,
-            address=account.address, partner_id=account.partner_id, created_at=datetime.now(UTC),
+            chain_id=account.chain_id,
+            eoa=account.eoa,
+            agent_id=account.agent_id,
+            address=account.address,
+            partner_id=account.partner_id,
+            created_at=datetime.now(UTC),
         )
         with Session(self._engine) as session:
             session.add(row)

@@ -1,0 +1,225 @@
+"""The gRPC surface seen by internal services: real grpc.aio server, real stubs.
+
+Canonical status codes with google.rpc details, standard health, reflection,
+authentication from metadata, and graceful shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+from sqlalchemy import Engine
+
+from yieldagent.chain.operator import OperatorWallet
+from yieldagent.domain.partners import Partner
+from yieldagent.server import ApiServer, build_server, mark_serving
+from yieldagent.servicers.auth import Authenticator
+from yieldagent.servicers.interceptor import ApiInterceptor
+from yieldagent.servicers.method_policy import load_policies
+from yieldagent.storage.partners import PartnerStore
+from yieldagent.v1 import (
+    catalog_pb2,
+    catalog_pb2_grpc,
+    smart_accounts_pb2,
+    smart_accounts_pb2_grpc,
+    wallets_pb2,
+    wallets_pb2_grpc,
+)
+
+OPERATOR = OperatorWallet("0x" + "0a" * 20, None, None, "")
+
+
+@pytest.fixture
+async def served(engine: Engine) -> AsyncIterator[tuple[ApiServer, grpc.aio.Channel]]:
+    api = build_server(engine, OPERATOR, "127.0.0.1:0")
+    await api.server.start()
+    await mark_serving(api, True)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")
+    yield api, channel
+    await channel.close()
+    await api.server.stop(0)
+
+
+def _credentials(partner: tuple[Partner, str]) -> tuple[tuple[str, str], ...]:
+    return (("x-partner-name", partner[0].name), ("x-partner-api-key", partner[1]))
+
+
+def _details(error: grpc.aio.AioRpcError) -> dict[str, Any]:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None, "google.rpc.Status details are missing"
+    found: dict[str, Any] = {}
+    for packed in status.details:
+        for kind in (error_details_pb2.ErrorInfo, error_details_pb2.BadRequest):
+            if packed.Is(kind.DESCRIPTOR):
+                message = kind()
+                packed.Unpack(message)
+                found[kind.DESCRIPTOR.name] = message
+    return found
+
+
+async def test_success_carries_no_rest_hints(served: Any) -> None:
+    _, channel = served
+    call = catalog_pb2_grpc.CatalogServiceStub(channel).ListProtocols(
+        catalog_pb2.ListProtocolsRequest(
+            chain_id=8453, token="0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+        )
+    )
+    response = await call
+    assert len(response.protocols) == 4
+    metadata = await call.initial_metadata()
+    assert not [key for key, _ in metadata if key.startswith("x-yieldagent")]
+
+
+async def test_malformed_input_is_invalid_argument_with_field_violations(
+    served: Any, partner: tuple[Partner, str]
+) -> None:
+    _, channel = served
+    stub = smart_accounts_pb2_grpc.SmartAccountServiceStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stub.CreateSmartAccount(
+            smart_accounts_pb2.CreateSmartAccountRequest(eoa="0x12", chain=5),
+            metadata=_credentials(partner),
+        )
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = _details(raised.value)
+    assert details["ErrorInfo"].reason == "INVALID_INPUT"
+    assert details["ErrorInfo"].domain == "yieldagent.v1"
+    violations = details["BadRequest"].field_violations
+    assert [(v.field, v.reason) for v in violations] == [
+        ("eoa", "value_error.address"),
+        ("chain", "literal_error"),
+    ]
+    trailing = raised.value.trailing_metadata() or ()
+    assert not [key for key, _ in trailing if key.startswith("x-yieldagent")]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "code"),
+    [
+        ((), grpc.StatusCode.UNAUTHENTICATED),
+        (
+            (("x-partner-name", "acme"), ("x-partner-api-key", "wrong")),
+            grpc.StatusCode.UNAUTHENTICATED,
+        ),
+    ],
+)
+async def test_credentials_are_checked(
+    served: Any, partner: tuple[Partner, str], metadata: Any, code: grpc.StatusCode
+) -> None:
+    _, channel = served
+    stub = smart_accounts_pb2_grpc.SmartAccountServiceStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stub.CreateSmartAccount(
+            smart_accounts_pb2.CreateSmartAccountRequest(eoa="0x" + "11" * 20, chain=8453),
+            metadata=metadata,
+        )
+    assert raised.value.code() == code
+    assert _details(raised.value)["ErrorInfo"].reason == "AUTHENTICATION_FAILED"
+
+
+async def test_a_disabled_partner_is_permission_denied(
+    served: Any, partner: tuple[Partner, str], partners: Any
+) -> None:
+    _, channel = served
+    partners.disable("acme")
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await smart_accounts_pb2_grpc.SmartAccountServiceStub(channel).CreateSmartAccount(
+            smart_accounts_pb2.CreateSmartAccountRequest(eoa="0x" + "11" * 20, chain=8453),
+            metadata=_credentials(partner),
+        )
+    assert raised.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_not_found_and_unimplemented(served: Any, partner: tuple[Partner, str]) -> None:
+    _, channel = served
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await catalog_pb2_grpc.CatalogServiceStub(channel).ListTokens(
+            catalog_pb2.ListTokensRequest(chain_id=5)
+        )
+    assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await wallets_pb2_grpc.WalletServiceStub(channel).Withdraw(
+            wallets_pb2.WithdrawRequest(chain_id=8453, wallet="0x" + "11" * 20, amount="1"),
+            metadata=_credentials(partner),
+        )
+    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert _details(raised.value)["ErrorInfo"].reason == "NOT_IMPLEMENTED_YET"
+
+
+async def test_standard_health_follows_the_server_state(served: Any) -> None:
+    api, channel = served
+    stub = health_pb2_grpc.HealthStub(channel)
+    for service in ("", "yieldagent.v1.WalletService"):
+        reply = await stub.Check(health_pb2.HealthCheckRequest(service=service))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    await mark_serving(api, False)
+    reply = await stub.Check(health_pb2.HealthCheckRequest(service=""))
+    assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+async def test_reflection_lists_every_service(served: Any) -> None:
+    _, channel = served
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+
+    async def ask() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
+        yield reflection_pb2.ServerReflectionRequest(list_services="")
+
+    async for reply in stub.ServerReflectionInfo(ask()):
+        names = {service.name for service in reply.list_services_response.service}
+        break
+    assert {
+        "yieldagent.v1.HealthcheckService",
+        "yieldagent.v1.CatalogService",
+        "yieldagent.v1.SmartAccountService",
+        "yieldagent.v1.WalletService",
+        "yieldagent.v1.RewardService",
+        "yieldagent.v1.StatsService",
+        "yieldagent.v1.OptimizerService",
+        "grpc.health.v1.Health",
+    } <= names
+
+
+class SlowWallets(wallets_pb2_grpc.WalletServiceServicer):
+    """GetWallet takes a while, so that calls are surely in flight at shutdown."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.all_started = asyncio.Event()
+
+    async def GetWallet(self, request: Any, context: Any) -> wallets_pb2.Wallet:
+        self.started += 1
+        if self.started == 10:
+            self.all_started.set()
+        await asyncio.sleep(0.5)
+        return wallets_pb2.Wallet(wallet=request.wallet)
+
+
+async def test_graceful_shutdown_lets_running_calls_finish(engine: Engine) -> None:
+    slow = SlowWallets()
+    server = grpc.aio.server(
+        interceptors=[ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)))]
+    )
+    wallets_pb2_grpc.add_WalletServiceServicer_to_server(slow, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    stub = wallets_pb2_grpc.WalletServiceStub(channel)
+    calls = [
+        asyncio.ensure_future(stub.GetWallet(wallets_pb2.GetWalletRequest(wallet=str(i))))
+        for i in range(10)
+    ]
+    await asyncio.wait_for(slow.all_started.wait(), 5)
+    await server.stop(grace=5)
+    replies = await asyncio.gather(*calls, return_exceptions=True)
+    assert [r.wallet for r in replies] == [str(i) for i in range(10)], replies
+    with pytest.raises(grpc.aio.AioRpcError):
+        await stub.GetWallet(wallets_pb2.GetWalletRequest(wallet="late"), timeout=1)
+    await channel.close()

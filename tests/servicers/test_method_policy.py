@@ -1,0 +1,69 @@
+"""Method policies come from the proto options alone."""
+
+from __future__ import annotations
+
+from yieldagent.servicers.method_policy import (
+    INTEGERS_HEADER,
+    NULLS_HEADER,
+    STATUS_HEADER,
+    api_services,
+    load_policies,
+)
+
+POLICIES = load_policies()
+
+
+def _hints(method: str) -> dict[str, str]:
+    return dict(POLICIES[method].rest_metadata)
+
+
+def test_every_rpc_of_every_api_service_has_a_policy() -> None:
+    methods = {f"/{s.full_name}/{m.name}" for s in api_services() for m in s.methods}
+    assert methods == set(POLICIES)
+    assert len(methods) == 21
+
+
+def test_success_statuses() -> None:
+    codes = {
+        name.rsplit("/", 1)[1]: p.success_status
+        for name, p in POLICIES.items()
+        if p.success_status != 200
+    }
+    assert codes == {
+        "ActivateWallet": 201,
+        "TopUp": 201,
+        "UpdateProtocols": 204,
+        "SetRewardStaking": 204,
+    }
+    assert _hints("/yieldagent.v1.WalletService/TopUp")[STATUS_HEADER] == "201"
+
+
+def test_public_and_keyed_methods() -> None:
+    public = sorted(name for name, p in POLICIES.items() if p.permission is None)
+    assert public == [
+        "/yieldagent.v1.CatalogService/ListChains",
+        "/yieldagent.v1.CatalogService/ListProtocols",
+        "/yieldagent.v1.CatalogService/ListTokens",
+        "/yieldagent.v1.HealthcheckService/Healthcheck",
+        "/yieldagent.v1.StatsService/GetStats",
+        "/yieldagent.v1.WalletService/GetWallet",
+    ]
+
+
+def test_wallet_record_integers_and_nulls() -> None:
+    hints = _hints("/yieldagent.v1.WalletService/GetWallet")
+    integers = hints[INTEGERS_HEADER].split(",")
+    assert "deposits.amount" in integers and "withdraws.fee_amount" in integers
+    assert "withdraws.amount" not in integers  # the contract prints it as a string
+    nulls = hints[NULLS_HEADER].split(",")
+    assert {"last_deactivation_date", "last_reactivation_date"} <= set(nulls)
+
+
+def test_field_locations_follow_the_http_rule() -> None:
+    transactions = POLICIES["/yieldagent.v1.WalletService/ListTransactions"]
+    assert transactions.locate(("page",)) == ("query", "page")
+    assert transactions.locate(("wallet",)) == ("path", "wallet")
+    activation = POLICIES["/yieldagent.v1.WalletService/ActivateWallet"]
+    assert activation.locate(("constraints", 0, "kind")) == ("body", "constraints", 0, "kind")
+    protocols = POLICIES["/yieldagent.v1.WalletService/UpdateProtocols"]
+    assert protocols.locate(("protocols", 2)) == ("body", 2)  # the bare array is the body

@@ -1,0 +1,60 @@
+"""The yieldagent command: partner management prints JSON, keys only once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from yieldagent.cli import main
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("YIELDAGENT_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("YIELDAGENT_DATABASE_URL", raising=False)
+    return tmp_path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, json.loads(out if code == 0 else err)
+
+
+def test_partner_lifecycle(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, created = _run(capsys, "partner", "create", "acme")
+    assert code == 0 and created["name"] == "acme"
+    assert str(created["api_key"]).startswith("ya_")
+    code, rotated = _run(capsys, "partner", "rotate", "acme")
+    assert code == 0 and rotated["api_key"] != created["api_key"]
+    code, disabled = _run(capsys, "partner", "disable", "acme")
+    assert code == 0 and disabled == {
+        "name": "acme",
+        "active": False,
+        "permissions": ["accounts", "optimizer", "rewards", "wallets"],
+    }
+    assert str(created["api_key"]) not in (data_dir / "yieldagent.db").read_bytes().decode(
+        "latin-1"
+    )
+
+
+def test_errors_are_json_on_stderr(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _run(capsys, "partner", "create", "acme")
+    code, error = _run(capsys, "partner", "create", "acme")
+    assert code == 1 and error == {"error": "Partner 'acme' already exists"}
+    code, error = _run(capsys, "partner", "disable", "nobody")
+    assert code == 1 and "No partner" in str(error["error"])
+    code, error = _run(capsys, "partner", "create", "Bad Name")
+    assert code == 1
+
+
+def test_permissions_can_be_limited(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _run(capsys, "partner", "create", "reader", "--permissions", "wallets")
+    code, shown = _run(capsys, "partner", "enable", "reader")
+    assert code == 0 and shown["permissions"] == ["wallets"]
+
+
+def test_migrate(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "migrate") == (0, {"migrated": True})

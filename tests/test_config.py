@@ -1,0 +1,38 @@
+"""Settings come from YIELDAGENT_* variables, with documented defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from yieldagent.config import load_settings
+from yieldagent.domain.errors import ConfigurationError
+
+
+def test_defaults() -> None:
+    settings = load_settings({})
+    assert (settings.http_host, settings.http_port) == ("127.0.0.1", 8080)
+    assert settings.grpc_target == "127.0.0.1:50051"
+    assert settings.data_dir == Path("var").resolve()
+    assert settings.database_url == f"sqlite:///{Path('var').resolve() / 'yieldagent.db'}"
+
+
+def test_overrides() -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_HTTP_PORT": "9000",
+            "YIELDAGENT_GRPC_PORT": "9001",
+            "YIELDAGENT_DATA_DIR": "/tmp/ya",
+            "YIELDAGENT_DATABASE_URL": "postgresql://h/db",
+        }
+    )
+    assert settings.http_port == 9000
+    assert settings.grpc_port == 9001
+    assert settings.data_dir == Path("/tmp/ya")
+    assert settings.database_url == "postgresql://h/db"
+
+
+def test_a_bad_number_is_a_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_HTTP_PORT must be an integer"):
+        load_settings({"YIELDAGENT_HTTP_PORT": "eighty"})

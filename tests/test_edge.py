@@ -1,0 +1,48 @@
+"""The shipped Envoy config validates, and rendering it swaps ports and paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from yieldagent.config import load_settings
+from yieldagent.domain.errors import ConfigurationError
+from yieldagent.edge import render_config, validate_shipped_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_shipped_config_passes_envoy_validate() -> None:
+    validate_shipped_config(ROOT / "envoy" / "envoy.yaml")
+
+
+def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_HTTP_PORT": "18080",
+            "YIELDAGENT_DATA_DIR": "/x",
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+        }
+    )
+    text = render_config(settings, grpc_port=15051)
+    assert "port_value: 18080" in text and "port_value: 15051" in text
+    assert f"filename: {ROOT / 'envoy' / 'rest.lua'}" in text
+    assert "port_value: 8080}" not in text
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+
+
+def test_rendering_refuses_a_config_it_does_not_recognize(tmp_path: Path) -> None:
+    config = tmp_path / "envoy.yaml"
+    config.write_text("static_resources: {}\n")
+    settings = load_settings(
+        {
+            "YIELDAGENT_ENVOY_CONFIG": str(config),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+        }
+    )
+    with pytest.raises(ConfigurationError, match="expected one"):
+        render_config(settings, grpc_port=1)
