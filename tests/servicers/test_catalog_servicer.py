@@ -1,0 +1,96 @@
+"""CatalogService through grpc_testing: chains, tokens and protocols."""
+
+from __future__ import annotations
+
+import grpc
+import grpc_testing
+import pytest
+from grpc_testing_harness import call, serve
+
+from yieldagent.catalog import load_catalog
+from yieldagent.servicers.catalog import CatalogServicer
+from yieldagent.v1 import catalog_pb2
+
+SERVICE = catalog_pb2.DESCRIPTOR.services_by_name["CatalogService"]
+METHODS = SERVICE.methods_by_name
+BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+
+
+@pytest.fixture(scope="module")
+def server() -> grpc_testing.Server:
+    return serve(CatalogServicer(load_catalog()), SERVICE)
+
+
+def test_list_chains(server: grpc_testing.Server) -> None:
+    response, _, code, _ = call(server, METHODS["ListChains"], catalog_pb2.ListChainsRequest())
+    assert code is grpc.StatusCode.OK
+    assert list(response.chain_ids) == [1, 137, 8453, 42161, 84532, 11155111]
+
+
+def test_list_tokens_on_base(server: grpc_testing.Server) -> None:
+    response, _, code, _ = call(
+        server, METHODS["ListTokens"], catalog_pb2.ListTokensRequest(chain_id=8453)
+    )
+    assert code is grpc.StatusCode.OK
+    (usdc,) = response.tokens
+    assert (usdc.address, usdc.symbol, usdc.decimals) == (BASE_USDC, "USDC", 6)
+    assert usdc.current_price == 1.0
+    assert usdc.balance == 0.0
+
+
+def test_list_tokens_on_an_unknown_chain_is_not_found(server: grpc_testing.Server) -> None:
+    response, _, code, details = call(
+        server, METHODS["ListTokens"], catalog_pb2.ListTokensRequest(chain_id=999)
+    )
+    assert code is grpc.StatusCode.NOT_FOUND
+    assert response is None
+    assert details == (
+        "Chain 999 is not supported; supported chains: 1, 137, 8453, 42161, 84532, 11155111"
+    )
+
+
+@pytest.mark.parametrize("token", [BASE_USDC, BASE_USDC.lower(), "0x" + BASE_USDC[2:].upper()])
+def test_list_protocols_for_base_usdc(server: grpc_testing.Server, token: str) -> None:
+    response, _, code, _ = call(
+        server,
+        METHODS["ListProtocols"],
+        catalog_pb2.ListProtocolsRequest(chain_id=8453, token=token),
+    )
+    assert code is grpc.StatusCode.OK
+    assert [p.name for p in response.protocols] == [
+        "aave",
+        "compound",
+        "moonwell",
+        "morpho_gauntlet_usdc_prime",
+    ]
+    for protocol in response.protocols:
+        assert protocol.chain_id == 8453
+        assert protocol.is_active
+        assert protocol.title and protocol.address.startswith("0x")
+        assert not protocol.HasField("apr")
+        assert not protocol.HasField("tvl")
+        assert len(protocol.pools) == 0
+
+
+def test_list_protocols_for_a_bad_token_address(server: grpc_testing.Server) -> None:
+    response, _, code, details = call(
+        server,
+        METHODS["ListProtocols"],
+        catalog_pb2.ListProtocolsRequest(chain_id=8453, token="0x1234"),
+    )
+    assert code is grpc.StatusCode.INVALID_ARGUMENT
+    assert response is None
+    assert details.startswith("token: value is not a valid Ethereum address")
+
+
+def test_list_protocols_for_a_token_the_chain_does_not_have(
+    server: grpc_testing.Server,
+) -> None:
+    polygon_usdc = "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"
+    _, _, code, details = call(
+        server,
+        METHODS["ListProtocols"],
+        catalog_pb2.ListProtocolsRequest(chain_id=8453, token=polygon_usdc),
+    )
+    assert code is grpc.StatusCode.NOT_FOUND
+    assert details == f"Token {polygon_usdc} is not supported on chain 8453"
