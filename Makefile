@@ -50,8 +50,8 @@ $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
 
 lint: $(VENV)/.installed $(DESCRIPTOR) $(BUF)
-	$(VENV)/bin/ruff check src tests
-	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(BUF) lint $(DESCRIPTOR)#format=binpb --path yieldagent
 	$(VENV)/bin/envoy --mode validate -c envoy/envoy.yaml --log-level error

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
-from support.databases import BACKENDS, temporary_database
 
+from support.databases import BACKENDS, temporary_database
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine
+
 from support.databases import BACKENDS, temporary_database
 from support.service import RunningService, running_service
-
 from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore

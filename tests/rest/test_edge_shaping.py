@@ -18,8 +18,8 @@ from typing import Any
 import grpc
 import pytest
 from sqlalchemy import Engine
-from support.service import RunningService, free_port
 
+from support.service import RunningService, free_port
 from yieldagent.config import load_settings
 from yieldagent.domain.errors import Conflict, InvalidInput
 from yieldagent.domain.partners import PERMISSIONS

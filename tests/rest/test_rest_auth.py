@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from support.service import RunningService
 
+from support.service import RunningService
 from yieldagent.storage.partners import PartnerStore
 
 W = "0x" + "ee" * 20

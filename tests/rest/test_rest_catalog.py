@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from support.service import RunningService
-
 from yieldagent import __version__
 
 BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"

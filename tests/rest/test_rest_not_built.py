@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from support.service import RunningService
 
 W = "0x" + "ef" * 20

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from support.service import RunningService
-
 from yieldagent.domain.smart_accounts import smart_account_address
 
 PATH = "/api/v1/proxy/zerodev/smart-accounts"

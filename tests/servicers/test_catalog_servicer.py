@@ -5,8 +5,8 @@ from __future__ import annotations
 import grpc
 import grpc_testing
 import pytest
-from grpc_testing_harness import call, serve
 
+from support.grpc_testing_harness import call, serve
 from yieldagent.catalog import load_catalog
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.v1 import catalog_pb2

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import grpc
-from grpc_testing_harness import call, serve
 from sqlalchemy import Engine
 
+from support.grpc_testing_harness import call, serve
 from yieldagent import __version__
 from yieldagent.servicers.health import HealthcheckServicer
 from yieldagent.v1 import health_pb2

@@ -5,9 +5,9 @@ from __future__ import annotations
 import grpc
 import grpc_testing
 import pytest
-from grpc_testing_harness import Termination, call, serve
 from sqlalchemy import Engine
 
+from support.grpc_testing_harness import Termination, call, serve
 from yieldagent.catalog import load_catalog
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.domain.smart_accounts import smart_account_address

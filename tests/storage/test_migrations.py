@@ -10,19 +10,18 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, event, inspect, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine, inspect, text
 from sqlmodel import SQLModel
 
 from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.storage.db import alembic_config, create_db_engine, migrate
+from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
 HEAD = "0001"
 TABLES = {"partners", "smart_accounts"}
 _MIGRATE = (
     "import sys\n"
-    "from yieldagent.storage.db import create_db_engine, migrate\n"
+    "from yieldagent.storage.db import create_db_engine, migrate, migration_lock\n"
     "migrate(create_db_engine(sys.argv[1]))\n"
 )
 
@@ -104,12 +103,11 @@ def test_the_schema_enforces_the_partner_foreign_key(engine: Engine) -> None:
 def test_concurrent_migrations_from_several_processes_agree(
     database_url: str, engine: Engine
 ) -> None:
-    """PostgreSQL serializes migrations with an advisory lock; see the SQLite test below."""
-    if engine.dialect.name == "sqlite":
-        pytest.skip("SQLite races nondeterministically here; covered deterministically below")
+    """An advisory lock (PostgreSQL) or a file lock (SQLite) serializes migrations."""
     engine.dispose()
-    with engine.begin() as connection:  # back to an empty schema
-        connection.execute(text("DROP TABLE smart_accounts, partners, alembic_version"))
+    with engine.begin() as connection:  # back to an empty database
+        for table in ("smart_accounts", "partners", "alembic_version"):
+            connection.execute(text(f"DROP TABLE {table}"))
     assert _revision(engine) is None
     processes = [
         subprocess.Popen(
@@ -125,32 +123,22 @@ def test_concurrent_migrations_from_several_processes_agree(
     assert _revision(engine) == HEAD
 
 
-@pytest.mark.sqlite_only
-@pytest.mark.xfail(
-    reason="BUG: migrate() claims to be safe from several processes, but on SQLite it takes "
-    "no lock: a process that found the database empty fails with 'table ... already exists' "
-    "when another one migrated it in the meantime (e.g. the service and a CLI command "
-    "starting together on a fresh default database)",
-    raises=OperationalError,
-    strict=True,
-)
-def test_a_migration_that_loses_the_race_on_sqlite_still_succeeds(database_url: str) -> None:
-    engine = create_db_engine(database_url)
-    raced: list[subprocess.CompletedProcess[str]] = []
-
-    def another_process_migrates_first(
-        _conn: object, _cursor: object, statement: str, *_args: object
-    ) -> None:
-        # This process has just decided the database is empty: let another one migrate now.
-        if not raced and statement.lstrip().upper().startswith("CREATE TABLE"):
-            raced.append(_migrate_in_another_process(database_url))
-
-    event.listen(engine, "before_cursor_execute", another_process_migrates_first)
-    try:
-        try:
-            migrate(engine)
-        finally:
-            assert raced and raced[0].returncode == 0, raced
-            assert _revision(engine) == HEAD  # the other process did migrate
-    finally:
-        engine.dispose()
+def test_a_second_process_waits_while_one_migrates(database_url: str, engine: Engine) -> None:
+    """While this process holds the migration lock, another one cannot migrate."""
+    engine.dispose()
+    with engine.begin() as connection:  # back to an empty database
+        for table in ("smart_accounts", "partners", "alembic_version"):
+            connection.execute(text(f"DROP TABLE {table}"))
+    with migration_lock(engine):
+        other = subprocess.Popen(
+            [sys.executable, "-c", _MIGRATE, database_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        with pytest.raises(subprocess.TimeoutExpired):
+            other.wait(timeout=2)  # blocked on the lock, not merely slow: see the revision
+        assert _revision(engine) is None
+    _, errors = other.communicate(timeout=60)
+    assert other.returncode == 0, errors
+    assert _revision(engine) == HEAD

@@ -7,12 +7,15 @@ transaction that never spans an ``await``, so it can run on the event loop.
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -53,9 +56,45 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
+# Any constant works; it names the PostgreSQL lock that serializes migrations.
+_MIGRATION_LOCK_KEY = 7_112_024
+
+
+@contextmanager
+def migration_lock(engine: Engine) -> Iterator[None]:
+    """Holds a lock that only one migrating process at a time can hold.
+
+    PostgreSQL: a session advisory lock. SQLite: an exclusive lock on a file beside
+    the database. An in-memory SQLite database is private to its process.
+    """
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+            connection.commit()
+            try:
+                yield
+            finally:
+                connection.execute(
+                    text("SELECT pg_advisory_unlock(:key)"), {"key": _MIGRATION_LOCK_KEY}
+                )
+                connection.commit()
+        return
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def migrate(engine: Engine) -> None:
     """Brings the schema to the newest migration. Safe to run from several processes."""
-    command.upgrade(alembic_config(engine), "head")
+    with migration_lock(engine):
+        command.upgrade(alembic_config(engine), "head")
 
 
 def ping(engine: Engine) -> None:

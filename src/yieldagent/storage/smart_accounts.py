@@ -63,8 +63,8 @@ class SmartAccountStore:
                 session.commit()
             except IntegrityError:
                 session.rollback()
-            else:
-                return account
-        stored = self.get(account.chain_id, account.eoa, account.agent_id)
-        assert stored is not None, "a conflicting insert implies a stored row"
-        return stored
+                stored = self.get(account.chain_id, account.eoa, account.agent_id)
+                if stored is None:  # not a lost race: another constraint failed
+                    raise
+                return stored
+        return account

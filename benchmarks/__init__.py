@@ -1,0 +1,1 @@
+"""Benchmarks, apart from the tests: ``make bench``. They print figures; they assert nothing."""
