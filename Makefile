@@ -57,8 +57,8 @@ lint: $(VENV)/.installed $(DESCRIPTOR) $(BUF)
 	$(VENV)/bin/envoy --mode validate -c envoy/envoy.yaml --log-level error
 
 format: $(VENV)/.installed
-	$(VENV)/bin/ruff check --fix src tests
-	$(VENV)/bin/ruff format src tests
+	$(VENV)/bin/ruff check --fix src tests benchmarks
+	$(VENV)/bin/ruff format src tests benchmarks
 
 bench: $(VENV)/.installed $(DESCRIPTOR)
 	$(PY) -m benchmarks

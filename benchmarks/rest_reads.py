@@ -35,16 +35,22 @@ def _wrk() -> str:
     found = shutil.which("wrk")
     if found is None:
         subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "wrk"], check=True, stdout=subprocess.DEVNULL
+        )
         found = shutil.which("wrk")
     assert found is not None
     return found
 
 
 def _yieldagent(env: dict[str, str], *args: str) -> dict[str, str]:
-    out = subprocess.run([sys.executable, "-m", "yieldagent", *args], env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "yieldagent", *args],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     result: dict[str, str] = json.loads(out)
     return result
 
@@ -82,19 +88,28 @@ def main() -> None:
     wrk = _wrk()
     http_port = _free_port()
     with tempfile.TemporaryDirectory() as directory:
-        env = {**os.environ, "YIELDAGENT_DATA_DIR": directory,
-               "YIELDAGENT_HTTP_PORT": str(http_port), "YIELDAGENT_GRPC_PORT": str(_free_port()),
-               "YIELDAGENT_LOG_LEVEL": "WARNING"}
+        env = {
+            **os.environ,
+            "YIELDAGENT_DATA_DIR": directory,
+            "YIELDAGENT_HTTP_PORT": str(http_port),
+            "YIELDAGENT_GRPC_PORT": str(_free_port()),
+            "YIELDAGENT_LOG_LEVEL": "WARNING",
+        }
         env.pop("YIELDAGENT_DATABASE_URL", None)
-        server = subprocess.Popen([sys.executable, "-m", "yieldagent", "run"], env=env,
-                                  cwd=Path(__file__).resolve().parents[1])
+        server = subprocess.Popen(
+            [sys.executable, "-m", "yieldagent", "run"],
+            env=env,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         try:
             base = f"http://127.0.0.1:{http_port}/api/v1"
             _wait(f"{base}/healthcheck")
             key = _yieldagent(env, "partner", "create", "bench")["api_key"]
             keyed = {"X-Partner-Name": "bench", "X-Partner-API-Key": key}
             request = urllib.request.Request(  # noqa: S310 (loopback only)
-                f"{base}/proxy/zerodev/smart-accounts", method="POST", headers=keyed,
+                f"{base}/proxy/zerodev/smart-accounts",
+                method="POST",
+                headers=keyed,
                 data=json.dumps({"eoa": OWNER, "chain": 8453}).encode(),
             )
             urllib.request.urlopen(request).read()  # noqa: S310
@@ -103,12 +118,22 @@ def main() -> None:
                 "healthcheck (1 db ping)": (f"{base}/healthcheck", {}),
                 "protocols (catalog)": (f"{base}/8453/{BASE_USDC}/protocols", {}),
                 "smart account lookup (auth + 1 read)": (
-                    f"{base}/proxy/zerodev/smart-accounts?eoa={OWNER}&chain=8453", keyed),
+                    f"{base}/proxy/zerodev/smart-accounts?eoa={OWNER}&chain=8453",
+                    keyed,
+                ),
             }
             for name, (url, headers) in reads.items():
                 figures = _measure(wrk, url, headers)
-                print(json.dumps({"benchmark": "rest_reads", "read": name,
-                                  "connections": int(CONNECTIONS), **figures}))
+                print(
+                    json.dumps(
+                        {
+                            "benchmark": "rest_reads",
+                            "read": name,
+                            "connections": int(CONNECTIONS),
+                            **figures,
+                        }
+                    )
+                )
         finally:
             server.send_signal(signal.SIGINT)
             server.wait(30)

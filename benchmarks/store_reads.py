@@ -33,15 +33,22 @@ def main() -> None:
         partners = PartnerStore(engine)
         partner, _ = partners.create("bench", PERMISSIONS)
         accounts = SmartAccountStore(engine)
-        accounts.record(SmartAccount(8453, OWNER, "yield-agent",
-                                     smart_account_address(OWNER), partner.id))
+        accounts.record(
+            SmartAccount(8453, OWNER, "yield-agent", smart_account_address(OWNER), partner.id)
+        )
         figures = {
             "partner_credentials_us": _per_call_us(lambda: partners.credentials("bench")),
-            "smart_account_get_us": _per_call_us(
-                lambda: accounts.get(8453, OWNER, "yield-agent")
-            ),
+            "smart_account_get_us": _per_call_us(lambda: accounts.get(8453, OWNER, "yield-agent")),
         }
         for name, value in figures.items():
-            print(json.dumps({"benchmark": "store_reads", "figure": name,
-                              "value": round(value, 1), "backend": "sqlite"}))
+            print(
+                json.dumps(
+                    {
+                        "benchmark": "store_reads",
+                        "figure": name,
+                        "value": round(value, 1),
+                        "backend": "sqlite",
+                    }
+                )
+            )
         engine.dispose()
