@@ -13,9 +13,17 @@ import pytest
 from sqlalchemy import Engine
 
 from support.databases import BACKENDS, temporary_database
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.chains import simulated_chains
+from yieldagent.chain.port import ChainPort
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.simulation import SimulationStore
+
+GENESIS_WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+SEED = 7
 
 
 @pytest.fixture
@@ -52,3 +60,19 @@ def partners(engine: Engine) -> PartnerStore:
 def partner(partners: PartnerStore) -> tuple[Partner, str]:
     """A partner with every permission, and its API key."""
     return partners.create("acme", PERMISSIONS)
+
+
+@pytest.fixture
+def market(engine: Engine) -> SimulatedMarket:
+    """The simulated market at genesis, with simulated time standing still."""
+    simulated = SimulatedMarket(
+        SimulationStore(engine), load_catalog(), SEED, speed=0.0, wall=lambda: GENESIS_WALL
+    )
+    simulated.start()
+    return simulated
+
+
+@pytest.fixture
+def chains(market: SimulatedMarket) -> dict[int, ChainPort]:
+    """A chain port per catalog chain, on the simulated market."""
+    return simulated_chains(market, load_catalog())

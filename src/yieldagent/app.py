@@ -12,14 +12,26 @@ import signal
 
 from sqlalchemy import Engine
 
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.chains import simulated_chains, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
 from yieldagent.edge import EnvoyProcess
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.storage.db import create_db_engine, migrate
-from yieldagent.worker import Worker
+from yieldagent.worker import Job, Worker
 
 log = logging.getLogger(__name__)
+
+
+def market_settle(market: SimulatedMarket) -> Job:
+    """The worker job that stores the simulated market at the current simulated time."""
+
+    async def settle_market() -> None:
+        market.settle()
+
+    return settle_market
 
 
 class Service:
@@ -47,7 +59,11 @@ class Service:
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
         operator = load_operator_wallet(settings)
-        self.api = build_server(self.engine, operator, settings.grpc_target)
+        catalog = load_catalog()
+        market = simulated_market(settings, self.engine, catalog)
+        self.worker.add(market_settle(market))
+        chains = simulated_chains(market, catalog)
+        self.api = build_server(self.engine, operator, chains, settings.grpc_target)
         await self.api.server.start()
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})

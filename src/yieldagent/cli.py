@@ -7,6 +7,9 @@
     yieldagent partner rotate NAME         issue a new key; the old one stops working
     yieldagent partner disable NAME        deactivate a partner (403 on keyed calls)
     yieldagent partner enable NAME         reactivate a partner
+    yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
+    yieldagent sim deposit --chain C --token T --from EOA --to ADDRESS --amount N
+                                           a user's ERC-20 transfer on the simulated chain
 
 Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code.
 """
@@ -18,11 +21,18 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from yieldagent.app import run_service
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.chains import simulated_market
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings, load_settings
-from yieldagent.domain.errors import YieldAgentError
+from yieldagent.domain.addresses import is_address, parse_address
+from yieldagent.domain.dates import iso
+from yieldagent.domain.errors import FieldViolation, InvalidInput, YieldAgentError
+from yieldagent.domain.market import MarketError
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.logs import configure_logging
 from yieldagent.storage.db import create_db_engine, migrate
@@ -71,6 +81,40 @@ def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
         _print(_partner_json(store.enable(args.name)))
 
 
+def _market(settings: Settings) -> SimulatedMarket:
+    engine = create_db_engine(settings.database_url)
+    migrate(engine)
+    return simulated_market(settings, engine, load_catalog())
+
+
+def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
+    if args.action == "advance":
+        if args.seconds < 0:
+            raise InvalidInput.field(("seconds",), "must not be negative")
+        _print({"time": iso(datetime.fromtimestamp(_market(settings).advance(args.seconds), UTC))})
+        return
+    catalog = load_catalog()
+    violations = []
+    if args.chain not in catalog.chains:
+        violations.append(FieldViolation(("chain",), "unsupported chain", "value_error"))
+    for name in ("token", "from", "to"):
+        if not is_address(getattr(args, name)):
+            violations.append(FieldViolation((name,), "not an address", "value_error.address"))
+    if args.amount <= 0:
+        violations.append(FieldViolation(("amount",), "must be positive", "value_error"))
+    if violations:
+        raise InvalidInput(violations)
+    token = catalog.token(args.chain, parse_address(args.token, ("token",)))
+    transfer = _market(settings).deposit_from(
+        args.chain,
+        token.address,
+        parse_address(args.sender, ("from",)),
+        parse_address(args.to, ("to",)),
+        args.amount,
+    )
+    _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yieldagent", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +132,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     for action in ("rotate", "disable", "enable"):
         actions.add_parser(action).add_argument("name")
+    sim = commands.add_parser("sim", help="drive the simulated chain")
+    sim_actions = sim.add_subparsers(dest="action", required=True)
+    advance = sim_actions.add_parser("advance", help="move simulated time ahead")
+    advance.add_argument("--seconds", type=int, required=True)
+    deposit = sim_actions.add_parser("deposit", help="make a user's ERC-20 transfer")
+    deposit.add_argument("--chain", type=int, required=True)
+    deposit.add_argument("--token", required=True)
+    deposit.add_argument("--from", dest="sender", required=True)
+    deposit.add_argument("--to", required=True)
+    deposit.add_argument("--amount", type=int, required=True, help="in the token's smallest unit")
     return parser
 
 
@@ -106,8 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings()
         configure_logging(settings.log_level, settings.log_format)
         _COMMANDS[args.command](settings, args)
-    except YieldAgentError as error:
-        print(json.dumps({"error": error.detail}), file=sys.stderr)
+    except (YieldAgentError, MarketError) as error:
+        print(json.dumps({"error": getattr(error, "detail", str(error))}), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

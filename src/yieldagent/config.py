@@ -35,6 +35,8 @@ class Settings:
     shutdown_grace_seconds: float
     envoy_config: Path
     descriptor_set: Path
+    sim_seed: int
+    sim_speed: float
 
     @property
     def grpc_target(self) -> str:
@@ -90,4 +92,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         descriptor_set=Path(
             env.get("YIELDAGENT_DESCRIPTOR_SET") or "build/yieldagent.pb"
         ).resolve(),
+        sim_seed=_int(env, "YIELDAGENT_SIM_SEED", 7),
+        sim_speed=_float(env, "YIELDAGENT_SIM_SPEED", 1.0),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import grpc
@@ -12,6 +13,7 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
+from yieldagent.chain.port import ChainPort
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
@@ -48,7 +50,12 @@ class ApiServer:
     port: int
 
 
-def build_server(engine: Engine, operator: OperatorWallet, address: str) -> ApiServer:
+def build_server(
+    engine: Engine,
+    operator: OperatorWallet,
+    chains: Mapping[int, ChainPort],
+    address: str,
+) -> ApiServer:
     """The server with every service registered, bound to ``address`` (port 0: any free one)."""
     catalog = load_catalog()
     interceptor = ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)))
@@ -57,7 +64,7 @@ def build_server(engine: Engine, operator: OperatorWallet, address: str) -> ApiS
     api_health_pb2_grpc.add_HealthcheckServiceServicer_to_server(
         HealthcheckServicer(engine), server
     )
-    catalog_pb2_grpc.add_CatalogServiceServicer_to_server(CatalogServicer(catalog), server)
+    catalog_pb2_grpc.add_CatalogServiceServicer_to_server(CatalogServicer(catalog, chains), server)
     smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server(
         SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address), server
     )

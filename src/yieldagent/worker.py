@@ -24,6 +24,10 @@ class Worker:
         self._stopping = asyncio.Event()
         self.ticks = 0
 
+    def add(self, job: Job) -> None:
+        """Adds a job; it runs from the next tick on."""
+        self._jobs.append(job)
+
     async def run(self) -> None:
         """Ticks until ``stop`` is called."""
         log.info(

@@ -78,7 +78,9 @@ def test_protocols_of_base_usdc_carry_every_catalog_field(api: RunningService) -
     for protocol in protocols:
         assert set(protocol) == fields
         assert protocol["chain_id"] == 8453
-        assert protocol["apr"] is None and protocol["tvl"] is None  # no market data yet
+        assert isinstance(protocol["apr"], float) and 0 < protocol["apr"] < 30
+        assert protocol["tvl"] > 1_000_000
+        assert all(set(pool) == {"name", "apy"} for pool in protocol["pools"])
     aave = protocols[0]
     assert aave["address"] == "0xA238Dd80C259a72e81d7e4664a9801593F98d1c5"
     assert protocols[3]["parent_protocol"] == "morpho"

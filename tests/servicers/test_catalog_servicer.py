@@ -8,6 +8,8 @@ import pytest
 
 from support.grpc_testing_harness import call, serve
 from yieldagent.catalog import load_catalog
+from yieldagent.chain.port import ChainPort
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.v1 import catalog_pb2
 
@@ -16,9 +18,9 @@ METHODS = SERVICE.methods_by_name
 BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
 
-@pytest.fixture(scope="module")
-def server() -> grpc_testing.Server:
-    return serve(CatalogServicer(load_catalog()), SERVICE)
+@pytest.fixture
+def server(chains: dict[int, ChainPort]) -> grpc_testing.Server:
+    return serve(CatalogServicer(load_catalog(), chains), SERVICE)
 
 
 def test_list_chains(server: grpc_testing.Server) -> None:
@@ -67,9 +69,24 @@ def test_list_protocols_for_base_usdc(server: grpc_testing.Server, token: str) -
         assert protocol.chain_id == 8453
         assert protocol.is_active
         assert protocol.title and protocol.address.startswith("0x")
-        assert not protocol.HasField("apr")
-        assert not protocol.HasField("tvl")
-        assert len(protocol.pools) == 0
+        assert protocol.HasField("apr") and 0 < protocol.apr < 30
+        assert protocol.HasField("tvl") and protocol.tvl > 1_000_000
+        assert all(pool.apy > 0 for pool in protocol.pools)
+    assert [len(p.pools) for p in response.protocols] == [1, 1, 1, 3]  # a vault's markets
+
+
+def test_protocol_figures_come_from_the_market(
+    server: grpc_testing.Server, market: SimulatedMarket
+) -> None:
+    response, _, _, _ = call(
+        server,
+        METHODS["ListProtocols"],
+        catalog_pb2.ListProtocolsRequest(chain_id=8453, token=BASE_USDC),
+    )
+    pools = {pool.protocol: pool for pool in market.pools_now(8453, BASE_USDC)}
+    for protocol in response.protocols:
+        pool = pools[protocol.name]
+        assert protocol.tvl == pool.total_supply() / 10**6
 
 
 def test_list_protocols_for_a_bad_token_address(server: grpc_testing.Server) -> None:

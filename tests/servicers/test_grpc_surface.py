@@ -19,6 +19,7 @@ from grpc_status import rpc_status
 from sqlalchemy import Engine
 
 from yieldagent.chain.operator import OperatorWallet
+from yieldagent.chain.port import ChainPort
 from yieldagent.domain.partners import Partner
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.auth import Authenticator
@@ -38,8 +39,10 @@ OPERATOR = OperatorWallet("0x" + "0a" * 20, None, None, "")
 
 
 @pytest.fixture
-async def served(engine: Engine) -> AsyncIterator[tuple[ApiServer, grpc.aio.Channel]]:
-    api = build_server(engine, OPERATOR, "127.0.0.1:0")
+async def served(
+    engine: Engine, chains: dict[int, ChainPort]
+) -> AsyncIterator[tuple[ApiServer, grpc.aio.Channel]]:
+    api = build_server(engine, OPERATOR, chains, "127.0.0.1:0")
     await api.server.start()
     await mark_serving(api, True)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")

@@ -17,8 +17,16 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0001"
-TABLES = {"partners", "smart_accounts"}
+HEAD = "0002"
+TABLES = {
+    "partners",
+    "smart_accounts",
+    "sim_clock",
+    "sim_pools",
+    "sim_positions",
+    "sim_balances",
+    "sim_transactions",
+}
 _MIGRATE = (
     "import sys\n"
     "from yieldagent.storage.db import create_db_engine, migrate, migration_lock\n"
@@ -60,6 +68,13 @@ def test_an_empty_database_has_no_revision(database_url: str) -> None:
         assert not TABLES & set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
+
+
+def _empty(engine: Engine) -> None:
+    """Drops every table, migrations' bookkeeping included."""
+    SQLModel.metadata.drop_all(engine)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE alembic_version"))
 
 
 def test_the_tables_exist(engine: Engine) -> None:
@@ -105,9 +120,7 @@ def test_concurrent_migrations_from_several_processes_agree(
 ) -> None:
     """An advisory lock (PostgreSQL) or a file lock (SQLite) serializes migrations."""
     engine.dispose()
-    with engine.begin() as connection:  # back to an empty database
-        for table in ("smart_accounts", "partners", "alembic_version"):
-            connection.execute(text(f"DROP TABLE {table}"))
+    _empty(engine)
     assert _revision(engine) is None
     processes = [
         subprocess.Popen(
@@ -126,9 +139,7 @@ def test_concurrent_migrations_from_several_processes_agree(
 def test_a_second_process_waits_while_one_migrates(database_url: str, engine: Engine) -> None:
     """While this process holds the migration lock, another one cannot migrate."""
     engine.dispose()
-    with engine.begin() as connection:  # back to an empty database
-        for table in ("smart_accounts", "partners", "alembic_version"):
-            connection.execute(text(f"DROP TABLE {table}"))
+    _empty(engine)
     with migration_lock(engine):
         other = subprocess.Popen(
             [sys.executable, "-c", _MIGRATE, database_url],

@@ -80,6 +80,7 @@ def running_service(database_url: str, data_dir: Path) -> Iterator[RunningServic
             "YIELDAGENT_HTTP_PORT": str(http_port),
             "YIELDAGENT_GRPC_PORT": "0",
             "YIELDAGENT_SHUTDOWN_GRACE_SECONDS": "1",
+            "YIELDAGENT_SIM_SPEED": "0",
         }
     )
     started = threading.Event()

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import grpc
 
+from yieldagent.chain.port import ChainPort
 from yieldagent.domain.addresses import parse_address
-from yieldagent.domain.catalog import Catalog, ProtocolInfo
+from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
+from yieldagent.domain.market import PoolQuote, market_apys
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
 
 
-def _protocol(chain_id: int, protocol: ProtocolInfo) -> catalog_pb2.Protocol:
-    # apr, tvl and pools are market data; the catalog alone does not know them,
-    # so they stay unset (JSON null and []) until a market source provides them.
-    return catalog_pb2.Protocol(
+def _protocol(
+    chain_id: int, token: TokenInfo, protocol: ProtocolInfo, quote: PoolQuote | None
+) -> catalog_pb2.Protocol:
+    message = catalog_pb2.Protocol(
         name=protocol.name,
         is_active=True,
         description=protocol.description,
@@ -24,13 +28,23 @@ def _protocol(chain_id: int, protocol: ProtocolInfo) -> catalog_pb2.Protocol:
         address=protocol.address,
         title=protocol.title,
     )
+    # Market figures come from the chain; a protocol the chain does not report keeps
+    # them unset (JSON null and []).
+    if quote is not None:
+        message.apr = quote.apr()
+        message.tvl = quote.total_supply / 10**token.decimals * token.price_usd
+        message.pools.extend(
+            catalog_pb2.Pool(name=name, apy=apy) for name, apy in market_apys(quote.pool)
+        )
+    return message
 
 
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     """Serves the catalog shipped with the service."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, chains: Mapping[int, ChainPort]) -> None:
         self._catalog = catalog
+        self._chains = chains
 
     async def ListChains(
         self, request: catalog_pb2.ListChainsRequest, context: grpc.aio.ServicerContext
@@ -59,6 +73,11 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     ) -> catalog_pb2.ListProtocolsResponse:
         address = parse_address(request.token, ("token",))
         token = self._catalog.token(request.chain_id, address)
+        chain = self._chains[request.chain_id]
+        names = [p.name for p in token.protocols]
+        quotes = {quote.protocol: quote for quote in await chain.quotes(address, names)}
         return catalog_pb2.ListProtocolsResponse(
-            protocols=[_protocol(request.chain_id, p) for p in token.protocols]
+            protocols=[
+                _protocol(request.chain_id, token, p, quotes.get(p.name)) for p in token.protocols
+            ]
         )

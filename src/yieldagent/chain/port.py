@@ -1,0 +1,137 @@
+"""The chain port: everything the service asks of an EVM chain.
+
+Two adapters answer it: the deterministic market simulator (``chain.simulated``,
+the embedded default and the test bed) and, later, web3 against a real chain.
+The port asks only what a real chain can answer: balances, receipts of transfers,
+protocol state read from contracts, and transactions that return a hash and a
+block. Amounts are integers in the token's smallest unit; rates are annual,
+scaled by RAY (1e27), as the rate models compute them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from yieldagent.domain.market import PoolQuote
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The chain's head: its number and timestamp (unix seconds)."""
+
+    number: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxReceipt:
+    """A mined transaction."""
+
+    tx_hash: str
+    block_number: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """An ERC-20 transfer found in a transaction receipt."""
+
+    tx_hash: str
+    token: str
+    sender: str
+    recipient: str
+    amount: int
+    block_number: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """What ``holder`` has supplied to a protocol, interest included."""
+
+    protocol: str
+    token: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class RewardAmount:
+    """An amount of a reward token, with its price in US dollars."""
+
+    token: str
+    symbol: str
+    amount: int
+    decimals: int
+    price_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class SwapReceipt:
+    """A mined swap and what it gave."""
+
+    receipt: TxReceipt
+    amount_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimReceipt:
+    """A mined reward claim and what it collected."""
+
+    receipt: TxReceipt
+    rewards: tuple[RewardAmount, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GasCost:
+    """What one action costs in gas, in the native token (wei) and in US dollars."""
+
+    gas: int
+    wei: int
+    usd: float
+
+
+class ChainPort(Protocol):
+    """One EVM chain, as the service uses it."""
+
+    chain_id: int
+
+    async def head(self) -> Block:
+        """The current block."""
+
+    async def token_balance(self, token: str, holder: str) -> int:
+        """``holder``'s balance of ``token``."""
+
+    async def positions(self, holder: str, token: str) -> list[Position]:
+        """``holder``'s supplied amount in each protocol that holds ``token``; none if zero."""
+
+    async def find_transfer(self, tx_hash: str) -> Transfer | None:
+        """The ERC-20 transfer made by transaction ``tx_hash``, if it exists and is mined."""
+
+    async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
+        """Each protocol's pool as it is now, able to quote its supply APR after adding or
+        removing an amount: our own rate impact."""
+
+    async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
+
+    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
+
+    async def swap(
+        self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int
+    ) -> SwapReceipt:
+        """Swaps ``amount_in`` of ``token_in`` for at least ``min_out`` of ``token_out``."""
+
+    async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
+        """Sends ``amount`` of ``token`` from ``sender`` to ``recipient``."""
+
+    async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
+        """Reward tokens ``holder`` could claim now."""
+
+    async def claim_rewards(self, holder: str) -> ClaimReceipt:
+        """Claims every accrued reward token to ``holder``."""
+
+    async def gas_cost(self, action: str) -> GasCost:
+        """What ``action`` (supply, withdraw, swap, transfer, claim) costs now."""

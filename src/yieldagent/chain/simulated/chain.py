@@ -1,0 +1,134 @@
+"""The chain port for one simulated chain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from yieldagent.chain.port import (
+    Block,
+    ClaimReceipt,
+    GasCost,
+    Position,
+    RewardAmount,
+    SwapReceipt,
+    Transfer,
+    TxReceipt,
+)
+from yieldagent.chain.simulated.genesis import reward_token
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.market import PoolQuote
+from yieldagent.storage.tables import SimTransactionRow
+
+# Gas units of each action, and each chain's gas price (wei) and native token price.
+GAS_UNITS = {
+    "supply": 180_000,
+    "withdraw": 200_000,
+    "swap": 160_000,
+    "transfer": 65_000,
+    "claim": 150_000,
+    "approve": 46_000,
+}
+GAS_PRICE_WEI = {
+    1: 8_000_000_000,
+    137: 30_000_000_000,
+    8453: 10_000_000,
+    42161: 10_000_000,
+    84532: 10_000_000,
+    11155111: 8_000_000_000,
+}
+NATIVE_PRICE_USD = {
+    1: 3000.0,
+    137: 0.5,
+    8453: 3000.0,
+    42161: 3000.0,
+    84532: 3000.0,
+    11155111: 3000.0,
+}
+
+
+def _receipt(row: SimTransactionRow) -> TxReceipt:
+    return TxReceipt(row.tx_hash, row.block_number, row.timestamp)
+
+
+class SimulatedChain:
+    """One chain of the simulated world, behind the chain port."""
+
+    def __init__(self, market: SimulatedMarket, chain_id: int) -> None:
+        self.market = market
+        self.chain_id = chain_id
+
+    async def head(self) -> Block:
+        number, timestamp = self.market.head(self.chain_id)
+        return Block(number, timestamp)
+
+    async def token_balance(self, token: str, holder: str) -> int:
+        return self.market.balance(self.chain_id, token, holder)
+
+    async def positions(self, holder: str, token: str) -> list[Position]:
+        return [
+            Position(protocol, token, amount)
+            for protocol, amount in self.market.positions(self.chain_id, token, holder)
+        ]
+
+    async def find_transfer(self, tx_hash: str) -> Transfer | None:
+        row = self.market.transaction(tx_hash)
+        if row is None or row.chain_id != self.chain_id or row.kind not in ("transfer", "mint"):
+            return None
+        return Transfer(
+            row.tx_hash,
+            row.token,
+            row.sender,
+            row.recipient,
+            row.amount,
+            row.block_number,
+            row.timestamp,
+        )
+
+    async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
+        wanted = set(protocols)
+        return [
+            PoolQuote(pool.protocol, token, pool)
+            for pool in self.market.pools_now(self.chain_id, token)
+            if pool.protocol in wanted
+        ]
+
+    async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        return _receipt(self.market.supply(self.chain_id, holder, protocol, token, amount))
+
+    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        return _receipt(self.market.withdraw(self.chain_id, holder, protocol, token, amount))
+
+    async def swap(
+        self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int
+    ) -> SwapReceipt:
+        row = self.market.swap(self.chain_id, holder, token_in, token_out, amount_in, min_out)
+        assert row.amount_out is not None
+        return SwapReceipt(_receipt(row), row.amount_out)
+
+    async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
+        return _receipt(self.market.transfer(self.chain_id, token, sender, recipient, amount))
+
+    def _reward(self, token: str, amount: int) -> RewardAmount:
+        info = reward_token(self.chain_id, token)
+        assert info is not None, f"{token} is not a reward token"
+        return RewardAmount(token, info.symbol, amount, info.decimals, info.price_usd)
+
+    async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
+        return [
+            self._reward(token, amount)
+            for token, amount in self.market.accrued_rewards(self.chain_id, holder).items()
+        ]
+
+    async def claim_rewards(self, holder: str) -> ClaimReceipt:
+        rows = self.market.claim_rewards(self.chain_id, holder)
+        if not rows:
+            number, timestamp = self.market.head(self.chain_id)
+            return ClaimReceipt(TxReceipt("", number, timestamp), ())
+        return ClaimReceipt(
+            _receipt(rows[-1]), tuple(self._reward(row.token, row.amount) for row in rows)
+        )
+
+    async def gas_cost(self, action: str) -> GasCost:
+        gas = GAS_UNITS[action]
+        wei = gas * GAS_PRICE_WEI[self.chain_id]
+        return GasCost(gas, wei, wei / 10**18 * NATIVE_PRICE_USD[self.chain_id])

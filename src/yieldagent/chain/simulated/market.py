@@ -1,0 +1,390 @@
+"""The simulated world: one clock and every simulated chain's pools, balances and txs.
+
+Reads project the stored pools to the current simulated time in memory; writes
+bring the pools they touch to that time and store them. ``settle`` (the worker does
+it each tick) stores every pool at the current time, so projections stay short.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from decimal import Decimal
+
+from eth_utils.crypto import keccak
+
+from yieldagent.chain.simulated.genesis import TIMING, genesis_pools, reward_token
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.market import (
+    STEP_SECONDS,
+    MarketError,
+    PoolState,
+    advance,
+    deposit,
+    rewards_owed,
+    value_of,
+    withdraw,
+)
+from yieldagent.domain.sim_clock import SimClock
+from yieldagent.storage.simulation import SimSession, SimulationStore
+from yieldagent.storage.tables import SimPositionRow, SimTransactionRow
+
+SWAP_FEE = Decimal("0.003")
+FAUCET = "0x" + "fa" * 20
+"""Where simulated tokens come from: mints are transfers from this address."""
+
+
+class SimulatedMarket:
+    """The simulated world, stored in the service's database."""
+
+    def __init__(
+        self,
+        store: SimulationStore,
+        catalog: Catalog,
+        seed: int,
+        speed: float,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self._seed = seed
+        self._speed = speed
+        self._wall = wall
+
+    # -- the world and its clock ------------------------------------------------
+
+    def start(self) -> None:
+        """Creates the world at genesis if needed and applies the configured speed."""
+        with self.store.reading() as unit:
+            exists = unit.clock() is not None
+        if not exists:
+            wall = self._wall()
+            genesis = int(wall) // STEP_SECONDS * STEP_SECONDS
+            clock = SimClock(genesis, wall, self._speed)
+            pools = genesis_pools(self.catalog, self._seed, genesis)
+            self.store.create_world(self._seed, genesis, clock, pools)
+        with self.store.writing() as unit:
+            world = unit.clock()
+            assert world is not None
+            self._seed = world.seed
+            if world.clock.speed != self._speed:
+                unit.set_clock(world.clock.with_speed(self._speed, self._wall()))
+
+    def now(self) -> int:
+        """Simulated unix time now."""
+        with self.store.reading() as unit:
+            return self._now(unit)
+
+    def _now(self, unit: SimSession) -> int:
+        world = unit.clock()
+        if world is None:
+            raise RuntimeError("the simulated world does not exist: call start() first")
+        return world.clock.now(self._wall())
+
+    def advance(self, seconds: int) -> int:
+        """Moves simulated time ``seconds`` ahead, accruing everything; returns the new time."""
+        if seconds < 0:
+            raise InvalidRequest("seconds must not be negative")
+        with self.store.writing() as unit:
+            world = unit.clock()
+            assert world is not None
+            clock = world.clock.advanced(seconds, self._wall())
+            unit.set_clock(clock)
+            now = clock.now(self._wall())
+            self._settle(unit, now)
+        return now
+
+    def settle(self) -> int:
+        """Stores every pool at the current simulated time; returns that time."""
+        with self.store.writing() as unit:
+            now = self._now(unit)
+            self._settle(unit, now)
+        return now
+
+    def _settle(self, unit: SimSession, now: int) -> None:
+        for pool in unit.pools():
+            advance(pool, now, self._seed)
+            unit.save_pool(pool)
+
+    def block_number(self, chain_id: int, moment: int, genesis: int) -> int:
+        """The block that ``chain_id`` is at, at simulated time ``moment``."""
+        timing = TIMING[chain_id]
+        return timing.genesis_block + int((moment - genesis) / timing.block_seconds)
+
+    def head(self, chain_id: int) -> tuple[int, int]:
+        """(block number, timestamp) of ``chain_id`` now."""
+        with self.store.reading() as unit:
+            world = unit.clock()
+            assert world is not None
+            now = world.clock.now(self._wall())
+            return self.block_number(chain_id, now, world.genesis), now
+
+    # -- reads ------------------------------------------------------------------
+
+    def pools_now(self, chain_id: int, token: str | None = None) -> list[PoolState]:
+        """The pools of a chain (and token), projected to the current simulated time."""
+        with self.store.reading() as unit:
+            now = self._now(unit)
+            pools = unit.pools(chain_id, token)
+        for pool in pools:
+            advance(pool, now, self._seed)
+        return pools
+
+    def balance(self, chain_id: int, token: str, holder: str) -> int:
+        """``holder``'s balance of ``token`` on ``chain_id``."""
+        with self.store.reading() as unit:
+            return unit.balance(chain_id, token, holder)
+
+    def positions(self, chain_id: int, token: str, holder: str) -> list[tuple[str, int]]:
+        """(protocol, value) of each non-zero position of ``holder`` in ``token`` pools."""
+        with self.store.reading() as unit:
+            now = self._now(unit)
+            found = []
+            for pool in unit.pools(chain_id, token):
+                scaled = unit.position(pool, holder).scaled
+                if scaled:
+                    advance(pool, now, self._seed)
+                    found.append((pool.protocol, value_of(pool, scaled)))
+            return found
+
+    def accrued_rewards(self, chain_id: int, holder: str) -> dict[str, int]:
+        """Reward units ``holder`` could claim now, by reward token address."""
+        with self.store.reading() as unit:
+            now = self._now(unit)
+            owed: dict[str, int] = {}
+            for pool in unit.pools(chain_id):
+                position = unit.position(pool, holder)
+                if pool.reward_token is None or not (position.scaled or position.rewards_owed):
+                    continue
+                advance(pool, now, self._seed)
+                amount = position.rewards_owed + rewards_owed(
+                    pool, position.scaled, position.reward_snapshot
+                )
+                owed[pool.reward_token] = owed.get(pool.reward_token, 0) + amount
+            return {token: amount for token, amount in owed.items() if amount > 0}
+
+    def transaction(self, tx_hash: str) -> SimTransactionRow | None:
+        """A mined simulated transaction."""
+        with self.store.reading() as unit:
+            return unit.transaction(tx_hash)
+
+    # -- writes -----------------------------------------------------------------
+
+    def _mine(
+        self,
+        unit: SimSession,
+        chain_id: int,
+        kind: str,
+        token: str,
+        sender: str,
+        recipient: str,
+        amount: int,
+        token_out: str | None = None,
+        amount_out: int | None = None,
+    ) -> SimTransactionRow:
+        """Records a transaction mined now, with the next hash of the simulated world."""
+        world = unit.clock()
+        assert world is not None
+        now = world.clock.now(self._wall())
+        sequence = unit.next_sequence()
+        row = SimTransactionRow(
+            tx_hash="0x" + keccak(text=f"yieldagent-sim:{world.seed}:{sequence}").hex(),
+            chain_id=chain_id,
+            block_number=self.block_number(chain_id, now, world.genesis),
+            timestamp=now,
+            kind=kind,
+            token=token,
+            sender=sender,
+            recipient=recipient,
+            amount=amount,
+            token_out=token_out,
+            amount_out=amount_out,
+        )
+        unit.record(row)
+        return row
+
+    def deposit_from(
+        self, chain_id: int, token: str, sender: str, recipient: str, amount: int
+    ) -> SimTransactionRow:
+        """A user's deposit: the faucet gives ``sender`` the tokens, and ``sender`` transfers
+        them to ``recipient``; both in one unit. Returns the transfer."""
+        if amount <= 0:
+            raise MarketError("amount must be positive")
+        with self.store.writing() as unit:
+            unit.credit(chain_id, token, sender, amount)
+            self._mine(
+                unit,
+                chain_id,
+                kind="mint",
+                token=token,
+                sender=FAUCET,
+                recipient=sender,
+                amount=amount,
+            )
+            unit.credit(chain_id, token, sender, -amount)
+            unit.credit(chain_id, token, recipient, amount)
+            return self._mine(
+                unit,
+                chain_id,
+                kind="transfer",
+                token=token,
+                sender=sender,
+                recipient=recipient,
+                amount=amount,
+            )
+
+    def transfer(
+        self, chain_id: int, token: str, sender: str, recipient: str, amount: int
+    ) -> SimTransactionRow:
+        """An ERC-20 transfer."""
+        if amount <= 0:
+            raise MarketError("amount must be positive")
+        with self.store.writing() as unit:
+            unit.credit(chain_id, token, sender, -amount)
+            unit.credit(chain_id, token, recipient, amount)
+            return self._mine(
+                unit,
+                chain_id,
+                kind="transfer",
+                token=token,
+                sender=sender,
+                recipient=recipient,
+                amount=amount,
+            )
+
+    def _pool(self, unit: SimSession, chain_id: int, protocol: str, token: str) -> PoolState:
+        for pool in unit.pools(chain_id, token):
+            if pool.protocol == protocol:
+                advance(pool, self._now(unit), self._seed)
+                return pool
+        raise MarketError(f"no {protocol} pool for {token} on chain {chain_id}")
+
+    def supply(
+        self, chain_id: int, holder: str, protocol: str, token: str, amount: int
+    ) -> SimTransactionRow:
+        """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
+        with self.store.writing() as unit:
+            pool = self._pool(unit, chain_id, protocol, token)
+            unit.credit(chain_id, token, holder, -amount)
+            position = unit.position(pool, holder)
+            self._checkpoint_rewards(pool, position)
+            position.scaled += deposit(pool, amount)
+            unit.save_position(position)
+            unit.save_pool(pool)
+            return self._mine(
+                unit,
+                chain_id,
+                kind="supply",
+                token=token,
+                sender=holder,
+                recipient=protocol,
+                amount=amount,
+            )
+
+    def withdraw(
+        self, chain_id: int, holder: str, protocol: str, token: str, amount: int
+    ) -> SimTransactionRow:
+        """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
+        with self.store.writing() as unit:
+            pool = self._pool(unit, chain_id, protocol, token)
+            position = unit.position(pool, holder)
+            self._checkpoint_rewards(pool, position)
+            position.scaled -= withdraw(pool, amount, position.scaled)
+            unit.credit(chain_id, token, holder, amount)
+            unit.save_position(position)
+            unit.save_pool(pool)
+            return self._mine(
+                unit,
+                chain_id,
+                kind="withdraw",
+                token=token,
+                sender=protocol,
+                recipient=holder,
+                amount=amount,
+            )
+
+    @staticmethod
+    def _checkpoint_rewards(pool: PoolState, position: SimPositionRow) -> None:
+        position.rewards_owed += rewards_owed(pool, position.scaled, position.reward_snapshot)
+        position.reward_snapshot = pool.reward_index
+
+    def price(self, chain_id: int, token: str) -> tuple[Decimal, int]:
+        """(price in US dollars, decimals) of a catalog or reward token."""
+        for candidate in self.catalog.chain(chain_id).tokens:
+            if candidate.address == token:
+                return Decimal(str(candidate.price_usd)), candidate.decimals
+        reward = reward_token(chain_id, token)
+        if reward is None:
+            raise MarketError(f"unknown token {token} on chain {chain_id}")
+        return Decimal(str(reward.price_usd)), reward.decimals
+
+    def quote_swap(self, chain_id: int, token_in: str, token_out: str, amount_in: int) -> int:
+        """What swapping ``amount_in`` gives, at the tokens' prices less the swap fee."""
+        price_in, decimals_in = self.price(chain_id, token_in)
+        price_out, decimals_out = self.price(chain_id, token_out)
+        value = Decimal(amount_in) * price_in / 10**decimals_in * (1 - SWAP_FEE)
+        return int(value / price_out * 10**decimals_out)
+
+    def swap(
+        self,
+        chain_id: int,
+        holder: str,
+        token_in: str,
+        token_out: str,
+        amount_in: int,
+        min_out: int,
+    ) -> SimTransactionRow:
+        """Swaps through a simulated DEX with unlimited liquidity at the tokens' prices."""
+        if amount_in <= 0:
+            raise MarketError("amount must be positive")
+        amount_out = self.quote_swap(chain_id, token_in, token_out, amount_in)
+        if amount_out < min_out:
+            raise MarketError(f"swap gives {amount_out}, less than the minimum {min_out}")
+        with self.store.writing() as unit:
+            unit.credit(chain_id, token_in, holder, -amount_in)
+            unit.credit(chain_id, token_out, holder, amount_out)
+            return self._mine(
+                unit,
+                chain_id,
+                kind="swap",
+                token=token_in,
+                sender=holder,
+                recipient=holder,
+                amount=amount_in,
+                token_out=token_out,
+                amount_out=amount_out,
+            )
+
+    def claim_rewards(self, chain_id: int, holder: str) -> list[SimTransactionRow]:
+        """Claims every reward token ``holder`` has accrued; one transaction per token."""
+        claimed: dict[str, int] = {}
+        with self.store.writing() as unit:
+            now = self._now(unit)
+            for pool in unit.pools(chain_id):
+                position = unit.position(pool, holder)
+                if pool.reward_token is None or not (position.scaled or position.rewards_owed):
+                    continue
+                advance(pool, now, self._seed)
+                self._checkpoint_rewards(pool, position)
+                if position.rewards_owed:
+                    token = pool.reward_token
+                    claimed[token] = claimed.get(token, 0) + position.rewards_owed
+                    position.rewards_owed = 0
+                unit.save_position(position)
+                unit.save_pool(pool)
+            receipts = []
+            for token, amount in claimed.items():
+                unit.credit(chain_id, token, holder, amount)
+                receipts.append(
+                    self._mine(
+                        unit,
+                        chain_id,
+                        kind="claim",
+                        token=token,
+                        sender=FAUCET,
+                        recipient=holder,
+                        amount=amount,
+                    )
+                )
+            return receipts

@@ -1,0 +1,274 @@
+"""The simulated lending market: pools, interest accrual, borrow demand, rate quotes.
+
+Pure state transitions, no I/O. A *pool* is what an agent supplies to (Aave's USDC
+reserve, Compound's cUSDCv3, a Morpho vault). It lends through one or more
+*markets* (a Morpho vault's Morpho Blue markets; every other protocol has one),
+each with its own supply, borrows and rate model state.
+
+Accounting is exact, as on chain:
+- A supplier holds *scaled* units; the pool's liquidity index (RAY) turns them into
+  underlying: ``value = scaled * index / RAY``, an exact integer at any time.
+- Supplying x mints ``floor(x * RAY / index)`` scaled units and withdrawing y burns
+  ``ceil(y * RAY / index)``: rounding always favours the pool, so nothing is created.
+- Interest accrues linearly between accruals (as Aave's liquidity index does), at the
+  pool's supply rate net of the vault fee. Markets grow at their own gross rates.
+- Borrow demand moves at step boundaries (every ``STEP_SECONDS``) by a random walk
+  seeded from (seed, pool, market, step number), so the same seed and the same clock
+  give the same market, however time was advanced.
+- Reward tokens accrue to suppliers pro rata through a reward index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field, replace
+
+from yieldagent.domain.rate_models import (
+    RAY,
+    SECONDS_PER_YEAR,
+    RateModel,
+    apr_percent,
+    apy_from_apr,
+    model_for,
+)
+
+STEP_SECONDS = 3600
+"""Borrow demand changes at every multiple of this many seconds of simulated time."""
+
+_YEAR_RAY = RAY * SECONDS_PER_YEAR
+_MIN_UTILIZATION, _MAX_UTILIZATION = 0.30, 0.97
+_REVERSION = 0.05  # share of the gap to the mean utilization closed each step
+_VOLATILITY = 0.01  # standard deviation of the target utilization's step
+_FOLLOW = 0.5  # share of the gap between borrows and their target closed each step
+
+
+class MarketError(ValueError):
+    """An action the market cannot carry out (not enough funds or liquidity)."""
+
+
+@dataclass(slots=True)
+class MarketState:
+    """One lending market: what is supplied and borrowed, and where demand pulls."""
+
+    name: str
+    supply: int
+    borrows: int
+    rate_at_target: int
+    mean_utilization: float
+    target_utilization: float
+
+    def cash(self) -> int:
+        """What can be withdrawn from the market now."""
+        return max(self.supply - self.borrows, 0)
+
+
+@dataclass(slots=True)
+class PoolState:
+    """A pool an agent supplies to, and the markets it lends through."""
+
+    chain_id: int
+    protocol: str
+    token: str
+    kind: str
+    fee: int
+    liquidity_index: int
+    scaled_supply: int
+    markets: list[MarketState]
+    updated_at: int
+    next_step: int
+    reward_token: str | None = None
+    reward_rate: int = 0
+    reward_index: int = 0
+    model: RateModel = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.model = model_for(self.kind)
+
+    def total_supply(self) -> int:
+        """Underlying supplied to the pool's markets, interest included."""
+        return sum(m.supply for m in self.markets)
+
+    def total_borrows(self) -> int:
+        """Underlying borrowed from the pool's markets."""
+        return sum(m.borrows for m in self.markets)
+
+    def cash(self) -> int:
+        """What can be withdrawn from the pool now."""
+        return sum(m.cash() for m in self.markets)
+
+
+# -- rates -------------------------------------------------------------------
+
+
+def _spread(markets: list[MarketState], amount: int) -> list[int]:
+    """Splits ``amount`` (may be negative) over markets in proportion to their supply."""
+    total = sum(m.supply for m in markets)
+    if total == 0:
+        return [amount] + [0] * (len(markets) - 1)
+    parts = [amount * m.supply // total for m in markets]
+    parts[0] += amount - sum(parts)
+    return parts
+
+
+def supply_rate(pool: PoolState, delta: int = 0) -> int:
+    """The pool's supply rate (annual, RAY) net of fee, after adding ``delta`` (negative:
+    removing) spread over its markets in proportion to their supply."""
+    supplies = [
+        m.supply + d for m, d in zip(pool.markets, _spread(pool.markets, delta), strict=True)
+    ]
+    total = sum(supplies)
+    if total <= 0:
+        return 0
+    gross = (
+        sum(
+            s * pool.model.rates(s, m.borrows, m.rate_at_target).supply
+            for s, m in zip(supplies, pool.markets, strict=True)
+            if s > 0
+        )
+        // total
+    )
+    return gross * (RAY - pool.fee) // RAY
+
+
+def market_apys(pool: PoolState) -> list[tuple[str, float]]:
+    """Each market's current supply APY in percent."""
+    return [
+        (m.name, apy_from_apr(pool.model.rates(m.supply, m.borrows, m.rate_at_target).supply))
+        for m in pool.markets
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolQuote:
+    """A pool frozen at one moment, able to say what rate an added amount would earn."""
+
+    protocol: str
+    token: str
+    pool: PoolState
+
+    @property
+    def total_supply(self) -> int:
+        """Underlying supplied to the pool now."""
+        return self.pool.total_supply()
+
+    @property
+    def cash(self) -> int:
+        """What can be withdrawn now."""
+        return self.pool.cash()
+
+    def apr(self, delta: int = 0) -> float:
+        """Supply APR in percent after adding ``delta`` (negative: removing)."""
+        return apr_percent(supply_rate(self.pool, delta))
+
+    def rate(self, delta: int = 0) -> int:
+        """Supply rate (annual, RAY) after adding ``delta``."""
+        return supply_rate(self.pool, delta)
+
+
+# -- time --------------------------------------------------------------------
+
+
+def accrue(pool: PoolState, until: int) -> None:
+    """Accrues interest and rewards from ``pool.updated_at`` to ``until`` at current rates."""
+    seconds = until - pool.updated_at
+    if seconds <= 0:
+        return
+    net = supply_rate(pool)
+    for market in pool.markets:
+        rates = pool.model.rates(market.supply, market.borrows, market.rate_at_target)
+        market.rate_at_target = pool.model.adapt(
+            market.supply, market.borrows, market.rate_at_target, seconds
+        )
+        market.borrows += market.borrows * rates.borrow * seconds // _YEAR_RAY
+        market.supply += market.supply * rates.supply * seconds // _YEAR_RAY
+    pool.liquidity_index += pool.liquidity_index * net * seconds // _YEAR_RAY
+    if pool.scaled_supply > 0 and pool.reward_rate > 0:
+        pool.reward_index += pool.reward_rate * seconds * RAY // pool.scaled_supply
+    pool.updated_at = until
+
+
+def _step_random(seed: int, pool: PoolState, market: MarketState, step: int) -> random.Random:
+    key = f"{seed}:{pool.chain_id}:{pool.protocol}:{pool.token}:{market.name}:{step}"
+    return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+
+
+def take_step(pool: PoolState, seed: int) -> None:
+    """Moves borrow demand at the pool's next step boundary (accruing up to it first)."""
+    boundary = pool.next_step * STEP_SECONDS
+    accrue(pool, boundary)
+    for market in pool.markets:
+        noise = _step_random(seed, pool, market, pool.next_step).gauss(0.0, _VOLATILITY)
+        target = market.target_utilization
+        target += _REVERSION * (market.mean_utilization - target) + noise
+        market.target_utilization = min(max(target, _MIN_UTILIZATION), _MAX_UTILIZATION)
+        wanted = int(market.supply * market.target_utilization)
+        market.borrows += int((wanted - market.borrows) * _FOLLOW)
+        market.borrows = min(max(market.borrows, 0), market.supply)
+    pool.next_step += 1
+
+
+def advance(pool: PoolState, until: int, seed: int) -> None:
+    """Brings the pool to time ``until``: every step boundary on the way, then accrual."""
+    while pool.next_step * STEP_SECONDS <= until:
+        take_step(pool, seed)
+    accrue(pool, until)
+
+
+def first_step_after(moment: int) -> int:
+    """Number of the first step boundary strictly after ``moment``."""
+    return moment // STEP_SECONDS + 1
+
+
+# -- suppliers ---------------------------------------------------------------
+
+
+def value_of(pool: PoolState, scaled: int) -> int:
+    """Underlying value of ``scaled`` units at the pool's current index (rounded down)."""
+    return scaled * pool.liquidity_index // RAY
+
+
+def deposit(pool: PoolState, amount: int) -> int:
+    """Adds ``amount`` of underlying; returns the scaled units minted for it."""
+    if amount <= 0:
+        raise MarketError("amount must be positive")
+    scaled = amount * RAY // pool.liquidity_index
+    for market, part in zip(pool.markets, _spread(pool.markets, amount), strict=True):
+        market.supply += part
+    pool.scaled_supply += scaled
+    return scaled
+
+
+def withdraw(pool: PoolState, amount: int, holder_scaled: int) -> int:
+    """Removes ``amount`` of underlying from a holder with ``holder_scaled`` units;
+    returns the scaled units burned. Raises MarketError beyond the holder's value or the
+    pool's cash."""
+    if amount <= 0:
+        raise MarketError("amount must be positive")
+    if amount > value_of(pool, holder_scaled):
+        raise MarketError("amount exceeds the position")
+    if amount > pool.cash():
+        raise MarketError("not enough liquidity in the pool")
+    burned = min(-(-amount * RAY // pool.liquidity_index), holder_scaled)
+    remaining = amount
+    parts = _spread(pool.markets, -amount)
+    for market, part in zip(pool.markets, parts, strict=True):
+        take = min(-part, market.cash(), remaining)
+        market.supply -= take
+        remaining -= take
+    for market in pool.markets:  # what pro rata could not take, from any market with cash
+        take = min(market.cash(), remaining)
+        market.supply -= take
+        remaining -= take
+    pool.scaled_supply -= burned
+    return burned
+
+
+def rewards_owed(pool: PoolState, scaled: int, snapshot: int) -> int:
+    """Reward units earned by ``scaled`` units since the reward index was ``snapshot``."""
+    return scaled * (pool.reward_index - snapshot) // RAY
+
+
+def copy_pool(pool: PoolState) -> PoolState:
+    """A deep copy, for quoting or projecting without touching the original."""
+    return replace(pool, markets=[replace(m) for m in pool.markets])

@@ -1,0 +1,261 @@
+"""Storage of the simulated chain: clock, pools, positions, balances and transactions.
+
+A write unit starts by updating the clock row. On PostgreSQL that locks the row; on
+SQLite it takes the database's write lock at once. Either way simulated writes from
+every process run one at a time, and a unit never deadlocks halfway through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from yieldagent.domain.market import MarketError, MarketState, PoolState
+from yieldagent.domain.sim_clock import SimClock
+from yieldagent.storage.tables import (
+    SimBalanceRow,
+    SimClockRow,
+    SimPoolRow,
+    SimPositionRow,
+    SimTransactionRow,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorldClock:
+    """The stored clock: seed, genesis time and the simulated clock itself."""
+
+    seed: int
+    genesis: int
+    clock: SimClock
+
+
+def _markets_json(markets: list[MarketState]) -> str:
+    return json.dumps(
+        [
+            {
+                "name": m.name,
+                "supply": str(m.supply),
+                "borrows": str(m.borrows),
+                "rate_at_target": str(m.rate_at_target),
+                "mean_utilization": m.mean_utilization,
+                "target_utilization": m.target_utilization,
+            }
+            for m in markets
+        ]
+    )
+
+
+def _markets(text_: str) -> list[MarketState]:
+    return [
+        MarketState(
+            m["name"],
+            int(m["supply"]),
+            int(m["borrows"]),
+            int(m["rate_at_target"]),
+            m["mean_utilization"],
+            m["target_utilization"],
+        )
+        for m in json.loads(text_)
+    ]
+
+
+def _pool(row: SimPoolRow) -> PoolState:
+    return PoolState(
+        chain_id=row.chain_id,
+        protocol=row.protocol,
+        token=row.token,
+        kind=row.kind,
+        fee=row.fee,
+        liquidity_index=row.liquidity_index,
+        scaled_supply=row.scaled_supply,
+        markets=_markets(row.markets),
+        updated_at=row.updated_at,
+        next_step=row.next_step,
+        reward_token=row.reward_token,
+        reward_rate=row.reward_rate,
+        reward_index=row.reward_index,
+    )
+
+
+def _write_pool(row: SimPoolRow, pool: PoolState) -> None:
+    row.liquidity_index = pool.liquidity_index
+    row.scaled_supply = pool.scaled_supply
+    row.markets = _markets_json(pool.markets)
+    row.updated_at = pool.updated_at
+    row.next_step = pool.next_step
+    row.reward_index = pool.reward_index
+
+
+class SimSession:
+    """One unit of work on the simulated world."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._pool_rows: dict[tuple[int, str, str], SimPoolRow] = {}
+
+    # clock
+
+    def clock(self) -> WorldClock | None:
+        """The stored clock; None before genesis."""
+        row = self._session.get(SimClockRow, 1)
+        if row is None:
+            return None
+        return WorldClock(row.seed, row.genesis, SimClock(row.anchor, row.anchor_wall, row.speed))
+
+    def set_clock(self, clock: SimClock) -> None:
+        """Stores a re-anchored clock."""
+        row = self._session.get(SimClockRow, 1)
+        assert row is not None
+        row.anchor, row.anchor_wall, row.speed = clock.anchor, clock.anchor_wall, clock.speed
+        self._session.add(row)
+
+    def next_sequence(self) -> int:
+        """A new transaction number, unique in the simulated world."""
+        row = self._session.get(SimClockRow, 1)
+        assert row is not None
+        row.sequence += 1
+        self._session.add(row)
+        return row.sequence
+
+    # pools and positions
+
+    def pools(self, chain_id: int | None = None, token: str | None = None) -> list[PoolState]:
+        """Pools, optionally of one chain and token, in a stable order."""
+        query = select(SimPoolRow).order_by(col(SimPoolRow.id))
+        if chain_id is not None:
+            query = query.where(SimPoolRow.chain_id == chain_id)
+        if token is not None:
+            query = query.where(SimPoolRow.token == token)
+        pools = []
+        for row in self._session.exec(query):
+            self._pool_rows[(row.chain_id, row.protocol, row.token)] = row
+            pools.append(_pool(row))
+        return pools
+
+    def save_pool(self, pool: PoolState) -> None:
+        """Writes back a pool read through ``pools`` in this session."""
+        row = self._pool_rows[(pool.chain_id, pool.protocol, pool.token)]
+        _write_pool(row, pool)
+        self._session.add(row)
+
+    def add_pool(self, pool: PoolState) -> None:
+        """Records a new pool."""
+        self._session.add(
+            SimPoolRow(
+                chain_id=pool.chain_id,
+                protocol=pool.protocol,
+                token=pool.token,
+                kind=pool.kind,
+                fee=pool.fee,
+                liquidity_index=pool.liquidity_index,
+                scaled_supply=pool.scaled_supply,
+                markets=_markets_json(pool.markets),
+                updated_at=pool.updated_at,
+                next_step=pool.next_step,
+                reward_token=pool.reward_token,
+                reward_rate=pool.reward_rate,
+                reward_index=pool.reward_index,
+            )
+        )
+
+    def _pool_id(self, pool: PoolState) -> int:
+        row = self._pool_rows[(pool.chain_id, pool.protocol, pool.token)]
+        assert row.id is not None
+        return row.id
+
+    def position(self, pool: PoolState, holder: str) -> SimPositionRow:
+        """``holder``'s position in ``pool`` (a zero one if none is stored)."""
+        pool_id = self._pool_id(pool)
+        row = self._session.get(SimPositionRow, (pool_id, holder))
+        if row is None:
+            row = SimPositionRow(
+                pool_id=pool_id,
+                holder=holder,
+                scaled=0,
+                reward_snapshot=pool.reward_index,
+                rewards_owed=0,
+            )
+        return row
+
+    def save_position(self, row: SimPositionRow) -> None:
+        """Writes a position back."""
+        self._session.add(row)
+
+    # balances and transactions
+
+    def balance(self, chain_id: int, token: str, holder: str) -> int:
+        """``holder``'s balance of ``token``."""
+        row = self._session.get(SimBalanceRow, (chain_id, token, holder))
+        return row.amount if row is not None else 0
+
+    def credit(self, chain_id: int, token: str, holder: str, delta: int) -> None:
+        """Adds ``delta`` (negative: debits); MarketError if the balance would go negative."""
+        row = self._session.get(SimBalanceRow, (chain_id, token, holder))
+        current = row.amount if row is not None else 0
+        if current + delta < 0:
+            raise MarketError(f"insufficient balance: {holder} holds {current} of {token}")
+        if row is None:
+            row = SimBalanceRow(chain_id=chain_id, token=token, holder=holder, amount=0)
+        row.amount = current + delta
+        self._session.add(row)
+
+    def record(self, transaction: SimTransactionRow) -> None:
+        """Records a mined transaction."""
+        self._session.add(transaction)
+
+    def transaction(self, tx_hash: str) -> SimTransactionRow | None:
+        """The transaction with this hash, if any."""
+        return self._session.get(SimTransactionRow, tx_hash)
+
+
+class SimulationStore:
+    """Opens units of work on the simulated world."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @contextmanager
+    def reading(self) -> Iterator[SimSession]:
+        """A read-only unit: sees committed state, takes no lock."""
+        with Session(self._engine) as session:
+            yield SimSession(session)
+
+    @contextmanager
+    def writing(self) -> Iterator[SimSession]:
+        """A write unit, serialized with every other one; commits at the end."""
+        with Session(self._engine) as session:
+            session.execute(text("UPDATE sim_clock SET sequence = sequence WHERE id = 1"))
+            yield SimSession(session)
+            session.commit()
+
+    def create_world(
+        self, seed: int, genesis: int, clock: SimClock, pools: list[PoolState]
+    ) -> bool:
+        """Records the world at genesis; False if another process already did."""
+        with Session(self._engine) as session:
+            session.add(
+                SimClockRow(
+                    id=1,
+                    seed=seed,
+                    genesis=genesis,
+                    anchor=clock.anchor,
+                    anchor_wall=clock.anchor_wall,
+                    speed=clock.speed,
+                )
+            )
+            try:
+                session.flush()
+            except IntegrityError:
+                return False
+            unit = SimSession(session)
+            for pool in pools:
+                unit.add_pool(pool)
+            session.commit()
+        return True
