@@ -97,9 +97,9 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
     violations = []
     if args.chain not in catalog.chains:
         violations.append(FieldViolation(("chain",), "unsupported chain", "value_error"))
-    for name in ("token", "from", "to"):
-        if not is_address(getattr(args, name)):
-            violations.append(FieldViolation((name,), "not an address", "value_error.address"))
+    for flag, value in (("token", args.token), ("from", args.sender), ("to", args.to)):
+        if not is_address(value):
+            violations.append(FieldViolation((flag,), "not an address", "value_error.address"))
     if args.amount <= 0:
         violations.append(FieldViolation(("amount",), "must be positive", "value_error"))
     if violations:
@@ -150,6 +150,7 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "serve": _cmd_run,
     "migrate": _cmd_migrate,
     "partner": _cmd_partner,
+    "sim": _cmd_sim,
 }
 
 

@@ -15,9 +15,8 @@ from yieldagent.chain.port import (
     TxReceipt,
 )
 from yieldagent.chain.simulated.genesis import reward_token
-from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.market import PoolQuote
-from yieldagent.storage.tables import SimTransactionRow
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -46,7 +45,7 @@ NATIVE_PRICE_USD = {
 }
 
 
-def _receipt(row: SimTransactionRow) -> TxReceipt:
+def _receipt(row: MinedTx) -> TxReceipt:
     return TxReceipt(row.tx_hash, row.block_number, row.timestamp)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 
 from eth_utils.crypto import keccak
@@ -29,6 +30,40 @@ from yieldagent.domain.market import (
 from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.simulation import SimSession, SimulationStore
 from yieldagent.storage.tables import SimPositionRow, SimTransactionRow
+
+
+@dataclass(frozen=True, slots=True)
+class MinedTx:
+    """A mined simulated transaction."""
+
+    tx_hash: str
+    chain_id: int
+    block_number: int
+    timestamp: int
+    kind: str
+    token: str
+    sender: str
+    recipient: str
+    amount: int
+    token_out: str | None = None
+    amount_out: int | None = None
+
+
+def _mined(row: SimTransactionRow) -> MinedTx:
+    return MinedTx(
+        row.tx_hash,
+        row.chain_id,
+        row.block_number,
+        row.timestamp,
+        row.kind,
+        row.token,
+        row.sender,
+        row.recipient,
+        row.amount,
+        row.token_out,
+        row.amount_out,
+    )
+
 
 SWAP_FEE = Decimal("0.003")
 FAUCET = "0x" + "fa" * 20
@@ -164,10 +199,11 @@ class SimulatedMarket:
                 owed[pool.reward_token] = owed.get(pool.reward_token, 0) + amount
             return {token: amount for token, amount in owed.items() if amount > 0}
 
-    def transaction(self, tx_hash: str) -> SimTransactionRow | None:
+    def transaction(self, tx_hash: str) -> MinedTx | None:
         """A mined simulated transaction."""
         with self.store.reading() as unit:
-            return unit.transaction(tx_hash)
+            row = unit.transaction(tx_hash)
+            return _mined(row) if row is not None else None
 
     # -- writes -----------------------------------------------------------------
 
@@ -182,7 +218,7 @@ class SimulatedMarket:
         amount: int,
         token_out: str | None = None,
         amount_out: int | None = None,
-    ) -> SimTransactionRow:
+    ) -> MinedTx:
         """Records a transaction mined now, with the next hash of the simulated world."""
         world = unit.clock()
         assert world is not None
@@ -202,11 +238,11 @@ class SimulatedMarket:
             amount_out=amount_out,
         )
         unit.record(row)
-        return row
+        return _mined(row)
 
     def deposit_from(
         self, chain_id: int, token: str, sender: str, recipient: str, amount: int
-    ) -> SimTransactionRow:
+    ) -> MinedTx:
         """A user's deposit: the faucet gives ``sender`` the tokens, and ``sender`` transfers
         them to ``recipient``; both in one unit. Returns the transfer."""
         if amount <= 0:
@@ -236,7 +272,7 @@ class SimulatedMarket:
 
     def transfer(
         self, chain_id: int, token: str, sender: str, recipient: str, amount: int
-    ) -> SimTransactionRow:
+    ) -> MinedTx:
         """An ERC-20 transfer."""
         if amount <= 0:
             raise MarketError("amount must be positive")
@@ -260,9 +296,7 @@ class SimulatedMarket:
                 return pool
         raise MarketError(f"no {protocol} pool for {token} on chain {chain_id}")
 
-    def supply(
-        self, chain_id: int, holder: str, protocol: str, token: str, amount: int
-    ) -> SimTransactionRow:
+    def supply(self, chain_id: int, holder: str, protocol: str, token: str, amount: int) -> MinedTx:
         """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
         with self.store.writing() as unit:
             pool = self._pool(unit, chain_id, protocol, token)
@@ -284,7 +318,7 @@ class SimulatedMarket:
 
     def withdraw(
         self, chain_id: int, holder: str, protocol: str, token: str, amount: int
-    ) -> SimTransactionRow:
+    ) -> MinedTx:
         """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
         with self.store.writing() as unit:
             pool = self._pool(unit, chain_id, protocol, token)
@@ -334,7 +368,7 @@ class SimulatedMarket:
         token_out: str,
         amount_in: int,
         min_out: int,
-    ) -> SimTransactionRow:
+    ) -> MinedTx:
         """Swaps through a simulated DEX with unlimited liquidity at the tokens' prices."""
         if amount_in <= 0:
             raise MarketError("amount must be positive")
@@ -356,7 +390,7 @@ class SimulatedMarket:
                 amount_out=amount_out,
             )
 
-    def claim_rewards(self, chain_id: int, holder: str) -> list[SimTransactionRow]:
+    def claim_rewards(self, chain_id: int, holder: str) -> list[MinedTx]:
         """Claims every reward token ``holder`` has accrued; one transaction per token."""
         claimed: dict[str, int] = {}
         with self.store.writing() as unit:
