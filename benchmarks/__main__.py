@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from benchmarks import rest_reads, store_reads
+from benchmarks import market, rest_reads, store_reads
 
 if __name__ == "__main__":
+    market.main()
     store_reads.main()
     rest_reads.main()

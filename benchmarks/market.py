@@ -1,0 +1,110 @@
+"""The simulated market: rate-impact quotes per second, and advancing 50 pools by a day.
+
+Advancing is measured twice: the pure engine alone, and through storage (the
+simulated world in SQLite, and in PostgreSQL when YIELDAGENT_TEST_DATABASE_URL is set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sqlalchemy import text
+
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.simulated.genesis import genesis_pool
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.market import PoolQuote, PoolState, advance, copy_pool
+from yieldagent.domain.sim_clock import SimClock
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.simulation import SimulationStore
+
+GENESIS = 1_767_225_600
+DAY = 86_400
+BASE = 8453
+SEED = 7
+
+
+def _emit(**figures: object) -> None:
+    print(json.dumps({"benchmark": "market", **figures}))
+
+
+def _base_pools() -> list[PoolState]:
+    catalog = load_catalog()
+    [usdc] = catalog.chain(BASE).tokens
+    return [genesis_pool(BASE, usdc, protocol, SEED, GENESIS) for protocol in usdc.protocols]
+
+
+def fifty_pools() -> list[PoolState]:
+    """50 pools: copies of Base's four kinds under distinct names."""
+    base = _base_pools()
+    return [
+        replace(copy_pool(base[i % len(base)]), protocol=f"{base[i % len(base)].protocol}-{i}")
+        for i in range(50)
+    ]
+
+
+def quotes_per_second() -> None:
+    for pool in _base_pools():
+        quote = PoolQuote(pool.protocol, pool.token, pool)
+        amounts = [10**6 * (1 + i * 7919 % 5_000_000) for i in range(2000)]
+        start = time.perf_counter()
+        for amount in amounts:
+            quote.apr(amount)
+        elapsed = time.perf_counter() - start
+        _emit(
+            figure="apr_after_x_quotes_per_second",
+            kind=pool.kind,
+            markets=len(pool.markets),
+            value=round(len(amounts) / elapsed),
+        )
+
+
+def advance_pure() -> None:
+    pools = fifty_pools()
+    start = time.perf_counter()
+    for pool in pools:
+        advance(pool, GENESIS + DAY, SEED)
+    _emit(
+        figure="advance_50_pools_one_day_seconds",
+        storage="none (pure engine)",
+        value=round(time.perf_counter() - start, 4),
+    )
+
+
+def advance_stored(url: str, label: str) -> None:
+    engine = create_db_engine(url)
+    migrate(engine)
+    store = SimulationStore(engine)
+    store.create_world(SEED, GENESIS, SimClock(GENESIS, float(GENESIS), 0.0), fifty_pools())
+    market = SimulatedMarket(store, load_catalog(), SEED, 0.0, wall=lambda: float(GENESIS))
+    market.start()
+    start = time.perf_counter()
+    market.advance(DAY)
+    _emit(
+        figure="advance_50_pools_one_day_seconds",
+        storage=label,
+        value=round(time.perf_counter() - start, 4),
+    )
+    engine.dispose()
+
+
+def main() -> None:
+    quotes_per_second()
+    advance_pure()
+    with tempfile.TemporaryDirectory() as directory:
+        advance_stored(f"sqlite:///{Path(directory) / 'market.db'}", "sqlite")
+    postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL")
+    if postgres:
+        engine = create_db_engine(postgres)
+        schema = "bench_market"
+        with engine.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            connection.execute(text(f"CREATE SCHEMA {schema}"))
+        engine.dispose()
+        separator = "&" if "?" in postgres else "?"
+        advance_stored(f"{postgres}{separator}options=-csearch_path%3D{schema}", "postgresql")
