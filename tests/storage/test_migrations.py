@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0002"
+HEAD = "0003"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -26,6 +26,12 @@ TABLES = {
     "sim_positions",
     "sim_balances",
     "sim_transactions",
+    "wallets",
+    "wallet_deposits",
+    "wallet_withdrawals",
+    "wallet_transactions",
+    "wallet_rewards",
+    "performance_points",
 }
 _MIGRATE = (
     "import sys\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Column, DateTime, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, DateTime, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from yieldagent.storage.types import TokenAmount
@@ -125,3 +125,128 @@ class SimTransactionRow(SQLModel, table=True):
     amount: int = Field(sa_type=TokenAmount)
     token_out: str | None = Field(default=None, max_length=42)
     amount_out: int | None = Field(default=None, sa_type=TokenAmount)
+
+
+# -- wallets and their history -------------------------------------------------
+
+
+class WalletRow(SQLModel, table=True):
+    """A wallet (agent): its state, its rules, and what it holds at the last valuation."""
+
+    __tablename__ = "wallets"
+    __table_args__ = (UniqueConstraint("chain_id", "address"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chain_id: int
+    address: str = Field(max_length=42)
+    eoa: str = Field(max_length=42, index=True)
+    partner_id: int = Field(foreign_key="partners.id", index=True)
+    status: str = Field(max_length=16, index=True)
+    token: str = Field(max_length=42)
+    selected_protocols: str = Field(sa_type=Text, description="JSON list of protocol names")
+    constraints: str = Field(sa_type=Text, description="JSON of domain.constraints.Constraints")
+    principal: int = Field(sa_type=TokenAmount)
+    allocation: str = Field(sa_type=Text, description="JSON {protocol: amount} at last valuation")
+    idle: int = Field(sa_type=TokenAmount, description="funds not supplied, at last valuation")
+    current_apr: float = 0.0
+    valued_at: datetime = Field(sa_column=utc_column())
+    is_staked: bool = False
+    activation_date: datetime = Field(sa_column=utc_column())
+    last_deactivation_date: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    last_reactivation_date: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    lease_owner: str | None = Field(default=None, max_length=64)
+    lease_until: float | None = None
+    created_at: datetime = Field(sa_column=utc_column())
+    updated_at: datetime = Field(sa_column=utc_column())
+
+
+class DepositRow(SQLModel, table=True):
+    """A verified deposit to a wallet; a transfer is credited once per chain."""
+
+    __tablename__ = "wallet_deposits"
+    __table_args__ = (UniqueConstraint("chain_id", "tx_hash"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    wallet_id: int = Field(foreign_key="wallets.id", index=True)
+    chain_id: int
+    token: str = Field(max_length=42)
+    amount: int = Field(sa_type=TokenAmount)
+    tx_hash: str = Field(max_length=66)
+    block_number: int | None = Field(default=None, sa_type=BigInteger)
+    date: datetime = Field(sa_column=utc_column())
+
+
+class WithdrawalRow(SQLModel, table=True):
+    """A withdrawal from a wallet and how it split."""
+
+    __tablename__ = "wallet_withdrawals"
+
+    id: int | None = Field(default=None, primary_key=True)
+    wallet_id: int = Field(foreign_key="wallets.id", index=True)
+    token: str = Field(max_length=42)
+    amount: int = Field(sa_type=TokenAmount)
+    principal: int = Field(sa_type=TokenAmount)
+    yield_: int = Field(sa_type=TokenAmount, sa_column_kwargs={"name": "yield"})
+    fee: int = Field(sa_type=TokenAmount)
+    value: float
+    value_in_usd: float
+    tx_hash: str | None = Field(default=None, max_length=66)
+    block_number: int | None = Field(default=None, sa_type=BigInteger)
+    date: datetime = Field(sa_column=utc_column())
+
+
+class TransactionRow(SQLModel, table=True):
+    """An on-chain transaction of a wallet, as its history lists it."""
+
+    __tablename__ = "wallet_transactions"
+    __table_args__ = (Index("ix_wallet_transactions_wallet_date", "wallet_id", "date"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    wallet_id: int = Field(foreign_key="wallets.id")
+    action: str = Field(max_length=16)
+    status: str = Field(max_length=16)
+    token: str = Field(max_length=42)
+    amount: int = Field(sa_type=TokenAmount)
+    tx_hash: str = Field(max_length=66)
+    protocol: str = Field(default="", max_length=64)
+    new_token: str | None = Field(default=None, max_length=42)
+    amount_out: int | None = Field(default=None, sa_type=TokenAmount)
+    apr: float | None = None
+    block_number: int | None = Field(default=None, sa_type=BigInteger)
+    correlation_id: str | None = Field(default=None, max_length=36)
+    date: datetime = Field(sa_column=utc_column())
+
+
+class RewardRow(SQLModel, table=True):
+    """A reward claim of a wallet."""
+
+    __tablename__ = "wallet_rewards"
+    __table_args__ = (Index("ix_wallet_rewards_wallet_date", "wallet_id", "date"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    wallet_id: int = Field(foreign_key="wallets.id")
+    token: str = Field(max_length=42)
+    token_symbol: str = Field(max_length=16)
+    amount: int = Field(sa_type=TokenAmount)
+    decimals: int
+    dollar_value: float
+    tx_hash: str = Field(max_length=66)
+    is_staked: bool
+    date: datetime = Field(sa_column=utc_column())
+
+
+class PerformancePointRow(SQLModel, table=True):
+    """A wallet's value just before any flow at a moment, and the net flow then."""
+
+    __tablename__ = "performance_points"
+    __table_args__ = (Index("ix_performance_points_wallet_at", "wallet_id", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    wallet_id: int = Field(foreign_key="wallets.id")
+    value: int = Field(sa_type=TokenAmount)
+    flow: int = Field(sa_type=TokenAmount)
+    at: datetime = Field(sa_column=utc_column())

@@ -1,0 +1,81 @@
+"""Money rules of a wallet, in exact integers of the token's smallest unit.
+
+- **Principal** is what the user deposited and has not withdrawn; the wallet's value
+  above it is **yield**.
+- A withdrawal of ``amount`` is split pro rata: ``yield = amount × yield_available ÷
+  value`` (rounded down), ``principal = amount − yield``, so principal + yield = amount.
+- The **performance fee** is ``yield × fee_bps ÷ 10 000`` (rounded down), taken from the
+  yield only; the user receives ``amount − fee``.
+- Funds leave **most sensibly first**: idle funds in the smart account, then positions
+  from the lowest APR up (least yield given up), each within its pool's liquidity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from yieldagent.domain.errors import InvalidRequest
+
+BPS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class WithdrawalSplit:
+    """How one withdrawal divides. ``amount == principal + yield_``; ``fee <= yield_``."""
+
+    amount: int
+    principal: int
+    yield_: int
+    fee: int
+
+    @property
+    def to_user(self) -> int:
+        """What the user receives: the amount less the fee."""
+        return self.amount - self.fee
+
+
+def split_withdrawal(amount: int, value: int, principal: int, fee_bps: int) -> WithdrawalSplit:
+    """Splits withdrawing ``amount`` from a wallet worth ``value`` holding ``principal``."""
+    if not 0 < amount <= value:
+        raise ValueError("amount must be positive and at most the value")
+    if not 0 <= fee_bps <= BPS:
+        raise ValueError("fee_bps must lie in 0..10000")
+    available_yield = max(value - principal, 0)
+    yield_ = amount * available_yield // value
+    fee = yield_ * fee_bps // BPS
+    return WithdrawalSplit(amount, amount - yield_, yield_, fee)
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """Where some of a wallet's funds sit: a protocol position, or idle (protocol None)."""
+
+    protocol: str | None
+    value: int
+    apr: float
+    withdrawable: int
+
+
+def withdrawable(holdings: Sequence[Holding]) -> int:
+    """What can be withdrawn now: each holding's value, capped by its pool's liquidity."""
+    return sum(min(h.value, h.withdrawable) for h in holdings)
+
+
+def plan_withdrawal(amount: int, holdings: Sequence[Holding]) -> list[tuple[str | None, int]]:
+    """Where to take ``amount`` from: (protocol or None for idle funds, amount) pairs.
+
+    InvalidRequest when ``amount`` exceeds what is withdrawable.
+    """
+    available = withdrawable(holdings)
+    if amount > available:
+        raise InvalidRequest(f"Amount {amount} exceeds the withdrawable balance of {available}")
+    ordered = sorted(holdings, key=lambda h: (h.protocol is not None, h.apr, h.protocol or ""))
+    plan: list[tuple[str | None, int]] = []
+    remaining = amount
+    for holding in ordered:
+        take = min(holding.value, holding.withdrawable, remaining)
+        if take > 0:
+            plan.append((holding.protocol, take))
+            remaining -= take
+    return plan

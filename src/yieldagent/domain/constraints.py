@@ -1,0 +1,148 @@
+"""Constraints a partner puts on an agent: their kinds, parameters and checks.
+
+kind                                 params
+min_protocols                        min_protocols ≥ 1, min_fraction_per_protocol 0.01–1
+                                     (default 0.05)
+max_allocation_amount_per_protocol   protocol, max_amount ≥ 0 (smallest units)
+exclude_protocol                     protocol
+max_amount_per_protocol              protocol, max_ratio 0–1
+min_amount                           min_amount ≥ 0: no position smaller than this
+min_allocation_amount_per_protocol   protocol, min_amount ≥ 0
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from yieldagent.domain.errors import FieldViolation, InvalidInput
+
+DEFAULT_MIN_FRACTION = 0.05
+
+_PARAMS: dict[str, tuple[str, ...]] = {
+    "min_protocols": ("min_protocols",),
+    "max_allocation_amount_per_protocol": ("protocol", "max_amount"),
+    "exclude_protocol": ("protocol",),
+    "max_amount_per_protocol": ("protocol", "max_ratio"),
+    "min_amount": ("min_amount",),
+    "min_allocation_amount_per_protocol": ("protocol", "min_amount"),
+}
+KINDS = tuple(_PARAMS)
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """Every constraint of a wallet, gathered by what it limits."""
+
+    min_protocols: int = 1
+    min_fraction: float = DEFAULT_MIN_FRACTION
+    excluded: frozenset[str] = frozenset()
+    max_amount: Mapping[str, int] = field(default_factory=dict)
+    max_ratio: Mapping[str, float] = field(default_factory=dict)
+    min_position: int = 0
+    min_amount: Mapping[str, int] = field(default_factory=dict)
+
+    def protocols(self) -> set[str]:
+        """Every protocol name the constraints mention."""
+        return (
+            set(self.excluded) | set(self.max_amount) | set(self.max_ratio) | set(self.min_amount)
+        )
+
+    def to_json(self) -> str:
+        """A storable form."""
+        data = asdict(self)
+        data["excluded"] = sorted(self.excluded)
+        data["max_amount"] = {k: str(v) for k, v in self.max_amount.items()}
+        data["min_position"] = str(self.min_position)
+        data["min_amount"] = {k: str(v) for k, v in self.min_amount.items()}
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Constraints:
+        """Reads what ``to_json`` wrote."""
+        data = json.loads(text)
+        return cls(
+            min_protocols=data["min_protocols"],
+            min_fraction=data["min_fraction"],
+            excluded=frozenset(data["excluded"]),
+            max_amount={k: int(v) for k, v in data["max_amount"].items()},
+            max_ratio=data["max_ratio"],
+            min_position=int(data["min_position"]),
+            min_amount={k: int(v) for k, v in data["min_amount"].items()},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RawConstraint:
+    """A constraint as received: its kind and the parameters that were given."""
+
+    kind: str
+    params: Mapping[str, Any]
+
+
+def parse_constraints(raw: Sequence[RawConstraint]) -> Constraints:
+    """Checks and gathers constraints; InvalidInput names every malformed one."""
+    violations: list[FieldViolation] = []
+    gathered: dict[str, Any] = {
+        "excluded": set(),
+        "max_amount": {},
+        "max_ratio": {},
+        "min_amount": {},
+    }
+
+    def bad(index: int, name: str | None, message: str, kind: str = "value_error") -> None:
+        loc: tuple[str | int, ...] = (
+            ("constraints", index, "params", name) if name else ("constraints", index, "kind")
+        )
+        violations.append(FieldViolation(loc, message, kind))
+
+    for index, constraint in enumerate(raw):
+        if constraint.kind not in _PARAMS:
+            bad(index, None, f"Input should be one of {', '.join(KINDS)}", "literal_error")
+            continue
+        params = constraint.params
+        missing = [name for name in _PARAMS[constraint.kind] if params.get(name) is None]
+        for name in missing:
+            bad(index, name, "Field required", "missing")
+        if missing:
+            continue
+        protocol = params.get("protocol")
+        if constraint.kind == "min_protocols":
+            count, fraction = params["min_protocols"], params.get("min_fraction_per_protocol")
+            fraction = DEFAULT_MIN_FRACTION if fraction is None else fraction
+            if count < 1:
+                bad(index, "min_protocols", "Input should be at least 1")
+            if not 0.01 <= fraction <= 1:
+                bad(index, "min_fraction_per_protocol", "Input should be between 0.01 and 1")
+            gathered["min_protocols"], gathered["min_fraction"] = count, fraction
+        elif constraint.kind == "exclude_protocol":
+            gathered["excluded"].add(protocol)
+        elif constraint.kind == "max_allocation_amount_per_protocol":
+            amount = _amount(params["max_amount"])
+            if amount is None:
+                bad(index, "max_amount", "Input should be a non-negative integer")
+            else:
+                gathered["max_amount"][protocol] = amount
+        elif constraint.kind == "max_amount_per_protocol":
+            if not 0 <= params["max_ratio"] <= 1:
+                bad(index, "max_ratio", "Input should be between 0 and 1")
+            gathered["max_ratio"][protocol] = params["max_ratio"]
+        else:  # min_amount, min_allocation_amount_per_protocol
+            amount = _amount(params["min_amount"])
+            if amount is None:
+                bad(index, "min_amount", "Input should be a non-negative integer")
+            elif constraint.kind == "min_amount":
+                gathered["min_position"] = amount
+            else:
+                gathered["min_amount"][protocol] = amount
+    if violations:
+        raise InvalidInput(violations)
+    gathered["excluded"] = frozenset(gathered["excluded"])
+    return Constraints(**gathered)
+
+
+def _amount(value: Any) -> int | None:
+    text = str(value)
+    return int(text) if text.isdigit() else None
