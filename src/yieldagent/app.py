@@ -9,17 +9,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Mapping
 
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.edge import EnvoyProcess
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.wallets import WalletStore
 from yieldagent.worker import Job, Worker
 
 log = logging.getLogger(__name__)
@@ -32,6 +37,32 @@ def market_settle(market: SimulatedMarket) -> Job:
         market.settle()
 
     return settle_market
+
+
+def build_lifecycle(
+    settings: Settings,
+    engine: Engine,
+    chains: Mapping[int, ChainPort],
+    catalog: Catalog,
+    operator_address: str,
+) -> Lifecycle:
+    """The wallet lifecycle with the configured money rules."""
+    policy = Policy(
+        fee_bps=settings.performance_fee_bps,
+        max_deposit_usd=settings.max_deposit_usd,
+        fee_collector=settings.fee_collector or operator_address,
+    )
+    return Lifecycle(WalletStore(engine), chains, catalog, policy)
+
+
+def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
+    """The worker job that values idle wallets and records their performance."""
+
+    async def refresh_wallets() -> None:
+        for chain_id in chain_ids:
+            await lifecycle.refresh(chain_id)
+
+    return refresh_wallets
 
 
 class Service:
@@ -63,7 +94,9 @@ class Service:
         market = simulated_market(settings, self.engine, catalog)
         self.worker.add(market_settle(market))
         chains = simulated_chains(market, catalog)
-        self.api = build_server(self.engine, operator, chains, settings.grpc_target)
+        lifecycle = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
+        self.worker.add(wallet_refresh(lifecycle, catalog.chain_ids()))
+        self.api = build_server(self.engine, operator, chains, lifecycle, settings.grpc_target)
         await self.api.server.start()
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})

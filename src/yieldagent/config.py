@@ -37,6 +37,9 @@ class Settings:
     descriptor_set: Path
     sim_seed: int
     sim_speed: float
+    performance_fee_bps: int
+    max_deposit_usd: float
+    fee_collector: str | None
 
     @property
     def grpc_target(self) -> str:
@@ -94,4 +97,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ).resolve(),
         sim_seed=_int(env, "YIELDAGENT_SIM_SEED", 7),
         sim_speed=_float(env, "YIELDAGENT_SIM_SPEED", 1.0),
+        performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),
+        max_deposit_usd=_float(env, "YIELDAGENT_MAX_DEPOSIT_USD", 1_000_000.0),
+        fee_collector=env.get("YIELDAGENT_FEE_COLLECTOR") or None,
     )

@@ -14,14 +14,20 @@ from sqlalchemy import Engine
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
+from yieldagent.domain.history import Reports
+from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import api_services, load_policies
+from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
+from yieldagent.servicers.stats import StatsServicer
+from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
+from yieldagent.storage.wallets import WalletStore
 from yieldagent.v1 import (
     catalog_pb2_grpc,
     optimizer_pb2_grpc,
@@ -54,10 +60,12 @@ def build_server(
     engine: Engine,
     operator: OperatorWallet,
     chains: Mapping[int, ChainPort],
+    lifecycle: Lifecycle,
     address: str,
 ) -> ApiServer:
     """The server with every service registered, bound to ``address`` (port 0: any free one)."""
     catalog = load_catalog()
+    reports = Reports(WalletStore(engine), chains, catalog)
     interceptor = ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)))
     server = grpc.aio.server(interceptors=[interceptor], options=_OPTIONS)
 
@@ -68,14 +76,12 @@ def build_server(
     smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server(
         SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address), server
     )
-    # Not built yet: the generated bases answer UNIMPLEMENTED (REST 501).
     wallets_pb2_grpc.add_WalletServiceServicer_to_server(
-        wallets_pb2_grpc.WalletServiceServicer(), server
+        WalletServicer(lifecycle, reports, catalog), server
     )
-    rewards_pb2_grpc.add_RewardServiceServicer_to_server(
-        rewards_pb2_grpc.RewardServiceServicer(), server
-    )
-    stats_pb2_grpc.add_StatsServiceServicer_to_server(stats_pb2_grpc.StatsServiceServicer(), server)
+    rewards_pb2_grpc.add_RewardServiceServicer_to_server(RewardServicer(lifecycle, reports), server)
+    stats_pb2_grpc.add_StatsServiceServicer_to_server(StatsServicer(reports), server)
+    # Not built yet: the generated base answers UNIMPLEMENTED (REST 501).
     optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server(
         optimizer_pb2_grpc.OptimizerServiceServicer(), server
     )

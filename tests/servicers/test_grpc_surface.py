@@ -18,14 +18,17 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 from sqlalchemy import Engine
 
+from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
+from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.partners import Partner
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.wallets import WalletStore
 from yieldagent.v1 import (
     catalog_pb2,
     catalog_pb2_grpc,
@@ -42,7 +45,13 @@ OPERATOR = OperatorWallet("0x" + "0a" * 20, None, None, "")
 async def served(
     engine: Engine, chains: dict[int, ChainPort]
 ) -> AsyncIterator[tuple[ApiServer, grpc.aio.Channel]]:
-    api = build_server(engine, OPERATOR, chains, "127.0.0.1:0")
+    lifecycle = Lifecycle(
+        WalletStore(engine),
+        chains,
+        load_catalog(),
+        Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector=OPERATOR.address),
+    )
+    api = build_server(engine, OPERATOR, chains, lifecycle, "127.0.0.1:0")
     await api.server.start()
     await mark_serving(api, True)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")

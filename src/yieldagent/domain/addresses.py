@@ -6,7 +6,7 @@ import re
 
 from eth_utils.address import to_checksum_address
 
-from yieldagent.domain.errors import InvalidInput, Location
+from yieldagent.domain.errors import FieldViolation, InvalidInput, Location
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _TX_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
@@ -40,3 +40,30 @@ def parse_tx_hash(value: str, loc: Location) -> str:
             "value_error.tx_hash",
         )
     return value.lower()
+
+
+def parse_addresses(fields: dict[str, str]) -> dict[str, str]:
+    """EIP-55 forms of several address fields; InvalidInput lists every bad one."""
+    violations: list[FieldViolation] = []
+    parsed: dict[str, str] = {}
+    for name, value in fields.items():
+        try:
+            parsed[name] = parse_address(value, (name,)) if value else _missing(name)
+        except InvalidInput as error:
+            violations += error.violations
+    if violations:
+        raise InvalidInput(violations)
+    return parsed
+
+
+def _missing(name: str) -> str:
+    raise InvalidInput([FieldViolation((name,), "Field required", "missing")])
+
+
+def parse_amount(text: str, loc: Location) -> int:
+    """A positive integer amount in the token's smallest unit, given as decimal digits."""
+    if not text:
+        raise InvalidInput.field(loc, "Field required", "missing")
+    if not text.isdigit() or int(text) <= 0:
+        raise InvalidInput.field(loc, "Input should be a positive integer", "greater_than")
+    return int(text)

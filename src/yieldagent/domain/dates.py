@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from yieldagent.domain.errors import InvalidInput, Location
+
 
 def iso(moment: datetime) -> str:
     """``moment`` as ``2026-11-21T05:41:39Z`` (microseconds kept when present)."""
@@ -15,3 +17,14 @@ def iso(moment: datetime) -> str:
 def utc_now() -> datetime:
     """The current time, timezone-aware in UTC."""
     return datetime.now(UTC)
+
+
+def parse_iso(text: str, loc: Location) -> datetime:
+    """An ISO 8601 datetime, with an offset or ``Z`` (UTC when it has neither)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput.field(
+            loc, "Input should be an ISO 8601 datetime", "datetime_from_date_parsing"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

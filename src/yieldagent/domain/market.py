@@ -13,9 +13,12 @@ Accounting is exact, as on chain:
 - Interest accrues linearly between accruals (as Aave's liquidity index does), at the
   pool's supply rate net of the vault fee. Markets grow at their own gross rates.
 - Borrow demand moves at step boundaries (every ``STEP_SECONDS``) by a random walk
-  seeded from (seed, pool, market, step number), so the same seed and the same clock
-  give the same market, however time was advanced.
-- Reward tokens accrue to suppliers pro rata through a reward index.
+  seeded from (seed, pool, market, step number). Stored pools move only at step
+  boundaries (``catch_up``) and at interactions; reads project to the exact moment on a
+  copy. So the same seed, clock and actions give the same market, however time was
+  advanced in between.
+- Reward tokens are emitted to the pool's whole supply; a holder earns its share
+  through a reward index per scaled unit.
 """
 
 from __future__ import annotations
@@ -182,9 +185,11 @@ def accrue(pool: PoolState, until: int) -> None:
         )
         market.borrows += market.borrows * rates.borrow * seconds // _YEAR_RAY
         market.supply += market.supply * rates.supply * seconds // _YEAR_RAY
+    supply = pool.total_supply()
+    if supply > 0 and pool.reward_rate > 0:
+        # per scaled unit: rate × seconds × (one scaled unit's share of the supply)
+        pool.reward_index += pool.reward_rate * seconds * pool.liquidity_index // supply
     pool.liquidity_index += pool.liquidity_index * net * seconds // _YEAR_RAY
-    if pool.scaled_supply > 0 and pool.reward_rate > 0:
-        pool.reward_index += pool.reward_rate * seconds * RAY // pool.scaled_supply
     pool.updated_at = until
 
 
@@ -208,10 +213,17 @@ def take_step(pool: PoolState, seed: int) -> None:
     pool.next_step += 1
 
 
-def advance(pool: PoolState, until: int, seed: int) -> None:
-    """Brings the pool to time ``until``: every step boundary on the way, then accrual."""
+def catch_up(pool: PoolState, until: int, seed: int) -> None:
+    """Takes every step up to ``until``; the pool then stands at its last step boundary
+    (or later interaction). What a store keeps: it does not depend on how often it ran."""
     while pool.next_step * STEP_SECONDS <= until:
         take_step(pool, seed)
+
+
+def advance(pool: PoolState, until: int, seed: int) -> None:
+    """Brings the pool to exactly ``until``: its steps, then accrual to that moment. For
+    interactions (which happen at a moment) and for reads on a copy."""
+    catch_up(pool, until, seed)
     accrue(pool, until)
 
 

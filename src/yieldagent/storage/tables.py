@@ -175,7 +175,7 @@ class DepositRow(SQLModel, table=True):
     chain_id: int
     token: str = Field(max_length=42)
     amount: int = Field(sa_type=TokenAmount)
-    tx_hash: str = Field(max_length=66)
+    tx_hash: str | None = Field(default=None, max_length=66, description="None: found by balance")
     block_number: int | None = Field(default=None, sa_type=BigInteger)
     date: datetime = Field(sa_column=utc_column())
 

@@ -2,7 +2,8 @@
 
 Reads project the stored pools to the current simulated time in memory; writes
 bring the pools they touch to that time and store them. ``settle`` (the worker does
-it each tick) stores every pool at the current time, so projections stay short.
+it each tick) stores every pool at its last step boundary, so projections stay short
+and the stored market does not depend on when the worker ran.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from yieldagent.domain.market import (
     MarketError,
     PoolState,
     advance,
+    catch_up,
     deposit,
     rewards_owed,
     value_of,
@@ -139,7 +141,7 @@ class SimulatedMarket:
 
     def _settle(self, unit: SimSession, now: int) -> None:
         for pool in unit.pools():
-            advance(pool, now, self._seed)
+            catch_up(pool, now, self._seed)
             unit.save_pool(pool)
 
     def block_number(self, chain_id: int, moment: int, genesis: int) -> int:

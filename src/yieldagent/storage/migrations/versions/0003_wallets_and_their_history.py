@@ -76,7 +76,7 @@ def upgrade() -> None:
         sa.Column("chain_id", sa.Integer(), nullable=False),
         sa.Column("token", sa.String(42), nullable=False),
         sa.Column("amount", TokenAmount(), nullable=False),
-        sa.Column("tx_hash", sa.String(66), nullable=False),
+        sa.Column("tx_hash", sa.String(66), nullable=True),
         sa.Column("block_number", sa.BigInteger(), nullable=True),
         sa.Column("date", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(

@@ -1,0 +1,213 @@
+"""What partners read about wallets: the wallet record, its history pages, its APR, and
+the chain's statistics. Nothing here changes state.
+
+Hot reads (the wallet record, history pages, statistics) use what is stored: the wallet
+as of its last valuation, which every money movement and the worker's periodic snapshot
+refresh. Only the APR up to "now" values the wallet live on the chain.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+
+from yieldagent.chain.port import ChainPort
+from yieldagent.domain.apr import AprResult, PerformancePoint, interpolate, time_weighted_apr
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.pagination import PageRequest, Pagination, pagination
+from yieldagent.domain.valuation import value
+from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
+from yieldagent.domain.wallets import (
+    DepositRecord,
+    RewardRecord,
+    TransactionRecord,
+    Wallet,
+    WalletRepository,
+    WithdrawalRecord,
+    require,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WalletView:
+    """A wallet record with its deposits and withdrawals."""
+
+    wallet: Wallet
+    deposits: list[DepositRecord]
+    withdrawals: list[WithdrawalRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """An amount in whole tokens and its share of its list, in percent."""
+
+    token: str
+    amount: float
+    percentage: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolShare:
+    """What one protocol holds, by token, and its share of all holdings."""
+
+    protocol: str
+    balances: list[Share]
+    percentage: float
+
+
+@dataclass(frozen=True, slots=True)
+class Statistics:
+    """A chain's aggregate figures."""
+
+    total_balance_usd: float
+    total_deposits_usd: float
+    total_users: int
+    total_transactions: int
+    total_apr: float
+    initial_deposits: list[Share]
+    current_tokens: list[Share]
+    protocols: list[ProtocolShare]
+
+
+def percentages(amounts: Sequence[float]) -> list[float]:
+    """Shares of ``amounts`` in percent with two decimals, summing to exactly 100 (largest
+    remainder); all zeros when the total is zero."""
+    total = sum(amounts)
+    if total <= 0:
+        return [0.0] * len(amounts)
+    raw = [Decimal(a) * 10000 / Decimal(total) for a in amounts]
+    cents = [int(r) for r in raw]
+    by_remainder = sorted(range(len(raw)), key=lambda i: raw[i] - cents[i], reverse=True)
+    for i in by_remainder[: 10000 - sum(cents)]:
+        cents[i] += 1
+    return [float((Decimal(c) / 100).quantize(Decimal("0.01"), ROUND_HALF_UP)) for c in cents]
+
+
+class Reports:
+    """Read-only views of wallets and chains."""
+
+    def __init__(
+        self, wallets: WalletRepository, chains: Mapping[int, ChainPort], catalog: Catalog
+    ) -> None:
+        self._wallets = wallets
+        self._chains = chains
+        self._catalog = catalog
+
+    def _owned(self, partner_id: int, chain_id: int, address: str) -> Wallet:
+        self._catalog.chain(chain_id)
+        return require(self._wallets.get(chain_id, address), chain_id, address).owned_by(partner_id)
+
+    def wallet_view(self, chain_id: int, address: str, by_eoa: bool) -> WalletView:
+        """The wallet at ``address`` (or of the EOA ``address``): public."""
+        self._catalog.chain(chain_id)
+        found = (self._wallets.get_by_eoa if by_eoa else self._wallets.get)(chain_id, address)
+        wallet = require(found, chain_id, address)
+        return WalletView(
+            wallet, self._wallets.deposits(wallet.id), self._wallets.withdrawals(wallet.id)
+        )
+
+    def transactions(
+        self, partner_id: int, chain_id: int, address: str, page: PageRequest
+    ) -> tuple[list[TransactionRecord], Pagination]:
+        """A page of the wallet's transactions."""
+        wallet = self._owned(partner_id, chain_id, address)
+        items, total = self._wallets.transactions(wallet.id, page)
+        return items, pagination(page, total)
+
+    def rewards(
+        self, partner_id: int, chain_id: int, address: str, page: PageRequest
+    ) -> tuple[list[RewardRecord], Pagination]:
+        """A page of the wallet's reward claims."""
+        wallet = self._owned(partner_id, chain_id, address)
+        items, total = self._wallets.rewards(wallet.id, page)
+        return items, pagination(page, total)
+
+    def reward_staking(self, partner_id: int, chain_id: int, address: str) -> bool:
+        """Whether the wallet's claimed rewards are auto-staked."""
+        return self._owned(partner_id, chain_id, address).is_staked
+
+    async def apr(
+        self,
+        partner_id: int,
+        chain_id: int,
+        address: str,
+        start: datetime | None,
+        end: datetime | None,
+        exact_end: bool,
+    ) -> AprResult:
+        """The wallet's time-weighted APR over the period (see ``domain.apr``)."""
+        wallet = self._owned(partner_id, chain_id, address)
+        points = [p for p in self._wallets.points(wallet.id) if start is None or p.at >= start]
+        if not points:
+            return time_weighted_apr([])
+        valuation = await value(self._chains[chain_id], wallet)
+        live = PerformancePoint(valuation.moment, valuation.total)
+        if end is None or (exact_end and end >= live.at):
+            period = [p for p in points if p.at <= live.at] + [live]
+        elif exact_end:
+            before = [p for p in points if p.at <= end]
+            after = [p for p in points if p.at > end] + [live]
+            period = before
+            if before and before[-1].at < end:
+                period = [*before, PerformancePoint(end, interpolate(before[-1], after[0], end))]
+        else:
+            period = [p for p in points if p.at <= end]
+        return time_weighted_apr(period)
+
+    def statistics(self, chain_id: int) -> Statistics:
+        """The chain's totals and liquidity distribution, from the last valuations."""
+        chain = self._catalog.chain(chain_id)
+        tokens = {t.address: t for t in chain.tokens}
+        wallets = [w for w in self._wallets.wallets(chain_id) if w.token in tokens]
+        active = [w for w in wallets if w.status in ACTIVE]
+
+        def whole(address: str, amount: int) -> float:
+            return float(Decimal(amount) / 10 ** tokens[address].decimals)
+
+        def usd(address: str, amount: int) -> float:
+            return whole(address, amount) * tokens[address].price_usd
+
+        held = [w for w in wallets if w.status != WalletStatus.DEACTIVATED]
+        all_deposits = self._wallets.all_deposits(chain_id)  # oldest first
+        first: dict[int, DepositRecord] = {}
+        for wallet_id, deposit in all_deposits:
+            first.setdefault(wallet_id, deposit)
+        first_deposits: dict[str, int] = defaultdict(int)
+        for deposit in first.values():
+            if deposit.token in tokens:
+                first_deposits[deposit.token] += deposit.amount
+        current: dict[str, int] = defaultdict(int)
+        by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for wallet in held:
+            current[wallet.token] += wallet.idle + sum(wallet.allocation.values())
+            for protocol, amount in wallet.allocation.items():
+                by_protocol[protocol][wallet.token] += amount
+
+        def shares(amounts: Mapping[str, int]) -> list[Share]:
+            names = sorted(amounts)
+            values = [usd(t, amounts[t]) for t in names]
+            return [
+                Share(tokens[t].symbol, whole(t, amounts[t]), pct)
+                for t, pct in zip(names, percentages(values), strict=True)
+            ]
+
+        protocol_names = sorted(by_protocol)
+        protocol_usd = [sum(usd(t, a) for t, a in by_protocol[p].items()) for p in protocol_names]
+        return Statistics(
+            total_balance_usd=sum(usd(t, a) for t, a in current.items()),
+            total_deposits_usd=sum(
+                usd(d.token, d.amount) for _, d in all_deposits if d.token in tokens
+            ),
+            total_users=len(active),
+            total_transactions=self._wallets.count_transactions(chain_id),
+            total_apr=sum(w.current_apr for w in active) / len(active) if active else 0.0,
+            initial_deposits=shares(first_deposits),
+            current_tokens=shares(current),
+            protocols=[
+                ProtocolShare(name, shares(by_protocol[name]), pct)
+                for name, pct in zip(protocol_names, percentages(protocol_usd), strict=True)
+            ],
+        )

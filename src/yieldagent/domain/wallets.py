@@ -1,0 +1,182 @@
+"""The wallet (agent) entity, its history records, and the repository port it lives behind.
+
+A use case gathers everything it changes in a ``Journal``; the repository commits a
+journal in one database transaction, so a wallet's state and its history never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from yieldagent.domain.apr import PerformancePoint
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import AccessDenied, NotFound
+from yieldagent.domain.pagination import PageRequest
+from yieldagent.domain.smart_accounts import SmartAccount
+from yieldagent.domain.wallet_states import WalletStatus
+
+
+@dataclass(slots=True)
+class Wallet:
+    """A wallet and what the service knows of it."""
+
+    id: int
+    chain_id: int
+    address: str
+    eoa: str
+    partner_id: int
+    status: WalletStatus
+    token: str
+    selected_protocols: tuple[str, ...]
+    constraints: Constraints
+    principal: int
+    allocation: dict[str, int]
+    idle: int
+    current_apr: float
+    valued_at: datetime
+    is_staked: bool
+    activation_date: datetime
+    last_deactivation_date: datetime | None
+    last_reactivation_date: datetime | None
+
+    def owned_by(self, partner_id: int) -> Wallet:
+        """This wallet, if ``partner_id`` owns it; AccessDenied otherwise."""
+        if self.partner_id != partner_id:
+            raise AccessDenied("Access denied: the wallet belongs to another partner")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class DepositRecord:
+    """A verified deposit."""
+
+    amount: int
+    token: str
+    tx_hash: str | None
+    block_number: int | None
+    date: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WithdrawalRecord:
+    """A withdrawal and its split."""
+
+    token: str
+    amount: int
+    principal: int
+    yield_: int
+    fee: int
+    value: float
+    value_in_usd: float
+    tx_hash: str | None
+    block_number: int | None
+    date: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionRecord:
+    """An on-chain transaction in the wallet's history."""
+
+    action: str
+    token: str
+    amount: int
+    tx_hash: str
+    date: datetime
+    status: str = "approved"
+    protocol: str = ""
+    new_token: str | None = None
+    amount_out: int | None = None
+    apr: float | None = None
+    block_number: int | None = None
+    correlation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RewardRecord:
+    """A reward claim."""
+
+    token: str
+    token_symbol: str
+    amount: int
+    decimals: int
+    dollar_value: float
+    tx_hash: str
+    is_staked: bool
+    date: datetime
+
+
+@dataclass(slots=True)
+class Journal:
+    """What one use case changes: the wallet's new state and the records it adds."""
+
+    wallet: Wallet
+    deposits: list[DepositRecord] = field(default_factory=list)
+    withdrawals: list[WithdrawalRecord] = field(default_factory=list)
+    transactions: list[TransactionRecord] = field(default_factory=list)
+    rewards: list[RewardRecord] = field(default_factory=list)
+    points: list[PerformancePoint] = field(default_factory=list)
+
+
+class WalletRepository(Protocol):
+    """Where wallets and their history are kept."""
+
+    def get(self, chain_id: int, address: str) -> Wallet | None:
+        """The wallet at ``address`` on ``chain_id``."""
+
+    def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
+        """The most recently activated wallet of ``eoa`` on ``chain_id``."""
+
+    def smart_account(self, chain_id: int, address: str) -> SmartAccount | None:
+        """The smart account recorded at ``address`` on ``chain_id``."""
+
+    def deposit_known(self, chain_id: int, tx_hash: str) -> bool:
+        """Whether the transfer ``tx_hash`` was already credited to some wallet."""
+
+    def create(self, journal: Journal) -> Wallet:
+        """Stores a new wallet with its journal; Conflict if the address is taken."""
+
+    def commit(self, journal: Journal, expected: WalletStatus | None = None) -> None:
+        """Stores the journal; with ``expected``, only if the stored status still is that
+        (Conflict otherwise)."""
+
+    def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
+        """Takes the wallet's lease for ``owner`` unless someone else holds a live one."""
+
+    def release_lease(self, wallet_id: int, owner: str) -> None:
+        """Gives the lease back."""
+
+    def deposits(self, wallet_id: int) -> list[DepositRecord]:
+        """The wallet's deposits, oldest first."""
+
+    def withdrawals(self, wallet_id: int) -> list[WithdrawalRecord]:
+        """The wallet's withdrawals, oldest first."""
+
+    def transactions(
+        self, wallet_id: int, page: PageRequest
+    ) -> tuple[list[TransactionRecord], int]:
+        """A page of the wallet's transactions, and how many there are in all."""
+
+    def rewards(self, wallet_id: int, page: PageRequest) -> tuple[list[RewardRecord], int]:
+        """A page of the wallet's reward records, and how many there are in all."""
+
+    def points(self, wallet_id: int) -> list[PerformancePoint]:
+        """The wallet's performance points, oldest first."""
+
+    def wallets(self, chain_id: int) -> Sequence[Wallet]:
+        """Every wallet of a chain."""
+
+    def all_deposits(self, chain_id: int) -> list[tuple[int, DepositRecord]]:
+        """Every deposit on a chain with its wallet id, oldest first."""
+
+    def count_transactions(self, chain_id: int) -> int:
+        """How many transactions the wallets of a chain have."""
+
+
+def require(wallet: Wallet | None, chain_id: int, address: str) -> Wallet:
+    """``wallet``, or NotFound naming what was looked for."""
+    if wallet is None:
+        raise NotFound(f"Wallet {address} not found on chain {chain_id}")
+    return wallet

@@ -1,0 +1,95 @@
+"""RewardService: claiming rewards, their history, and auto-staking
+(/api/v1/{chain_id}/wallets/{wallet}:claim-rewards and /api/v1/{chain_id}/rewards/{wallet})."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TypeAlias
+
+import grpc
+
+from yieldagent.domain.addresses import parse_address
+from yieldagent.domain.dates import iso
+from yieldagent.domain.errors import InvalidInput
+from yieldagent.domain.history import Reports
+from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.pagination import page_request
+from yieldagent.servicers.auth import current_partner
+from yieldagent.v1 import rewards_pb2, rewards_pb2_grpc, types_pb2
+
+Context: TypeAlias = grpc.aio.ServicerContext
+
+
+class RewardServicer(rewards_pb2_grpc.RewardServiceServicer):
+    """Translates RewardService calls to the wallet lifecycle and reports."""
+
+    def __init__(self, lifecycle: Lifecycle, reports: Reports) -> None:
+        self._lifecycle = lifecycle
+        self._reports = reports
+
+    async def ClaimRewards(
+        self, request: rewards_pb2.ClaimRewardsRequest, context: Context
+    ) -> rewards_pb2.ClaimRewardsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        claimed = await self._lifecycle.claim_rewards(
+            current_partner().id, request.chain_id, address
+        )
+        return rewards_pb2.ClaimRewardsResponse(
+            rewards=[
+                rewards_pb2.ClaimedReward(
+                    token=c.token,
+                    amount=str(c.amount),
+                    amount_float=c.amount_float,
+                    current_price_in_underlying=c.price_in_underlying,
+                )
+                for c in claimed
+            ]
+        )
+
+    async def ListRewardHistory(
+        self, request: rewards_pb2.ListRewardHistoryRequest, context: Context
+    ) -> rewards_pb2.ListRewardHistoryResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        page = page_request(
+            request.page if request.HasField("page") else None,
+            request.limit if request.HasField("limit") else None,
+            request.sort,
+        )
+        items, paging = self._reports.rewards(current_partner().id, request.chain_id, address, page)
+        return rewards_pb2.ListRewardHistoryResponse(
+            rewards=[
+                rewards_pb2.Reward(
+                    date=iso(r.date),
+                    token_symbol=r.token_symbol,
+                    amount=float(Decimal(r.amount) / 10**r.decimals),
+                    dollar_value=r.dollar_value,
+                    transaction_hash=r.tx_hash,
+                    is_staked=r.is_staked,
+                )
+                for r in items
+            ],
+            pagination=types_pb2.Pagination(
+                total_items=paging.total_items,
+                total_pages=paging.total_pages,
+                current_page=paging.current_page,
+                items_per_page=paging.items_per_page,
+            ),
+        )
+
+    async def GetRewardStaking(
+        self, request: rewards_pb2.GetRewardStakingRequest, context: Context
+    ) -> rewards_pb2.GetRewardStakingResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        staked = self._reports.reward_staking(current_partner().id, request.chain_id, address)
+        return rewards_pb2.GetRewardStakingResponse(is_staked=staked)
+
+    async def SetRewardStaking(
+        self, request: rewards_pb2.SetRewardStakingRequest, context: Context
+    ) -> rewards_pb2.SetRewardStakingResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        if not request.HasField("is_staked"):
+            raise InvalidInput.field(("is_staked",), "Field required", "missing")
+        self._lifecycle.set_reward_staking(
+            current_partner().id, request.chain_id, address, request.is_staked
+        )
+        return rewards_pb2.SetRewardStakingResponse()

@@ -1,0 +1,269 @@
+"""WalletService: activation, the wallet record, withdrawals, deactivation, top-up,
+protocols, transaction history and APR (/api/v1/{chain_id}/wallets/...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import grpc
+
+from yieldagent.domain.addresses import (
+    parse_address,
+    parse_addresses,
+    parse_amount,
+    parse_tx_hash,
+)
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.constraints import RawConstraint, parse_constraints
+from yieldagent.domain.dates import iso, parse_iso
+from yieldagent.domain.errors import InvalidInput, NotImplementedYet
+from yieldagent.domain.history import Reports
+from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
+from yieldagent.domain.pagination import page_request
+from yieldagent.domain.wallets import TransactionRecord, WithdrawalRecord
+from yieldagent.servicers.auth import current_partner
+from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
+
+Context: TypeAlias = grpc.aio.ServicerContext
+
+_PARAM_FIELDS = (
+    "min_protocols",
+    "min_fraction_per_protocol",
+    "protocol",
+    "max_amount",
+    "max_ratio",
+    "min_amount",
+)
+
+
+def raw_constraints(constraints: Sequence[types_pb2.Constraint]) -> list[RawConstraint]:
+    """Constraints as received: the parameters that were set."""
+    return [
+        RawConstraint(
+            c.kind,
+            {name: getattr(c.params, name) for name in _PARAM_FIELDS if c.params.HasField(name)},
+        )
+        for c in constraints
+    ]
+
+
+def withdraw_detail(record: WithdrawalRecord) -> types_pb2.WithdrawDetail:
+    """The proto of one withdrawal."""
+    detail = types_pb2.WithdrawDetail(
+        token=record.token,
+        amount=str(record.amount),
+        value=record.value,
+        value_in_usd=record.value_in_usd,
+        principal_amount=str(record.principal),
+        yield_amount=str(record.yield_),
+        fee_amount=str(record.fee),
+        date=iso(record.date),
+    )
+    if record.tx_hash is not None:
+        detail.tx_hash = record.tx_hash
+    if record.block_number is not None:
+        detail.block_number = record.block_number
+    return detail
+
+
+def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
+    """The proto of one history transaction."""
+    message = wallets_pb2.Transaction(
+        action=record.action,
+        date=iso(record.date),
+        amount=str(record.amount),
+        token_type=record.token,
+        status=record.status,
+        transaction_hash=record.tx_hash,
+        protocol=record.protocol,
+    )
+    optional: dict[str, object] = {
+        "new_token": record.new_token,
+        "apr": record.apr,
+        "block_number": record.block_number,
+        "correlation_id": record.correlation_id,
+        "amount_out": None if record.amount_out is None else str(record.amount_out),
+    }
+    for name, value in optional.items():
+        if value is not None:
+            setattr(message, name, value)
+    return message
+
+
+class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
+    """Translates WalletService calls to the wallet lifecycle and reports."""
+
+    def __init__(self, lifecycle: Lifecycle, reports: Reports, catalog: Catalog) -> None:
+        self._lifecycle = lifecycle
+        self._reports = reports
+        self._catalog = catalog
+
+    async def ActivateWallet(
+        self, request: wallets_pb2.ActivateWalletRequest, context: Context
+    ) -> wallets_pb2.ActivateWalletResponse:
+        addresses = parse_addresses(
+            {"wallet": request.wallet, "eoa": request.eoa, "initial_token": request.initial_token}
+        )
+        if not request.selected_protocols:
+            raise InvalidInput.field(
+                ("selected_protocols",), "List should have at least 1 item", "too_short"
+            )
+        tx_hash = parse_tx_hash(request.tx_hash, ("tx_hash",)) if request.tx_hash else None
+        activation = ActivationRequest(
+            wallet=addresses["wallet"],
+            eoa=addresses["eoa"],
+            token=addresses["initial_token"],
+            protocols=tuple(dict.fromkeys(request.selected_protocols)),
+            tx_hash=tx_hash,
+            constraints=parse_constraints(raw_constraints(request.constraints)),
+        )
+        wallet = await self._lifecycle.activate(current_partner().id, request.chain_id, activation)
+        return wallets_pb2.ActivateWalletResponse(
+            message="Agent activated successfully", wallet=wallet.address
+        )
+
+    async def GetWallet(
+        self, request: wallets_pb2.GetWalletRequest, context: Context
+    ) -> wallets_pb2.Wallet:
+        address = parse_address(request.wallet, ("wallet",))
+        view = self._reports.wallet_view(request.chain_id, address, request.eoa)
+        wallet = view.wallet
+        current = [p for p, amount in sorted(wallet.allocation.items()) if amount > 0]
+        message = wallets_pb2.Wallet(
+            wallet=wallet.address,
+            status=str(wallet.status),
+            eoa=wallet.eoa,
+            selected_protocols=list(wallet.selected_protocols),
+            current_protocol=current[0] if len(current) == 1 else "",
+            current_protocols=current,
+            current_token=wallet.token,
+            activation_date=iso(wallet.activation_date),
+            withdraws=[withdraw_detail(w) for w in view.withdrawals],
+        )
+        for deposit in view.deposits:
+            item = message.deposits.add(
+                amount=str(deposit.amount),
+                token_type=deposit.token,
+                date=iso(deposit.date),
+                tx_hash=deposit.tx_hash or "",
+            )
+            if deposit.block_number is not None:
+                item.block_number = deposit.block_number
+        if wallet.last_deactivation_date:
+            message.last_deactivation_date = iso(wallet.last_deactivation_date)
+        if wallet.last_reactivation_date:
+            message.last_reactivation_date = iso(wallet.last_reactivation_date)
+        return message
+
+    async def DeactivateWallet(
+        self, request: wallets_pb2.DeactivateWalletRequest, context: Context
+    ) -> wallets_pb2.DeactivateWalletResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        transfer = request.transfer if request.HasField("transfer") else True
+        await self._lifecycle.deactivate(current_partner().id, request.chain_id, address, transfer)
+        return wallets_pb2.DeactivateWalletResponse(message="Wallet deactivation initiated")
+
+    async def Withdraw(
+        self, request: wallets_pb2.WithdrawRequest, context: Context
+    ) -> wallets_pb2.WithdrawResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        amount = parse_amount(request.amount, ("amount",))
+        result: WithdrawalResult = await self._lifecycle.withdraw(
+            current_partner().id, request.chain_id, address, amount
+        )
+        split = result.split
+        record = WithdrawalRecord(
+            result.token,
+            split.amount,
+            split.principal,
+            split.yield_,
+            split.fee,
+            result.value,
+            result.value_in_usd,
+            result.tx_hash,
+            result.block_number,
+            result.date,
+        )
+        return wallets_pb2.WithdrawResponse(
+            date=iso(result.date),
+            total_value=result.value,
+            total_value_in_usd=result.value_in_usd,
+            withdraw_details=[withdraw_detail(record)],
+        )
+
+    async def RunAgent(
+        self, request: wallets_pb2.RunAgentRequest, context: Context
+    ) -> wallets_pb2.RunAgentResponse:
+        raise NotImplementedYet("/yieldagent.v1.WalletService/RunAgent is not implemented yet")
+
+    async def TopUp(
+        self, request: wallets_pb2.TopUpRequest, context: Context
+    ) -> wallets_pb2.TopUpResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        if not request.tx_hash:
+            raise InvalidInput.field(("tx_hash",), "Field required", "missing")
+        tx_hash = parse_tx_hash(request.tx_hash, ("tx_hash",))
+        await self._lifecycle.top_up(current_partner().id, request.chain_id, address, tx_hash)
+        return wallets_pb2.TopUpResponse(message="Top-up process started")
+
+    async def UpdateProtocols(
+        self, request: wallets_pb2.UpdateProtocolsRequest, context: Context
+    ) -> wallets_pb2.UpdateProtocolsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        self._lifecycle.update_protocols(
+            current_partner().id, request.chain_id, address, list(request.protocols)
+        )
+        return wallets_pb2.UpdateProtocolsResponse()
+
+    async def ListTransactions(
+        self, request: wallets_pb2.ListTransactionsRequest, context: Context
+    ) -> wallets_pb2.ListTransactionsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        page = page_request(
+            request.page if request.HasField("page") else None,
+            request.limit if request.HasField("limit") else None,
+            request.sort,
+        )
+        items, paging = self._reports.transactions(
+            current_partner().id, request.chain_id, address, page
+        )
+        return wallets_pb2.ListTransactionsResponse(
+            transactions=[transaction(t) for t in items],
+            pagination=types_pb2.Pagination(
+                total_items=paging.total_items,
+                total_pages=paging.total_pages,
+                current_page=paging.current_page,
+                items_per_page=paging.items_per_page,
+            ),
+        )
+
+    async def GetApr(
+        self, request: wallets_pb2.GetAprRequest, context: Context
+    ) -> wallets_pb2.GetAprResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        start = (
+            parse_iso(request.start_date, ("start_date",))
+            if request.HasField("start_date")
+            else None
+        )
+        end = parse_iso(request.end_date, ("end_date",)) if request.HasField("end_date") else None
+        if start and end and end <= start:
+            raise InvalidInput.field(("end_date",), "end_date must be after start_date")
+        wallet = self._lifecycle.wallet(request.chain_id, address)
+        decimals = self._catalog.token(wallet.chain_id, wallet.token).decimals
+        result = await self._reports.apr(
+            current_partner().id, request.chain_id, address, start, end, request.use_exact_end_date
+        )
+        return wallets_pb2.GetAprResponse(
+            apr=result.apr,
+            sub_periods=[
+                wallets_pb2.AprSubPeriod(
+                    start_date=iso(p.start),
+                    end_date=iso(p.end),
+                    return_=p.return_,
+                    initial_value=p.initial_value / 10**decimals,
+                )
+                for p in result.sub_periods
+            ],
+        )

@@ -1,0 +1,404 @@
+"""Wallets and their history: the repository behind ``domain.wallets.WalletRepository``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, and_, func, or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from yieldagent.domain.apr import PerformancePoint
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import Conflict
+from yieldagent.domain.pagination import PageRequest
+from yieldagent.domain.smart_accounts import SmartAccount
+from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.wallets import (
+    DepositRecord,
+    Journal,
+    RewardRecord,
+    TransactionRecord,
+    Wallet,
+    WithdrawalRecord,
+)
+from yieldagent.storage.tables import (
+    DepositRow,
+    PerformancePointRow,
+    RewardRow,
+    SmartAccountRow,
+    TransactionRow,
+    WalletRow,
+    WithdrawalRow,
+)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _wallet(row: WalletRow) -> Wallet:
+    assert row.id is not None
+    return Wallet(
+        id=row.id,
+        chain_id=row.chain_id,
+        address=row.address,
+        eoa=row.eoa,
+        partner_id=row.partner_id,
+        status=WalletStatus(row.status),
+        token=row.token,
+        selected_protocols=tuple(json.loads(row.selected_protocols)),
+        constraints=Constraints.from_json(row.constraints),
+        principal=row.principal,
+        allocation={k: int(v) for k, v in json.loads(row.allocation).items()},
+        idle=row.idle,
+        current_apr=row.current_apr,
+        valued_at=_utc(row.valued_at),
+        is_staked=row.is_staked,
+        activation_date=_utc(row.activation_date),
+        last_deactivation_date=row.last_deactivation_date and _utc(row.last_deactivation_date),
+        last_reactivation_date=row.last_reactivation_date and _utc(row.last_reactivation_date),
+    )
+
+
+def _wallet_values(wallet: Wallet) -> dict[str, Any]:
+    return {
+        "status": str(wallet.status),
+        "token": wallet.token,
+        "selected_protocols": json.dumps(list(wallet.selected_protocols)),
+        "constraints": wallet.constraints.to_json(),
+        "principal": wallet.principal,
+        "allocation": json.dumps({k: str(v) for k, v in wallet.allocation.items()}),
+        "idle": wallet.idle,
+        "current_apr": wallet.current_apr,
+        "valued_at": wallet.valued_at,
+        "is_staked": wallet.is_staked,
+        "activation_date": wallet.activation_date,
+        "last_deactivation_date": wallet.last_deactivation_date,
+        "last_reactivation_date": wallet.last_reactivation_date,
+        "updated_at": datetime.now(UTC),
+    }
+
+
+def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
+    for deposit in journal.deposits:
+        session.add(
+            DepositRow(
+                wallet_id=wallet.id,
+                chain_id=wallet.chain_id,
+                token=deposit.token,
+                amount=deposit.amount,
+                tx_hash=deposit.tx_hash,
+                block_number=deposit.block_number,
+                date=deposit.date,
+            )
+        )
+    for w in journal.withdrawals:
+        session.add(
+            WithdrawalRow(
+                wallet_id=wallet.id,
+                token=w.token,
+                amount=w.amount,
+                principal=w.principal,
+                yield_=w.yield_,
+                fee=w.fee,
+                value=w.value,
+                value_in_usd=w.value_in_usd,
+                tx_hash=w.tx_hash,
+                block_number=w.block_number,
+                date=w.date,
+            )
+        )
+    for t in journal.transactions:
+        session.add(
+            TransactionRow(
+                wallet_id=wallet.id,
+                action=t.action,
+                status=t.status,
+                token=t.token,
+                amount=t.amount,
+                tx_hash=t.tx_hash,
+                protocol=t.protocol,
+                new_token=t.new_token,
+                amount_out=t.amount_out,
+                apr=t.apr,
+                block_number=t.block_number,
+                correlation_id=t.correlation_id,
+                date=t.date,
+            )
+        )
+    for r in journal.rewards:
+        session.add(
+            RewardRow(
+                wallet_id=wallet.id,
+                token=r.token,
+                token_symbol=r.token_symbol,
+                amount=r.amount,
+                decimals=r.decimals,
+                dollar_value=r.dollar_value,
+                tx_hash=r.tx_hash,
+                is_staked=r.is_staked,
+                date=r.date,
+            )
+        )
+    for p in journal.points:
+        session.add(PerformancePointRow(wallet_id=wallet.id, value=p.value, flow=p.flow, at=p.at))
+
+
+def _transaction(row: TransactionRow) -> TransactionRecord:
+    return TransactionRecord(
+        action=row.action,
+        token=row.token,
+        amount=row.amount,
+        tx_hash=row.tx_hash,
+        date=_utc(row.date),
+        status=row.status,
+        protocol=row.protocol,
+        new_token=row.new_token,
+        amount_out=row.amount_out,
+        apr=row.apr,
+        block_number=row.block_number,
+        correlation_id=row.correlation_id,
+    )
+
+
+def _reward(row: RewardRow) -> RewardRecord:
+    return RewardRecord(
+        row.token,
+        row.token_symbol,
+        row.amount,
+        row.decimals,
+        row.dollar_value,
+        row.tx_hash,
+        row.is_staked,
+        _utc(row.date),
+    )
+
+
+class WalletStore:
+    """Reads and writes wallets and their history."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def get(self, chain_id: int, address: str) -> Wallet | None:
+        with Session(self._engine) as session:
+            row = session.exec(
+                select(WalletRow).where(
+                    WalletRow.chain_id == chain_id, WalletRow.address == address
+                )
+            ).first()
+            return _wallet(row) if row else None
+
+    def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
+        with Session(self._engine) as session:
+            row = session.exec(
+                select(WalletRow)
+                .where(WalletRow.chain_id == chain_id, WalletRow.eoa == eoa)
+                .order_by(col(WalletRow.activation_date).desc(), col(WalletRow.id).desc())
+            ).first()
+            return _wallet(row) if row else None
+
+    def smart_account(self, chain_id: int, address: str) -> SmartAccount | None:
+        with Session(self._engine) as session:
+            row = session.exec(
+                select(SmartAccountRow).where(
+                    SmartAccountRow.chain_id == chain_id, SmartAccountRow.address == address
+                )
+            ).first()
+            if row is None:
+                return None
+            return SmartAccount(row.chain_id, row.eoa, row.agent_id, row.address, row.partner_id)
+
+    def deposit_known(self, chain_id: int, tx_hash: str) -> bool:
+        with Session(self._engine) as session:
+            return (
+                session.exec(
+                    select(DepositRow.id).where(
+                        DepositRow.chain_id == chain_id, DepositRow.tx_hash == tx_hash
+                    )
+                ).first()
+                is not None
+            )
+
+    def create(self, journal: Journal) -> Wallet:
+        wallet = journal.wallet
+        now = datetime.now(UTC)
+        row = WalletRow(
+            chain_id=wallet.chain_id,
+            address=wallet.address,
+            eoa=wallet.eoa,
+            partner_id=wallet.partner_id,
+            created_at=now,
+            **_wallet_values(wallet),
+        )
+        with Session(self._engine) as session:
+            session.add(row)
+            try:
+                session.flush()
+                assert row.id is not None
+                wallet.id = row.id
+                _add_records(session, wallet, journal)
+                session.commit()
+            except IntegrityError:
+                raise Conflict("This wallet was activated concurrently; retry") from None
+        return wallet
+
+    def commit(self, journal: Journal, expected: WalletStatus | None = None) -> None:
+        wallet = journal.wallet
+        condition = col(WalletRow.id) == wallet.id
+        if expected is not None:
+            condition = and_(condition, col(WalletRow.status) == str(expected))
+        with Session(self._engine) as session:
+            result = session.execute(
+                update(WalletRow).where(condition).values(**_wallet_values(wallet))
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise Conflict("The wallet changed meanwhile; retry")
+            try:
+                _add_records(session, wallet, journal)
+                session.commit()
+            except IntegrityError:
+                raise Conflict("This deposit was already credited") from None
+
+    def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
+        with Session(self._engine) as session:
+            result = session.execute(
+                update(WalletRow)
+                .where(
+                    col(WalletRow.id) == wallet_id,
+                    or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
+                )
+                .values(lease_owner=owner, lease_until=until)
+            )
+            session.commit()
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def release_lease(self, wallet_id: int, owner: str) -> None:
+        with Session(self._engine) as session:
+            session.execute(
+                update(WalletRow)
+                .where(col(WalletRow.id) == wallet_id, col(WalletRow.lease_owner) == owner)
+                .values(lease_owner=None, lease_until=None)
+            )
+            session.commit()
+
+    def deposits(self, wallet_id: int) -> list[DepositRecord]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(DepositRow)
+                .where(DepositRow.wallet_id == wallet_id)
+                .order_by(col(DepositRow.date), col(DepositRow.id))
+            )
+            return [
+                DepositRecord(r.amount, r.token, r.tx_hash, r.block_number, _utc(r.date))
+                for r in rows
+            ]
+
+    def withdrawals(self, wallet_id: int) -> list[WithdrawalRecord]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(WithdrawalRow)
+                .where(WithdrawalRow.wallet_id == wallet_id)
+                .order_by(col(WithdrawalRow.date), col(WithdrawalRow.id))
+            )
+            return [
+                WithdrawalRecord(
+                    r.token,
+                    r.amount,
+                    r.principal,
+                    r.yield_,
+                    r.fee,
+                    r.value,
+                    r.value_in_usd,
+                    r.tx_hash,
+                    r.block_number,
+                    _utc(r.date),
+                )
+                for r in rows
+            ]
+
+    def transactions(
+        self, wallet_id: int, page: PageRequest
+    ) -> tuple[list[TransactionRecord], int]:
+        order = (
+            (col(TransactionRow.date).desc(), col(TransactionRow.id).desc())
+            if page.newest_first
+            else (col(TransactionRow.date), col(TransactionRow.id))
+        )
+        with Session(self._engine) as session:
+            total = session.exec(
+                select(func.count())
+                .select_from(TransactionRow)
+                .where(TransactionRow.wallet_id == wallet_id)
+            ).one()
+            rows = session.exec(
+                select(TransactionRow)
+                .where(TransactionRow.wallet_id == wallet_id)
+                .order_by(*order)
+                .offset(page.offset)
+                .limit(page.limit)
+            )
+            return [_transaction(r) for r in rows], total
+
+    def rewards(self, wallet_id: int, page: PageRequest) -> tuple[list[RewardRecord], int]:
+        order = (
+            (col(RewardRow.date).desc(), col(RewardRow.id).desc())
+            if page.newest_first
+            else (col(RewardRow.date), col(RewardRow.id))
+        )
+        with Session(self._engine) as session:
+            total = session.exec(
+                select(func.count()).select_from(RewardRow).where(RewardRow.wallet_id == wallet_id)
+            ).one()
+            rows = session.exec(
+                select(RewardRow)
+                .where(RewardRow.wallet_id == wallet_id)
+                .order_by(*order)
+                .offset(page.offset)
+                .limit(page.limit)
+            )
+            return [_reward(r) for r in rows], total
+
+    def points(self, wallet_id: int) -> list[PerformancePoint]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(PerformancePointRow)
+                .where(PerformancePointRow.wallet_id == wallet_id)
+                .order_by(col(PerformancePointRow.at), col(PerformancePointRow.id))
+            )
+            return [PerformancePoint(_utc(r.at), r.value, r.flow) for r in rows]
+
+    def wallets(self, chain_id: int) -> Sequence[Wallet]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(WalletRow).where(WalletRow.chain_id == chain_id).order_by(col(WalletRow.id))
+            )
+            return [_wallet(r) for r in rows]
+
+    def all_deposits(self, chain_id: int) -> list[tuple[int, DepositRecord]]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(DepositRow)
+                .where(DepositRow.chain_id == chain_id)
+                .order_by(col(DepositRow.date), col(DepositRow.id))
+            )
+            return [
+                (
+                    r.wallet_id,
+                    DepositRecord(r.amount, r.token, r.tx_hash, r.block_number, _utc(r.date)),
+                )
+                for r in rows
+            ]
+
+    def count_transactions(self, chain_id: int) -> int:
+        with Session(self._engine) as session:
+            return session.exec(
+                select(func.count())
+                .select_from(TransactionRow)
+                .join(WalletRow, col(WalletRow.id) == TransactionRow.wallet_id)
+                .where(WalletRow.chain_id == chain_id)
+            ).one()
