@@ -257,13 +257,13 @@ class MarketMachine(RuleBasedStateMachine):
             assert all(row.amount >= 0 for row in session.exec(select(SimBalanceRow)))
             positions = list(session.exec(select(SimPositionRow)))
             assert all(p.scaled >= 0 and p.rewards_owed >= 0 for p in positions)
-            for pool in session.exec(select(SimPoolRow)):
-                held = sum(p.scaled for p in positions if p.pool_id == pool.id)
-                assert held == pool.scaled_supply
+            for row in session.exec(select(SimPoolRow)):
+                held = sum(p.scaled for p in positions if p.pool_id == row.id)
+                assert held == row.scaled_supply
         for pool in self.market.pools_now(BASE, USDC):
             assert pool.liquidity_index >= RAY
             assert all(0 <= m.borrows <= m.supply for m in pool.markets)
 
 
-MarketMachine.TestCase.settings = settings(max_examples=12, stateful_step_count=25, deadline=None)
+MarketMachine.TestCase.settings = settings(max_examples=15, stateful_step_count=25, deadline=None)
 TestMarketProperties = MarketMachine.TestCase

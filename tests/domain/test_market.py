@@ -288,8 +288,11 @@ def test_vault_accrual_over_irregular_spans_is_exact_to_the_unit() -> None:
     """A Morpho vault (three adaptive markets, a fee) accrued over two years of odd spans."""
     pool = _pool(
         "morpho_blue",
-        [(25_000_000 * UNIT, 23_000_000 * UNIT), (20_000_000 * UNIT, 17_000_000 * UNIT)]
-        + [(10_000_000 * UNIT, 8_000_000 * UNIT)],
+        [
+            (25_000_000 * UNIT, 23_000_000 * UNIT),
+            (20_000_000 * UNIT, 17_000_000 * UNIT),
+            (10_000_000 * UNIT, 8_000_000 * UNIT),
+        ],
         fee=RAY // 10,
     )
     amount = 123_456_789_012
@@ -356,29 +359,48 @@ def test_rewards_accrue_pro_rata_to_scaled_balances() -> None:
     owed_second = rewards_owed(pool, second, second_snapshot)
     assert owed_first > 0
     assert 0 <= owed_second - 3 * owed_first <= 2  # each rounds down once
+    # The emission goes to the pool's whole supply: the two hold 4,000 of 30,004,000 USDC.
     emitted = rate * (moment - GENESIS)
-    assert emitted - 3 <= owed_first + owed_second <= emitted
+    # Their share of the supply stays 4,000/30,004,000 as everyone earns the same rate, so
+    # they collect exactly that share, up to integer rounding.
+    assert owed_first + owed_second == pytest.approx(emitted * 4_000 / 30_004_000, rel=1e-9)
+
+
+def test_a_holder_of_the_whole_pool_collects_the_whole_emission() -> None:
+    rate = 10**18
+    pool = _pool("moonwell", [(0, 0)], reward_rate=rate)
+    scaled = deposit(pool, 1_000 * UNIT)
+    moment = GENESIS
+    for seconds in (1, 3_599, DAY, 7 * DAY):
+        moment += seconds
+        accrue(pool, moment)
+    emitted = rate * (moment - GENESIS)
+    assert emitted - 4 <= rewards_owed(pool, scaled, 0) <= emitted
 
 
 def test_a_later_supplier_earns_rewards_only_from_then_on() -> None:
     rate = 10**18
     pool = _pool("moonwell", [(30_000_000 * UNIT, 22_000_000 * UNIT)], reward_rate=rate)
-    early = deposit(pool, 1_000 * UNIT)
+    early, early_snapshot = deposit(pool, 1_000 * UNIT), pool.reward_index
     accrue(pool, GENESIS + DAY)
+    on_day_one = rewards_owed(pool, early, early_snapshot)
     late, late_snapshot = deposit(pool, 1_000 * UNIT), pool.reward_index
+    assert rewards_owed(pool, late, late_snapshot) == 0
     accrue(pool, GENESIS + 2 * DAY)
-    owed_early = rewards_owed(pool, early, 0)
+    owed_early = rewards_owed(pool, early, early_snapshot)
     owed_late = rewards_owed(pool, late, late_snapshot)
     assert late < early  # the index has grown: the same amount buys fewer scaled units
-    share = Fraction(late, early + late)
-    assert abs(owed_late - rate * DAY * share) <= 2
-    assert abs(owed_early - rate * DAY * (2 - share)) <= 2
+    assert on_day_one == pytest.approx(rate * DAY * 1_000 / 30_001_000, rel=1e-3)
+    assert owed_late == pytest.approx(rate * DAY * 1_000 / 30_002_000, rel=1e-3)
+    assert owed_early - on_day_one == pytest.approx(owed_late * early / late, rel=1e-9)
 
 
-def test_no_rewards_accrue_while_nobody_supplies() -> None:
+def test_emissions_before_anyone_of_ours_supplies_go_to_the_other_suppliers() -> None:
     pool = _pool("moonwell", [(30_000_000 * UNIT, 22_000_000 * UNIT)], reward_rate=10**18)
     accrue(pool, GENESIS + DAY)
-    assert pool.reward_index == 0
+    assert pool.reward_index > 0
+    scaled, snapshot = deposit(pool, 1_000 * UNIT), pool.reward_index
+    assert rewards_owed(pool, scaled, snapshot) == 0
 
 
 # -- determinism and borrow demand ----------------------------------------------------------

@@ -158,8 +158,8 @@ async def test_not_found_and_unimplemented(served: Any, partner: tuple[Partner, 
         )
     assert raised.value.code() == grpc.StatusCode.NOT_FOUND
     with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await wallets_pb2_grpc.WalletServiceStub(channel).Withdraw(
-            wallets_pb2.WithdrawRequest(chain_id=8453, wallet="0x" + "11" * 20, amount="1"),
+        await wallets_pb2_grpc.WalletServiceStub(channel).RunAgent(
+            wallets_pb2.RunAgentRequest(chain_id=8453, wallet="0x" + "11" * 20),
             metadata=_credentials(partner),
         )
     assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED

@@ -178,6 +178,10 @@ def accrue(pool: PoolState, until: int) -> None:
     if seconds <= 0:
         return
     net = supply_rate(pool)
+    supply = pool.total_supply()
+    if supply > 0 and pool.reward_rate > 0:
+        # per scaled unit: rate × seconds × (one scaled unit's share of the supply)
+        pool.reward_index += pool.reward_rate * seconds * pool.liquidity_index // supply
     for market in pool.markets:
         rates = pool.model.rates(market.supply, market.borrows, market.rate_at_target)
         market.rate_at_target = pool.model.adapt(
@@ -185,10 +189,6 @@ def accrue(pool: PoolState, until: int) -> None:
         )
         market.borrows += market.borrows * rates.borrow * seconds // _YEAR_RAY
         market.supply += market.supply * rates.supply * seconds // _YEAR_RAY
-    supply = pool.total_supply()
-    if supply > 0 and pool.reward_rate > 0:
-        # per scaled unit: rate × seconds × (one scaled unit's share of the supply)
-        pool.reward_index += pool.reward_rate * seconds * pool.liquidity_index // supply
     pool.liquidity_index += pool.liquidity_index * net * seconds // _YEAR_RAY
     pool.updated_at = until
 
