@@ -10,6 +10,9 @@
     yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
     yieldagent sim deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the simulated chain
+    yieldagent wallet block|unblock|emergency|resume ADDRESS [--chain C]
+                                           operator actions on a wallet (emergency moves
+                                           every position out and keeps the funds idle)
 
 Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code.
 """
@@ -24,9 +27,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from yieldagent.app import run_service
+from yieldagent.app import build_lifecycle, run_service
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_market
+from yieldagent.chain.chains import simulated_chains, simulated_market
+from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
@@ -84,7 +88,7 @@ def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
 def _market(settings: Settings) -> SimulatedMarket:
     engine = create_db_engine(settings.database_url)
     migrate(engine)
-    return simulated_market(settings, engine, load_catalog())
+    return simulated_market(settings, engine, load_catalog(), set_speed=False)
 
 
 def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
@@ -115,6 +119,18 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
     _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
 
 
+def _cmd_wallet(settings: Settings, args: argparse.Namespace) -> None:
+    address = parse_address(args.address, ("address",))
+    engine = create_db_engine(settings.database_url)
+    migrate(engine)
+    catalog = load_catalog()
+    operator = load_operator_wallet(settings)
+    chains = simulated_chains(simulated_market(settings, engine, catalog, set_speed=False), catalog)
+    lifecycle = build_lifecycle(settings, engine, chains, catalog, operator.address)
+    wallet = asyncio.run(lifecycle.operate(args.chain, address, args.action))
+    _print({"wallet": wallet.address, "status": str(wallet.status)})
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yieldagent", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -142,6 +158,10 @@ def _parser() -> argparse.ArgumentParser:
     deposit.add_argument("--from", dest="sender", required=True)
     deposit.add_argument("--to", required=True)
     deposit.add_argument("--amount", type=int, required=True, help="in the token's smallest unit")
+    wallet = commands.add_parser("wallet", help="operator actions on a wallet")
+    wallet.add_argument("action", choices=["block", "unblock", "emergency", "resume"])
+    wallet.add_argument("address")
+    wallet.add_argument("--chain", type=int, default=8453, help="chain id (default: 8453)")
     return parser
 
 
@@ -151,6 +171,7 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "migrate": _cmd_migrate,
     "partner": _cmd_partner,
     "sim": _cmd_sim,
+    "wallet": _cmd_wallet,
 }
 
 

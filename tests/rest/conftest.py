@@ -10,13 +10,18 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
+from eth_utils.address import to_checksum_address
 from sqlalchemy import Engine
 
 from support.databases import BACKENDS, temporary_database
+from support.funded import USDC, Funded
 from support.service import RunningService, running_service
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.simulation import SimulationStore
 
 _names = itertools.count()
 
@@ -59,3 +64,41 @@ def keyed(make_partner) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Credential headers of a fresh partner with every permission."""
     headers: dict[str, str] = make_partner()
     return headers
+
+
+_eoas = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def world(api_engine: Engine) -> SimulatedMarket:
+    """The running service's simulated market, to deposit and move time as users would."""
+    market = SimulatedMarket(SimulationStore(api_engine), load_catalog(), 7, speed=0.0)
+    market.start(set_speed=False)
+    return market
+
+
+@pytest.fixture
+def fund(api: RunningService, world: SimulatedMarket, keyed: dict[str, str]):  # type: ignore[no-untyped-def]
+    """Creates a smart account for a fresh EOA and deposits ``amount`` USDC units to it."""
+
+    def make(amount: int = 1_000 * 10**6, headers: dict[str, str] | None = None) -> Funded:
+        headers = headers or keyed
+        eoa = to_checksum_address(f"0x{next(_eoas):040x}")
+        response = api.request(
+            "POST", "/api/v1/proxy/zerodev/smart-accounts", {"eoa": eoa, "chain": 8453}, headers
+        )
+        assert response.status == 200, response.body
+        wallet = response.json()["smartAccount"]
+        transfer = world.deposit_from(8453, USDC, eoa, wallet, amount)
+        return Funded(eoa, wallet, transfer.tx_hash, headers)
+
+    return make
+
+
+@pytest.fixture
+def activated(api: RunningService, fund):  # type: ignore[no-untyped-def]
+    """An activated wallet with 1,000 USDC."""
+    funded = fund()
+    response = api.request("POST", "/api/v1/8453/wallets", funded.activation(), funded.headers)
+    assert response.status == 201, response.body
+    return funded

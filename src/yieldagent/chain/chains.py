@@ -12,12 +12,17 @@ from yieldagent.domain.catalog import Catalog
 from yieldagent.storage.simulation import SimulationStore
 
 
-def simulated_market(settings: Settings, engine: Engine, catalog: Catalog) -> SimulatedMarket:
-    """The simulated world in the service's database, started (created at first use)."""
+def simulated_market(
+    settings: Settings, engine: Engine, catalog: Catalog, set_speed: bool = True
+) -> SimulatedMarket:
+    """The simulated world in the service's database, started (created at first use).
+
+    ``set_speed``: apply YIELDAGENT_SIM_SPEED; the service does, one-off commands do not.
+    """
     market = SimulatedMarket(
         SimulationStore(engine), catalog, settings.sim_seed, settings.sim_speed
     )
-    market.start()
+    market.start(set_speed)
     return market
 
 

@@ -91,8 +91,9 @@ class SimulatedMarket:
 
     # -- the world and its clock ------------------------------------------------
 
-    def start(self) -> None:
-        """Creates the world at genesis if needed and applies the configured speed."""
+    def start(self, set_speed: bool = True) -> None:
+        """Creates the world at genesis if needed and, with ``set_speed``, applies the
+        configured speed (the service does; one-off commands leave it as it is)."""
         with self.store.reading() as unit:
             exists = unit.clock() is not None
         if not exists:
@@ -105,7 +106,7 @@ class SimulatedMarket:
             world = unit.clock()
             assert world is not None
             self._seed = world.seed
-            if world.clock.speed != self._speed:
+            if set_speed and world.clock.speed != self._speed:
                 unit.set_clock(world.clock.with_speed(self._speed, self._wall()))
 
     def now(self) -> int:
