@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from eth_utils.address import to_checksum_address
 
@@ -28,6 +29,11 @@ def parse_address(value: str, loc: Location) -> str:
             "value is not a valid Ethereum address (0x followed by 40 hex characters)",
             "value_error.address",
         )
+    return _checksummed(value)
+
+
+@lru_cache(maxsize=65_536)
+def _checksummed(value: str) -> str:
     return str(to_checksum_address(value))
 
 

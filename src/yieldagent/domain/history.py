@@ -28,6 +28,7 @@ from yieldagent.domain.wallets import (
     WalletRepository,
     WithdrawalRecord,
     require,
+    wallet_not_found,
 )
 
 
@@ -103,11 +104,10 @@ class Reports:
     def wallet_view(self, chain_id: int, address: str, by_eoa: bool) -> WalletView:
         """The wallet at ``address`` (or of the EOA ``address``): public."""
         self._catalog.chain(chain_id)
-        found = (self._wallets.get_by_eoa if by_eoa else self._wallets.get)(chain_id, address)
-        wallet = require(found, chain_id, address)
-        return WalletView(
-            wallet, self._wallets.deposits(wallet.id), self._wallets.withdrawals(wallet.id)
-        )
+        found = self._wallets.view(chain_id, address, by_eoa)
+        if found is None:
+            raise wallet_not_found(chain_id, address)
+        return WalletView(*found)
 
     def transactions(
         self, partner_id: int, chain_id: int, address: str, page: PageRequest

@@ -129,6 +129,12 @@ class WalletRepository(Protocol):
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
         """The most recently activated wallet of ``eoa`` on ``chain_id``."""
 
+    def view(
+        self, chain_id: int, key: str, by_eoa: bool
+    ) -> tuple[Wallet, list[DepositRecord], list[WithdrawalRecord]] | None:
+        """A wallet (by address, or by EOA: the latest) with its deposits and withdrawals,
+        in one read."""
+
     def smart_account(self, chain_id: int, address: str) -> SmartAccount | None:
         """The smart account recorded at ``address`` on ``chain_id``."""
 
@@ -175,8 +181,13 @@ class WalletRepository(Protocol):
         """How many transactions the wallets of a chain have."""
 
 
+def wallet_not_found(chain_id: int, address: str) -> NotFound:
+    """The error for a wallet that does not exist."""
+    return NotFound(f"Wallet {address} not found on chain {chain_id}")
+
+
 def require(wallet: Wallet | None, chain_id: int, address: str) -> Wallet:
     """``wallet``, or NotFound naming what was looked for."""
     if wallet is None:
-        raise NotFound(f"Wallet {address} not found on chain {chain_id}")
+        raise wallet_not_found(chain_id, address)
     return wallet

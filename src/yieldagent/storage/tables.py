@@ -160,6 +160,7 @@ class WalletRow(SQLModel, table=True):
     )
     lease_owner: str | None = Field(default=None, max_length=64)
     lease_until: float | None = None
+    version: int = Field(default=0, description="bumped by every commit of the wallet")
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
 

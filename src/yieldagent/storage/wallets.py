@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, update
+from sqlalchemy import Engine, and_, bindparam, func, or_, update
+from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -35,13 +37,74 @@ from yieldagent.storage.tables import (
     WithdrawalRow,
 )
 
+_wallets = WalletRow.__table__  # type: ignore[attr-defined]
+_deposits = DepositRow.__table__  # type: ignore[attr-defined]
+_withdrawals = WithdrawalRow.__table__  # type: ignore[attr-defined]
+_transactions = TransactionRow.__table__  # type: ignore[attr-defined]
+_rewards = RewardRow.__table__  # type: ignore[attr-defined]
+
+# Partner reads are the hot path: plain Core statements, compiled once and cached.
+_BY_ADDRESS = select_core(_wallets).where(
+    _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
+)
+_BY_EOA = (
+    select_core(_wallets)
+    .where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.eoa == bindparam("key"))
+    .order_by(_wallets.c.activation_date.desc(), _wallets.c.id.desc())
+    .limit(1)
+)
+_DEPOSITS_OF = (
+    select_core(_deposits)
+    .where(_deposits.c.wallet_id == bindparam("wallet_id"))
+    .order_by(_deposits.c.date, _deposits.c.id)
+)
+_WITHDRAWALS_OF = (
+    select_core(_withdrawals)
+    .where(_withdrawals.c.wallet_id == bindparam("wallet_id"))
+    .order_by(_withdrawals.c.date, _withdrawals.c.id)
+)
+
+
+def _page_statements(table: Any) -> tuple[Any, Any, Any]:
+    """(count, newest first, oldest first) statements of a per-wallet history table."""
+    mine = table.c.wallet_id == bindparam("wallet_id")
+    page = select_core(table).where(mine).limit(bindparam("limit")).offset(bindparam("offset"))
+    return (
+        select_core(func.count()).select_from(table).where(mine),
+        page.order_by(table.c.date.desc(), table.c.id.desc()),
+        page.order_by(table.c.date, table.c.id),
+    )
+
+
+_TRANSACTION_PAGES = _page_statements(_transactions)
+_REWARD_PAGES = _page_statements(_rewards)
+
+
+def _deposit(r: Any) -> DepositRecord:
+    return DepositRecord(r.amount, r.token, r.tx_hash, r.block_number, _utc(r.date))
+
+
+def _withdrawal(r: Any) -> WithdrawalRecord:
+    return WithdrawalRecord(
+        r.token,
+        r.amount,
+        r.principal,
+        r._mapping["yield"],
+        r.fee,
+        r.value,
+        r.value_in_usd,
+        r.tx_hash,
+        r.block_number,
+        _utc(r.date),
+    )
+
 
 def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _wallet(row: WalletRow) -> Wallet:
-    assert row.id is not None
+def _wallet(row: Any) -> Wallet:
+    """A Wallet from a WalletRow or a Core row of the wallets table."""
     return Wallet(
         id=row.id,
         chain_id=row.chain_id,
@@ -148,7 +211,7 @@ def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
         session.add(PerformancePointRow(wallet_id=wallet.id, value=p.value, flow=p.flow, at=p.at))
 
 
-def _transaction(row: TransactionRow) -> TransactionRecord:
+def _transaction(row: Any) -> TransactionRecord:
     return TransactionRecord(
         action=row.action,
         token=row.token,
@@ -165,7 +228,7 @@ def _transaction(row: TransactionRow) -> TransactionRecord:
     )
 
 
-def _reward(row: RewardRow) -> RewardRecord:
+def _reward(row: Any) -> RewardRecord:
     return RewardRecord(
         row.token,
         row.token_symbol,
@@ -178,29 +241,55 @@ def _reward(row: RewardRow) -> RewardRecord:
     )
 
 
+History = tuple[list[DepositRecord], list[WithdrawalRecord]]
+_HISTORY_CACHE_SIZE = 10_000
+
+
 class WalletStore:
-    """Reads and writes wallets and their history."""
+    """Reads and writes wallets and their history.
+
+    A wallet's deposits and withdrawals change only when the wallet is committed, which
+    bumps its ``version``; so the wallet read caches them per (wallet, version) and costs
+    one query, correct across processes.
+    """
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._histories: OrderedDict[int, tuple[int, History]] = OrderedDict()
 
     def get(self, chain_id: int, address: str) -> Wallet | None:
-        with Session(self._engine) as session:
-            row = session.exec(
-                select(WalletRow).where(
-                    WalletRow.chain_id == chain_id, WalletRow.address == address
-                )
-            ).first()
-            return _wallet(row) if row else None
+        with self._engine.connect() as connection:
+            row = connection.execute(_BY_ADDRESS, {"chain_id": chain_id, "key": address}).first()
+        return _wallet(row) if row else None
 
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
-        with Session(self._engine) as session:
-            row = session.exec(
-                select(WalletRow)
-                .where(WalletRow.chain_id == chain_id, WalletRow.eoa == eoa)
-                .order_by(col(WalletRow.activation_date).desc(), col(WalletRow.id).desc())
+        with self._engine.connect() as connection:
+            row = connection.execute(_BY_EOA, {"chain_id": chain_id, "key": eoa}).first()
+        return _wallet(row) if row else None
+
+    def view(
+        self, chain_id: int, key: str, by_eoa: bool
+    ) -> tuple[Wallet, list[DepositRecord], list[WithdrawalRecord]] | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                _BY_EOA if by_eoa else _BY_ADDRESS, {"chain_id": chain_id, "key": key}
             ).first()
-            return _wallet(row) if row else None
+            if row is None:
+                return None
+            cached = self._histories.get(row.id)
+            if cached is not None and cached[0] == row.version:
+                self._histories.move_to_end(row.id)
+                history = cached[1]
+            else:
+                ids = {"wallet_id": row.id}
+                history = (
+                    [_deposit(r) for r in connection.execute(_DEPOSITS_OF, ids)],
+                    [_withdrawal(r) for r in connection.execute(_WITHDRAWALS_OF, ids)],
+                )
+                self._histories[row.id] = (row.version, history)
+                if len(self._histories) > _HISTORY_CACHE_SIZE:
+                    self._histories.popitem(last=False)
+        return _wallet(row), list(history[0]), list(history[1])
 
     def smart_account(self, chain_id: int, address: str) -> SmartAccount | None:
         with Session(self._engine) as session:
@@ -254,7 +343,9 @@ class WalletStore:
             condition = and_(condition, col(WalletRow.status) == str(expected))
         with Session(self._engine) as session:
             result = session.execute(
-                update(WalletRow).where(condition).values(**_wallet_values(wallet))
+                update(WalletRow)
+                .where(condition)
+                .values(**_wallet_values(wallet), version=col(WalletRow.version) + 1)
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise Conflict("The wallet changed meanwhile; retry")
@@ -287,81 +378,35 @@ class WalletStore:
             session.commit()
 
     def deposits(self, wallet_id: int) -> list[DepositRecord]:
-        with Session(self._engine) as session:
-            rows = session.exec(
-                select(DepositRow)
-                .where(DepositRow.wallet_id == wallet_id)
-                .order_by(col(DepositRow.date), col(DepositRow.id))
-            )
-            return [
-                DepositRecord(r.amount, r.token, r.tx_hash, r.block_number, _utc(r.date))
-                for r in rows
-            ]
+        with self._engine.connect() as connection:
+            return [_deposit(r) for r in connection.execute(_DEPOSITS_OF, {"wallet_id": wallet_id})]
 
     def withdrawals(self, wallet_id: int) -> list[WithdrawalRecord]:
-        with Session(self._engine) as session:
-            rows = session.exec(
-                select(WithdrawalRow)
-                .where(WithdrawalRow.wallet_id == wallet_id)
-                .order_by(col(WithdrawalRow.date), col(WithdrawalRow.id))
-            )
+        with self._engine.connect() as connection:
             return [
-                WithdrawalRecord(
-                    r.token,
-                    r.amount,
-                    r.principal,
-                    r.yield_,
-                    r.fee,
-                    r.value,
-                    r.value_in_usd,
-                    r.tx_hash,
-                    r.block_number,
-                    _utc(r.date),
-                )
-                for r in rows
+                _withdrawal(r)
+                for r in connection.execute(_WITHDRAWALS_OF, {"wallet_id": wallet_id})
             ]
+
+    def _page(
+        self, statements: tuple[Any, Any, Any], wallet_id: int, page: PageRequest
+    ) -> tuple[list[Any], int]:
+        count, newest, oldest = statements
+        with self._engine.connect() as connection:
+            total = connection.execute(count, {"wallet_id": wallet_id}).scalar_one()
+            params = {"wallet_id": wallet_id, "limit": page.limit, "offset": page.offset}
+            rows = connection.execute(newest if page.newest_first else oldest, params).all()
+        return list(rows), int(total)
 
     def transactions(
         self, wallet_id: int, page: PageRequest
     ) -> tuple[list[TransactionRecord], int]:
-        order = (
-            (col(TransactionRow.date).desc(), col(TransactionRow.id).desc())
-            if page.newest_first
-            else (col(TransactionRow.date), col(TransactionRow.id))
-        )
-        with Session(self._engine) as session:
-            total = session.exec(
-                select(func.count())
-                .select_from(TransactionRow)
-                .where(TransactionRow.wallet_id == wallet_id)
-            ).one()
-            rows = session.exec(
-                select(TransactionRow)
-                .where(TransactionRow.wallet_id == wallet_id)
-                .order_by(*order)
-                .offset(page.offset)
-                .limit(page.limit)
-            )
-            return [_transaction(r) for r in rows], total
+        rows, total = self._page(_TRANSACTION_PAGES, wallet_id, page)
+        return [_transaction(r) for r in rows], total
 
     def rewards(self, wallet_id: int, page: PageRequest) -> tuple[list[RewardRecord], int]:
-        order = (
-            (col(RewardRow.date).desc(), col(RewardRow.id).desc())
-            if page.newest_first
-            else (col(RewardRow.date), col(RewardRow.id))
-        )
-        with Session(self._engine) as session:
-            total = session.exec(
-                select(func.count()).select_from(RewardRow).where(RewardRow.wallet_id == wallet_id)
-            ).one()
-            rows = session.exec(
-                select(RewardRow)
-                .where(RewardRow.wallet_id == wallet_id)
-                .order_by(*order)
-                .offset(page.offset)
-                .limit(page.limit)
-            )
-            return [_reward(r) for r in rows], total
+        rows, total = self._page(_REWARD_PAGES, wallet_id, page)
+        return [_reward(r) for r in rows], total
 
     def points(self, wallet_id: int) -> list[PerformancePoint]:
         with Session(self._engine) as session:

@@ -41,6 +41,7 @@ def upgrade() -> None:
         sa.Column("last_reactivation_date", sa.DateTime(timezone=True), nullable=True),
         sa.Column("lease_owner", sa.String(64), nullable=True),
         sa.Column("lease_until", sa.Float(), nullable=True),
+        sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
