@@ -41,6 +41,8 @@ def split_withdrawal(amount: int, value: int, principal: int, fee_bps: int) -> W
         raise ValueError("amount must be positive and at most the value")
     if not 0 <= fee_bps <= BPS:
         raise ValueError("fee_bps must lie in 0..10000")
+    if principal < 0:
+        raise ValueError("principal cannot be negative")
     available_yield = max(value - principal, 0)
     yield_ = amount * available_yield // value
     fee = yield_ * fee_bps // BPS

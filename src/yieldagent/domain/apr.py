@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal, localcontext
 
 YEAR_SECONDS = 365 * 24 * 3600
 
@@ -72,10 +73,14 @@ def interpolate(before: PerformancePoint, after: PerformancePoint, at: datetime)
     after ``before``'s flow to the value at ``after``."""
     start, end = before.after, after.value
     total = (after.at - before.at).total_seconds()
-    if start <= 0 or end <= 0 or total <= 0:
+    if start <= 0 or end <= 0 or total <= 0 or at <= before.at:
         return start
-    fraction = (at - before.at).total_seconds() / total
-    return int(start * (end / start) ** fraction)
+    if at >= after.at:
+        return end
+    fraction = Decimal((at - before.at).total_seconds()) / Decimal(total)
+    with localcontext() as context:
+        context.prec = 80
+        return int(Decimal(start) * (Decimal(end) / Decimal(start)) ** fraction)
 
 
 def window(

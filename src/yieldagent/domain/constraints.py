@@ -145,4 +145,4 @@ def parse_constraints(raw: Sequence[RawConstraint]) -> Constraints:
 
 def _amount(value: Any) -> int | None:
     text = str(value)
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None

@@ -27,6 +27,7 @@ from yieldagent.domain.accounting import (
     split_withdrawal,
     withdrawable,
 )
+from yieldagent.domain.allocation import Candidate, allocate
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.constraints import Constraints
@@ -164,38 +165,52 @@ class Lifecycle:
 
     # -- activation and top-up ------------------------------------------------------
 
-    async def _verified_deposit(
+    async def _new_deposits(
         self,
         chain: ChainPort,
-        wallet: str,
+        address: str,
         token: TokenInfo,
         tx_hash: str | None,
-        known_idle: int,
-    ) -> DepositRecord:
-        if tx_hash is None:
-            head = await chain.head()
-            amount = await chain.token_balance(token.address, wallet) - known_idle
-            if amount <= 0:
-                raise InvalidRequest(f"No deposit of {token.symbol} found in the smart account")
-            return DepositRecord(
-                amount, token.address, None, head.number, moment_of(head.timestamp)
+        wallet: Wallet | None,
+    ) -> list[DepositRecord]:
+        """Deposits not yet credited: the transfer ``tx_hash`` when given, plus whatever else
+        the smart account holds beyond what the service knows of (credited by balance)."""
+        head = await chain.head()
+        known_idle = wallet.idle if wallet is not None else 0
+        unexplained = await chain.token_balance(token.address, address) - known_idle
+        deposits = []
+        if tx_hash is not None:
+            transfer = await chain.find_transfer(tx_hash)
+            if transfer is None:
+                raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
+            if transfer.recipient != address or transfer.token != token.address:
+                raise InvalidRequest(
+                    f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}"
+                )
+            credited_through = (
+                self._wallets.balance_credited_through(wallet.id) if wallet is not None else None
             )
-        transfer = await chain.find_transfer(tx_hash)
-        if transfer is None:
-            raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
-        if transfer.recipient != wallet or transfer.token != token.address:
-            raise InvalidRequest(
-                f"Transaction {tx_hash} is not a {token.symbol} transfer to {wallet}"
+            if self._wallets.deposit_known(chain.chain_id, tx_hash) or (
+                credited_through is not None and transfer.block_number <= credited_through
+            ):
+                raise Conflict(f"Deposit {tx_hash} was already credited")
+            deposits.append(
+                DepositRecord(
+                    transfer.amount,
+                    token.address,
+                    tx_hash,
+                    transfer.block_number,
+                    moment_of(transfer.timestamp),
+                )
             )
-        if self._wallets.deposit_known(chain.chain_id, tx_hash):
-            raise Conflict(f"Deposit {tx_hash} was already credited")
-        return DepositRecord(
-            transfer.amount,
-            token.address,
-            tx_hash,
-            transfer.block_number,
-            moment_of(transfer.timestamp),
-        )
+            unexplained -= transfer.amount
+        if unexplained > 0:
+            deposits.append(
+                DepositRecord(
+                    unexplained, token.address, None, head.number, moment_of(head.timestamp)
+                )
+            )
+        return deposits
 
     def _check_size(self, token: TokenInfo, amount: int) -> None:
         if amount / 10**token.decimals * token.price_usd > self._policy.max_deposit_usd:
@@ -216,18 +231,30 @@ class Lifecycle:
         existing = self._wallets.get(chain_id, request.wallet)
         if existing is not None:
             transition(existing.owned_by(partner_id).status, "activate")
-        known_idle = existing.idle if existing is not None else 0
-        deposit = await self._verified_deposit(
-            chain, request.wallet, token, request.tx_hash, known_idle
+        deposits = await self._new_deposits(chain, request.wallet, token, request.tx_hash, existing)
+        held = existing.idle + sum(existing.allocation.values()) if existing else 0
+        if not deposits and held == 0:
+            raise InvalidRequest(f"No deposit of {token.symbol} found in the smart account")
+        self._check_size(token, sum(d.amount for d in deposits))
+        await self._check_feasible(chain, token, request, held + sum(d.amount for d in deposits))
+        moment = deposits[-1].date if deposits else moment_of((await chain.head()).timestamp)
+        journal = self._activation_journal(
+            existing, partner_id, chain_id, request, deposits, moment
         )
-        self._check_size(token, deposit.amount)
-        journal = self._activation_journal(existing, partner_id, chain_id, request, deposit)
         if existing is None:
             wallet = self._wallets.create(journal)
         else:
             self._wallets.commit(journal, expected=WalletStatus.DEACTIVATED)
             wallet = journal.wallet
         return await self._place_first_allocation(wallet)
+
+    async def _check_feasible(
+        self, chain: ChainPort, token: TokenInfo, request: ActivationRequest, total: int
+    ) -> None:
+        """Raises InvalidRequest, before anything is stored, if the constraints cannot be
+        met for ``total`` over the selected protocols."""
+        quotes = await chain.quotes(token.address, request.protocols)
+        allocate(total, [Candidate(q.protocol, q) for q in quotes], request.constraints)
 
     def _token(self, chain_id: int, address: str) -> TokenInfo:
         try:
@@ -241,9 +268,10 @@ class Lifecycle:
         partner_id: int,
         chain_id: int,
         request: ActivationRequest,
-        deposit: DepositRecord,
+        deposits: list[DepositRecord],
+        moment: datetime,
     ) -> Journal:
-        moment = deposit.date
+        added = sum(d.amount for d in deposits)
         before = existing.idle + sum(existing.allocation.values()) if existing else 0
         if existing is None:
             wallet = Wallet(
@@ -256,9 +284,9 @@ class Lifecycle:
                 token=request.token,
                 selected_protocols=request.protocols,
                 constraints=request.constraints,
-                principal=deposit.amount,
+                principal=added,
                 allocation={},
-                idle=deposit.amount,
+                idle=added,
                 current_apr=0.0,
                 valued_at=moment,
                 is_staked=False,
@@ -273,15 +301,15 @@ class Lifecycle:
                 token=request.token,
                 selected_protocols=request.protocols,
                 constraints=request.constraints,
-                principal=existing.principal + deposit.amount,
-                idle=existing.idle + deposit.amount,
+                principal=existing.principal + added,
+                idle=existing.idle + added,
                 last_reactivation_date=moment,
             )
         return Journal(
             wallet,
-            deposits=[deposit],
-            transactions=[self._deposit_transaction(deposit)],
-            points=[PerformancePoint(moment, before, deposit.amount)],
+            deposits=deposits,
+            transactions=[self._deposit_transaction(d) for d in deposits],
+            points=[PerformancePoint(moment, before, added)] if added else [],
         )
 
     @staticmethod
@@ -316,27 +344,23 @@ class Lifecycle:
         wallet = self.wallet(chain_id, address, partner_id)
         transition(wallet.status, "top_up")
         chain = self.chain(chain_id)
+        token = self.token_info(wallet)
         async with self.exclusive(wallet) as current:
             transition(current.status, "top_up")
-            deposit = await self._verified_deposit(
-                chain, current.address, self.token_info(current), tx_hash, current.idle
-            )
-            self._check_size(self.token_info(current), deposit.amount)
+            deposits = await self._new_deposits(chain, current.address, token, tx_hash, current)
+            added = sum(d.amount for d in deposits)
+            self._check_size(token, added)
             valuation = await value(chain, current)
             correlation = str(uuid.uuid4())
             records = await place_idle(chain, current, valuation, correlation)
             after = self._with_valuation(current, await value(chain, current))
-            after.principal = current.principal + deposit.amount
+            after.principal = current.principal + added
             self._wallets.commit(
                 Journal(
                     after,
-                    deposits=[deposit],
-                    transactions=[self._deposit_transaction(deposit), *records],
-                    points=[
-                        PerformancePoint(
-                            valuation.moment, valuation.total - deposit.amount, deposit.amount
-                        )
-                    ],
+                    deposits=deposits,
+                    transactions=[*(self._deposit_transaction(d) for d in deposits), *records],
+                    points=[PerformancePoint(valuation.moment, valuation.total - added, added)],
                 )
             )
 
@@ -601,18 +625,18 @@ class Lifecycle:
             self._wallets.commit(Journal(after, transactions=records, rewards=rewards))
             return claimed
 
-    def set_reward_staking(
+    async def set_reward_staking(
         self, partner_id: int, chain_id: int, address: str, is_staked: bool
     ) -> None:
         """Sets whether claimed rewards are compounded into the position."""
         wallet = self.wallet(chain_id, address, partner_id)
-        transition(wallet.status, "set_reward_staking")
-        wallet.is_staked = is_staked
-        self._wallets.commit(Journal(wallet))
+        async with self.exclusive(wallet) as current:
+            transition(current.status, "set_reward_staking")
+            self._wallets.commit(Journal(replace(current, is_staked=is_staked)))
 
     # -- rules and operator actions -------------------------------------------------------
 
-    def update_protocols(
+    async def update_protocols(
         self, partner_id: int, chain_id: int, address: str, protocols: Sequence[str]
     ) -> None:
         """Replaces the protocols the agent may use; the next run follows them."""
@@ -622,9 +646,13 @@ class Lifecycle:
             )
         wallet = self.wallet(chain_id, address, partner_id)
         self._catalog.check_protocols(self.token_info(wallet), protocols)
-        status = transition(wallet.status, "update_protocols")
-        updated = replace(wallet, selected_protocols=tuple(dict.fromkeys(protocols)), status=status)
-        self._wallets.commit(Journal(updated), expected=wallet.status)
+        transition(wallet.status, "update_protocols")
+        async with self.exclusive(wallet) as current:
+            status = transition(current.status, "update_protocols")
+            updated = replace(
+                current, selected_protocols=tuple(dict.fromkeys(protocols)), status=status
+            )
+            self._wallets.commit(Journal(updated), expected=current.status)
 
     async def operate(self, chain_id: int, address: str, action: str) -> Wallet:
         """An operator action: block, unblock, emergency or resume.

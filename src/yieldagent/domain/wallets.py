@@ -141,6 +141,10 @@ class WalletRepository(Protocol):
     def deposit_known(self, chain_id: int, tx_hash: str) -> bool:
         """Whether the transfer ``tx_hash`` was already credited to some wallet."""
 
+    def balance_credited_through(self, wallet_id: int) -> int | None:
+        """The latest block up to which the wallet's balance was credited without a tx hash
+        (every transfer in or before it is already counted); None if never."""
+
     def create(self, journal: Journal) -> Wallet:
         """Stores a new wallet with its journal; Conflict if the address is taken."""
 

@@ -89,7 +89,7 @@ class RewardServicer(rewards_pb2_grpc.RewardServiceServicer):
         address = parse_address(request.wallet, ("wallet",))
         if not request.HasField("is_staked"):
             raise InvalidInput.field(("is_staked",), "Field required", "missing")
-        self._lifecycle.set_reward_staking(
+        await self._lifecycle.set_reward_staking(
             current_partner().id, request.chain_id, address, request.is_staked
         )
         return rewards_pb2.SetRewardStakingResponse()

@@ -211,7 +211,7 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         self, request: wallets_pb2.UpdateProtocolsRequest, context: Context
     ) -> wallets_pb2.UpdateProtocolsResponse:
         address = parse_address(request.wallet, ("wallet",))
-        self._lifecycle.update_protocols(
+        await self._lifecycle.update_protocols(
             current_partner().id, request.chain_id, address, list(request.protocols)
         )
         return wallets_pb2.UpdateProtocolsResponse()

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Column, DateTime, Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from yieldagent.storage.types import TokenAmount
+from yieldagent.storage.types import TokenAmount, UtcDateTime
 
 
 def utc_column() -> Column[datetime]:
-    """A timezone-aware timestamp column."""
-    return Column(DateTime(timezone=True), nullable=False)
+    """A timezone-aware timestamp column, stored in UTC."""
+    return Column(UtcDateTime(), nullable=False)
 
 
 class PartnerRow(SQLModel, table=True):
@@ -153,10 +153,10 @@ class WalletRow(SQLModel, table=True):
     is_staked: bool = False
     activation_date: datetime = Field(sa_column=utc_column())
     last_deactivation_date: datetime | None = Field(
-        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+        default=None, sa_column=Column(UtcDateTime(), nullable=True)
     )
     last_reactivation_date: datetime | None = Field(
-        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+        default=None, sa_column=Column(UtcDateTime(), nullable=True)
     )
     lease_owner: str | None = Field(default=None, max_length=64)
     lease_until: float | None = None

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, func, or_, update
+from sqlalchemy import Engine, and_, bindparam, case, func, or_, update
 from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -47,10 +47,18 @@ _rewards = RewardRow.__table__  # type: ignore[attr-defined]
 _BY_ADDRESS = select_core(_wallets).where(
     _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
 )
+# The later of the first activation and the last reactivation.
+_LAST_ACTIVATED = case(
+    (
+        _wallets.c.last_reactivation_date > _wallets.c.activation_date,
+        _wallets.c.last_reactivation_date,
+    ),
+    else_=_wallets.c.activation_date,
+)
 _BY_EOA = (
     select_core(_wallets)
     .where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.eoa == bindparam("key"))
-    .order_by(_wallets.c.activation_date.desc(), _wallets.c.id.desc())
+    .order_by(_LAST_ACTIVATED.desc(), _wallets.c.id.desc())
     .limit(1)
 )
 _DEPOSITS_OF = (
@@ -313,6 +321,15 @@ class WalletStore:
                 is not None
             )
 
+    def balance_credited_through(self, wallet_id: int) -> int | None:
+        with Session(self._engine) as session:
+            block: int | None = session.exec(
+                select(func.max(DepositRow.block_number)).where(
+                    DepositRow.wallet_id == wallet_id, col(DepositRow.tx_hash).is_(None)
+                )
+            ).one()
+            return block
+
     def create(self, journal: Journal) -> Wallet:
         wallet = journal.wallet
         now = datetime.now(UTC)
@@ -361,7 +378,11 @@ class WalletStore:
                 update(WalletRow)
                 .where(
                     col(WalletRow.id) == wallet_id,
-                    or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
+                    or_(
+                        col(WalletRow.lease_owner).is_(None),
+                        col(WalletRow.lease_until) < now,
+                        col(WalletRow.lease_owner) == owner,
+                    ),
                 )
                 .values(lease_owner=owner, lease_until=until)
             )
