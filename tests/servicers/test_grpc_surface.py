@@ -18,9 +18,11 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 from sqlalchemy import Engine
 
+from support.wallet_setup import BASE, BASE_USDC, USDC, fund
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.partners import Partner
 from yieldagent.server import ApiServer, build_server, mark_serving
@@ -235,3 +237,48 @@ async def test_graceful_shutdown_lets_running_calls_finish(engine: Engine) -> No
     with pytest.raises(grpc.aio.AioRpcError):
         await stub.GetWallet(wallets_pb2.GetWalletRequest(wallet="late"), timeout=1)
     await channel.close()
+
+
+async def test_the_wallet_flow_over_grpc(
+    served: Any, partner: tuple[Partner, str], engine: Engine, market: SimulatedMarket
+) -> None:
+    _, channel = served
+    funded = fund(engine, market, partner[0].id, 1_000 * USDC)
+    stub = wallets_pb2_grpc.WalletServiceStub(channel)
+    credentials = _credentials(partner)
+    activation = wallets_pb2.ActivateWalletRequest(
+        chain_id=BASE,
+        wallet=funded.address,
+        eoa=funded.eoa,
+        initial_token=BASE_USDC,
+        selected_protocols=["aave", "compound"],
+        tx_hash=funded.tx_hash,
+    )
+    reply = await stub.ActivateWallet(activation, metadata=credentials)
+    assert reply.message == "Agent activated successfully"
+
+    wallet = await stub.GetWallet(
+        wallets_pb2.GetWalletRequest(chain_id=BASE, wallet=funded.address)
+    )
+    assert wallet.status == "activated"
+    assert wallet.deposits[0].amount == str(1_000 * USDC)  # a decimal string on gRPC
+    assert not wallet.HasField("last_deactivation_date")
+
+    withdrawn = await stub.Withdraw(
+        wallets_pb2.WithdrawRequest(chain_id=BASE, wallet=funded.address, amount=str(100 * USDC)),
+        metadata=credentials,
+    )
+    [detail] = withdrawn.withdraw_details
+    assert int(detail.principal_amount) + int(detail.yield_amount) == 100 * USDC
+
+    await stub.DeactivateWallet(
+        wallets_pb2.DeactivateWalletRequest(chain_id=BASE, wallet=funded.address),
+        metadata=credentials,
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stub.Withdraw(
+            wallets_pb2.WithdrawRequest(chain_id=BASE, wallet=funded.address, amount="1"),
+            metadata=credentials,
+        )
+    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert _details(raised.value)["ErrorInfo"].reason == "CONFLICT"
