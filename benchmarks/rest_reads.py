@@ -112,11 +112,46 @@ def main() -> None:
                 headers=keyed,
                 data=json.dumps({"eoa": OWNER, "chain": 8453}).encode(),
             )
-            urllib.request.urlopen(request).read()  # noqa: S310
+            account = json.loads(urllib.request.urlopen(request).read())["smartAccount"]  # noqa: S310
+            deposit = _yieldagent(
+                env,
+                "sim",
+                "deposit",
+                "--chain",
+                "8453",
+                "--token",
+                BASE_USDC,
+                "--from",
+                OWNER,
+                "--to",
+                account,
+                "--amount",
+                "10000000000",
+            )
+            activation = urllib.request.Request(  # noqa: S310 (loopback only)
+                f"{base}/8453/wallets",
+                method="POST",
+                headers=keyed,
+                data=json.dumps(
+                    {
+                        "wallet": account,
+                        "eoa": OWNER,
+                        "initial_token": BASE_USDC,
+                        "selected_protocols": ["aave", "compound"],
+                        "tx_hash": deposit["tx_hash"],
+                    }
+                ).encode(),
+            )
+            urllib.request.urlopen(activation).read()  # noqa: S310
             reads = {
                 "chains (constant)": (f"{base}/chains", {}),
                 "healthcheck (1 db ping)": (f"{base}/healthcheck", {}),
                 "protocols (catalog)": (f"{base}/8453/{BASE_USDC}/protocols", {}),
+                "wallet read (public, the partners' poll)": (f"{base}/8453/wallets/{account}", {}),
+                "transaction page (auth + 2 reads)": (
+                    f"{base}/8453/wallets/{account}/transactions",
+                    keyed,
+                ),
                 "smart account lookup (auth + 1 read)": (
                     f"{base}/proxy/zerodev/smart-accounts?eoa={OWNER}&chain=8453",
                     keyed,

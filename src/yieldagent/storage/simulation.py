@@ -34,6 +34,7 @@ class WorldClock:
     seed: int
     genesis: int
     clock: SimClock
+    sequence: int
 
 
 def _markets_json(markets: list[MarketState]) -> str:
@@ -107,7 +108,8 @@ class SimSession:
         row = self._session.get(SimClockRow, 1)
         if row is None:
             return None
-        return WorldClock(row.seed, row.genesis, SimClock(row.anchor, row.anchor_wall, row.speed))
+        clock = SimClock(row.anchor, row.anchor_wall, row.speed)
+        return WorldClock(row.seed, row.genesis, clock, row.sequence)
 
     def set_clock(self, clock: SimClock) -> None:
         """Stores a re-anchored clock."""

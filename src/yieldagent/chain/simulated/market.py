@@ -88,6 +88,7 @@ class SimulatedMarket:
         self._seed = seed
         self._speed = speed
         self._wall = wall
+        self._projections: dict[tuple[int, str | None, int, int], list[PoolState]] = {}
 
     # -- the world and its clock ------------------------------------------------
 
@@ -161,12 +162,26 @@ class SimulatedMarket:
     # -- reads ------------------------------------------------------------------
 
     def pools_now(self, chain_id: int, token: str | None = None) -> list[PoolState]:
-        """The pools of a chain (and token), projected to the current simulated time."""
+        """The pools of a chain (and token), projected to the current simulated time.
+
+        A projection depends only on the time and on the transactions mined so far (every
+        change to a pool is one), so it is cached under both: exact, never stale. Callers
+        must not modify the returned pools.
+        """
         with self.store.reading() as unit:
-            now = self._now(unit)
+            world = unit.clock()
+            if world is None:
+                raise RuntimeError("the simulated world does not exist: call start() first")
+            key = (chain_id, token, world.clock.now(self._wall()), world.sequence)
+            cached = self._projections.get(key)
+            if cached is not None:
+                return cached
             pools = unit.pools(chain_id, token)
         for pool in pools:
-            advance(pool, now, self._seed)
+            advance(pool, key[2], self._seed)
+        if len(self._projections) >= 256:
+            self._projections.clear()
+        self._projections[key] = pools
         return pools
 
     def balance(self, chain_id: int, token: str, holder: str) -> int:
