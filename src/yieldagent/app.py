@@ -19,11 +19,14 @@ from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
+from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.lifecycle import Lifecycle, Policy
+from yieldagent.domain.optimizer import Thresholds
 from yieldagent.edge import EnvoyProcess
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.worker import Job, Worker
 
@@ -55,6 +58,19 @@ def build_lifecycle(
     return Lifecycle(WalletStore(engine), chains, catalog, policy)
 
 
+def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
+    """The agent with the configured schedule and thresholds."""
+    thresholds = Thresholds(
+        min_apr_gain=settings.min_apr_gain, max_break_even_days=settings.max_break_even_days
+    )
+    return Agent(
+        lifecycle,
+        WalletStore(engine),
+        RunStore(engine),
+        AgentSettings(settings.agent_interval_seconds, thresholds),
+    )
+
+
 def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
     """The worker job that values idle wallets and records their performance."""
 
@@ -63,6 +79,17 @@ def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
             await lifecycle.refresh(chain_id)
 
     return refresh_wallets
+
+
+def agent_cycle(agent: Agent) -> Job:
+    """The worker job that recovers interrupted runs, then runs every due wallet."""
+
+    async def run_agents() -> None:
+        await agent.reconcile()
+        while await agent.run_due():
+            pass
+
+    return run_agents
 
 
 class Service:
@@ -75,7 +102,6 @@ class Service:
         self.api: ApiServer | None = None
         self.worker = Worker(settings.worker_interval_seconds)
         self.envoy: EnvoyProcess | None = None
-        self._worker_task: asyncio.Task[None] | None = None
 
     @property
     def grpc_port(self) -> int:
@@ -95,12 +121,18 @@ class Service:
         self.worker.add(market_settle(market))
         chains = simulated_chains(market, catalog)
         lifecycle = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
-        self.worker.add(wallet_refresh(lifecycle, catalog.chain_ids()))
-        self.api = build_server(self.engine, operator, chains, lifecycle, settings.grpc_target)
+        agent = build_agent(settings, self.engine, lifecycle)
+        # The worker thread has its own lifecycle: its locks belong to its own event loop.
+        background = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
+        self.worker.add(wallet_refresh(background, catalog.chain_ids()))
+        self.worker.add(agent_cycle(build_agent(settings, self.engine, background)))
+        self.api = build_server(
+            self.engine, operator, chains, lifecycle, agent, settings.grpc_target
+        )
         await self.api.server.start()
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})
-        self._worker_task = asyncio.create_task(self.worker.run(), name="worker")
+        self.worker.start_thread()
         if self.with_edge:
             self.envoy = EnvoyProcess(settings, self.api.port)
             self.envoy.start()
@@ -118,8 +150,7 @@ class Service:
             await mark_serving(self.api, False)
             await self.api.server.stop(self.settings.shutdown_grace_seconds)
         self.worker.stop()
-        if self._worker_task is not None:
-            await self._worker_task
+        await asyncio.to_thread(self.worker.join, 30)
         if self.envoy is not None:
             self.envoy.stop()
         if self.engine is not None:

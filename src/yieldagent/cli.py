@@ -10,6 +10,11 @@
     yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
     yieldagent sim deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the simulated chain
+    yieldagent protocol pause|resume NAME [--chain C] [--now]
+                                           mark a protocol unsafe: agents leave it at their
+                                           next run, or at once with --now
+    yieldagent agent cycle                 recover interrupted runs, then run every due
+                                           wallet once (as the worker does each tick)
     yieldagent wallet block|unblock|emergency|resume ADDRESS [--chain C]
                                            operator actions on a wallet (emergency moves
                                            every position out and keeps the funds idle)
@@ -27,7 +32,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from yieldagent.app import build_lifecycle, run_service
+from sqlalchemy import Engine
+
+from yieldagent.app import build_agent, build_lifecycle, run_service
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
@@ -35,12 +42,15 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.dates import iso
-from yieldagent.domain.errors import FieldViolation, InvalidInput, YieldAgentError
+from yieldagent.domain.errors import FieldViolation, InvalidInput, InvalidRequest, YieldAgentError
+from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.market import MarketError
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.logs import configure_logging
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.wallets import WalletStore
 
 
 def _print(payload: dict[str, Any]) -> None:
@@ -119,16 +129,64 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
     _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
 
 
-def _cmd_wallet(settings: Settings, args: argparse.Namespace) -> None:
-    address = parse_address(args.address, ("address",))
+def _lifecycle(settings: Settings) -> tuple[Engine, Lifecycle]:
     engine = create_db_engine(settings.database_url)
     migrate(engine)
     catalog = load_catalog()
     operator = load_operator_wallet(settings)
     chains = simulated_chains(simulated_market(settings, engine, catalog, set_speed=False), catalog)
-    lifecycle = build_lifecycle(settings, engine, chains, catalog, operator.address)
+    return engine, build_lifecycle(settings, engine, chains, catalog, operator.address)
+
+
+def _cmd_wallet(settings: Settings, args: argparse.Namespace) -> None:
+    address = parse_address(args.address, ("address",))
+    _, lifecycle = _lifecycle(settings)
     wallet = asyncio.run(lifecycle.operate(args.chain, address, args.action))
     _print({"wallet": wallet.address, "status": str(wallet.status)})
+
+
+def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
+    catalog = load_catalog()
+    chain_ids = [args.chain] if args.chain else catalog.chain_ids()
+    chains = [
+        c for c in chain_ids if any(token.protocol(args.name) for token in catalog.chain(c).tokens)
+    ]
+    if not chains:
+        raise InvalidRequest(f"No protocol named {args.name!r} on chains {chain_ids}")
+    engine, lifecycle = _lifecycle(settings)
+    runs = RunStore(engine)
+    for chain_id in chains:
+        (runs.pause if args.action == "pause" else runs.resume)(chain_id, args.name)
+    moved = []
+    if args.action == "pause" and args.now:
+        agent = build_agent(settings, engine, lifecycle)
+        holders = [
+            w
+            for c in chains
+            for w in WalletStore(engine).wallets(c)
+            if w.allocation.get(args.name, 0) > 0
+        ]
+        for wallet in holders:
+            outcome = asyncio.run(agent.run(wallet.chain_id, wallet.address))
+            moved.append({"wallet": wallet.address, "run": outcome.status})
+    _print(
+        {"protocol": args.name, "chains": chains, "paused": args.action == "pause", "runs": moved}
+    )
+
+
+def _cmd_agent(settings: Settings, args: argparse.Namespace) -> None:
+    engine, lifecycle = _lifecycle(settings)
+    agent = build_agent(settings, engine, lifecycle)
+
+    async def cycle() -> tuple[int, int]:
+        recovered = await agent.reconcile()
+        ran = 0
+        while batch := await agent.run_due():
+            ran += batch
+        return recovered, ran
+
+    recovered, ran = asyncio.run(cycle())
+    _print({"recovered": recovered, "ran": ran})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -158,6 +216,15 @@ def _parser() -> argparse.ArgumentParser:
     deposit.add_argument("--from", dest="sender", required=True)
     deposit.add_argument("--to", required=True)
     deposit.add_argument("--amount", type=int, required=True, help="in the token's smallest unit")
+    protocol = commands.add_parser("protocol", help="pause or resume a protocol")
+    protocol.add_argument("action", choices=["pause", "resume"])
+    protocol.add_argument("name")
+    protocol.add_argument("--chain", type=int, default=0, help="one chain (default: all)")
+    protocol.add_argument(
+        "--now", action="store_true", help="with pause: run every wallet holding it right away"
+    )
+    agent = commands.add_parser("agent", help="run the agent")
+    agent.add_argument("action", choices=["cycle"])
     wallet = commands.add_parser("wallet", help="operator actions on a wallet")
     wallet.add_argument("action", choices=["block", "unblock", "emergency", "resume"])
     wallet.add_argument("address")
@@ -172,6 +239,8 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "partner": _cmd_partner,
     "sim": _cmd_sim,
     "wallet": _cmd_wallet,
+    "protocol": _cmd_protocol,
+    "agent": _cmd_agent,
 }
 
 

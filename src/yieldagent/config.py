@@ -37,6 +37,9 @@ class Settings:
     descriptor_set: Path
     sim_seed: int
     sim_speed: float
+    agent_interval_seconds: float
+    min_apr_gain: float
+    max_break_even_days: float
     performance_fee_bps: int
     max_deposit_usd: float
     fee_collector: str | None
@@ -97,6 +100,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ).resolve(),
         sim_seed=_int(env, "YIELDAGENT_SIM_SEED", 7),
         sim_speed=_float(env, "YIELDAGENT_SIM_SPEED", 1.0),
+        agent_interval_seconds=_float(env, "YIELDAGENT_AGENT_INTERVAL_SECONDS", 3600.0),
+        min_apr_gain=_float(env, "YIELDAGENT_MIN_APR_GAIN", 0.25),
+        max_break_even_days=_float(env, "YIELDAGENT_MAX_BREAK_EVEN_DAYS", 10.0),
         performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),
         max_deposit_usd=_float(env, "YIELDAGENT_MAX_DEPOSIT_USD", 1_000_000.0),
         fee_collector=env.get("YIELDAGENT_FEE_COLLECTOR") or None,

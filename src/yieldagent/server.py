@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
+from yieldagent.domain.agent import Agent
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.servicers.auth import Authenticator
@@ -21,11 +22,13 @@ from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import api_services, load_policies
+from yieldagent.servicers.optimizer import OptimizerServicer
 from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.v1 import (
@@ -61,6 +64,7 @@ def build_server(
     operator: OperatorWallet,
     chains: Mapping[int, ChainPort],
     lifecycle: Lifecycle,
+    agent: Agent,
     address: str,
 ) -> ApiServer:
     """The server with every service registered, bound to ``address`` (port 0: any free one)."""
@@ -72,18 +76,19 @@ def build_server(
     api_health_pb2_grpc.add_HealthcheckServiceServicer_to_server(
         HealthcheckServicer(engine), server
     )
-    catalog_pb2_grpc.add_CatalogServiceServicer_to_server(CatalogServicer(catalog, chains), server)
+    catalog_pb2_grpc.add_CatalogServiceServicer_to_server(
+        CatalogServicer(catalog, chains, RunStore(engine).paused), server
+    )
     smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server(
         SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address), server
     )
     wallets_pb2_grpc.add_WalletServiceServicer_to_server(
-        WalletServicer(lifecycle, reports, catalog), server
+        WalletServicer(lifecycle, agent, reports, catalog), server
     )
     rewards_pb2_grpc.add_RewardServiceServicer_to_server(RewardServicer(lifecycle, reports), server)
     stats_pb2_grpc.add_StatsServiceServicer_to_server(StatsServicer(reports), server)
-    # Not built yet: the generated base answers UNIMPLEMENTED (REST 501).
     optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server(
-        optimizer_pb2_grpc.OptimizerServiceServicer(), server
+        OptimizerServicer(catalog, chains, agent.thresholds), server
     )
 
     health = HealthServicer()

@@ -23,6 +23,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.partners import Partner
 from yieldagent.server import ApiServer, build_server, mark_serving
@@ -30,6 +31,7 @@ from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.v1 import (
     catalog_pb2,
@@ -53,7 +55,8 @@ async def served(
         load_catalog(),
         Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector=OPERATOR.address),
     )
-    api = build_server(engine, OPERATOR, chains, lifecycle, "127.0.0.1:0")
+    agent = Agent(lifecycle, WalletStore(engine), RunStore(engine), AgentSettings())
+    api = build_server(engine, OPERATOR, chains, lifecycle, agent, "127.0.0.1:0")
     await api.server.start()
     await mark_serving(api, True)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")
@@ -152,7 +155,7 @@ async def test_a_disabled_partner_is_permission_denied(
     assert raised.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
-async def test_not_found_and_unimplemented(served: Any, partner: tuple[Partner, str]) -> None:
+async def test_not_found(served: Any, partner: tuple[Partner, str]) -> None:
     _, channel = served
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await catalog_pb2_grpc.CatalogServiceStub(channel).ListTokens(
@@ -164,8 +167,7 @@ async def test_not_found_and_unimplemented(served: Any, partner: tuple[Partner, 
             wallets_pb2.RunAgentRequest(chain_id=8453, wallet="0x" + "11" * 20),
             metadata=_credentials(partner),
         )
-    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert _details(raised.value)["ErrorInfo"].reason == "NOT_IMPLEMENTED_YET"
+    assert raised.value.code() == grpc.StatusCode.NOT_FOUND  # no such wallet
 
 
 async def test_standard_health_follows_the_server_state(served: Any) -> None:

@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0003"
+HEAD = "0004"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -32,6 +32,8 @@ TABLES = {
     "wallet_transactions",
     "wallet_rewards",
     "performance_points",
+    "agent_runs",
+    "protocol_pauses",
 }
 _MIGRATE = (
     "import sys\n"

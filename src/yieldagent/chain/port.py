@@ -48,6 +48,24 @@ class Transfer:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainTx:
+    """A mined transaction that involved a holder, as its logs describe it.
+
+    ``kind`` is supply, withdraw, transfer, swap, claim or mint; for supply and withdraw
+    the protocol is the counterparty (``recipient`` and ``sender`` respectively).
+    """
+
+    tx_hash: str
+    kind: str
+    token: str
+    sender: str
+    recipient: str
+    amount: int
+    block_number: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
 class Position:
     """What ``holder`` has supplied to a protocol, interest included."""
 
@@ -105,6 +123,9 @@ class ChainPort(Protocol):
 
     async def positions(self, holder: str, token: str) -> list[Position]:
         """``holder``'s supplied amount in each protocol that holds ``token``; none if zero."""
+
+    async def history(self, holder: str, since_block: int) -> list[ChainTx]:
+        """Every transaction involving ``holder`` from block ``since_block`` on, in order."""
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         """The ERC-20 transfer made by transaction ``tx_hash``, if it exists and is mined."""

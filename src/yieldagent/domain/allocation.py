@@ -14,9 +14,10 @@ funds are spread over:
 
 For a given S, funds start at the lower bounds and the rest is water-filled by marginal
 yield, then refined by moving ever smaller amounts from the protocol with the lowest
-marginal yield to the one with the highest. S is chosen among the nested supports: the
-forced protocols plus the k most attractive others, for every feasible k; the best one
-wins. No feasible S raises InvalidRequest: a constraint is never silently broken.
+marginal yield to the one with the highest. Every S is tried when there are at most
+``EXHAUSTIVE_UP_TO`` optional protocols; beyond, the nested supports (the forced
+protocols plus the k most attractive others, for every k). The best one wins. No
+feasible S raises InvalidRequest: a constraint is never silently broken.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import combinations
 
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
@@ -154,6 +156,20 @@ def _refine(
         step //= 2
 
 
+EXHAUSTIVE_UP_TO = 8
+"""Up to this many optional protocols every support is tried; beyond, the nested ones."""
+
+
+def _supports(forced: list[str], others: list[str], min_protocols: int) -> list[list[str]]:
+    """The sets of protocols worth trying: all of them for a few candidates, else the
+    forced ones plus the k most attractive others for every k."""
+    smallest = max(min_protocols if min_protocols > 1 else 0, len(forced))
+    sizes = range(max(smallest - len(forced), 0), len(others) + 1)
+    if len(others) <= EXHAUSTIVE_UP_TO:
+        return [forced + list(extra) for k in sizes for extra in combinations(others, k)]
+    return [forced + others[:k] for k in sizes]
+
+
 def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) -> dict[str, int]:
     """The target amount per protocol (zeros left out); the rest of ``total`` stays idle.
 
@@ -181,11 +197,7 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
         )
     best: dict[str, int] | None = None
     best_value = -1.0
-    smallest = max(rules.min_protocols if rules.min_protocols > 1 else 0, len(forced))
-    for size in range(smallest, len(usable) + 1):
-        support = forced + others[: size - len(forced)]
-        if len(support) < size:
-            break  # not enough usable protocols for a support this large
+    for support in _supports(forced, others, rules.min_protocols):
         allocation = _fill(total, support, usable, bounds)
         if allocation is None:
             continue

@@ -122,6 +122,11 @@ class Lifecycle:
 
     # -- shared steps -------------------------------------------------------------
 
+    @property
+    def lease_seconds(self) -> float:
+        """How long a wallet's lease lasts before it expires on its own."""
+        return self._policy.lease_seconds
+
     def chain(self, chain_id: int) -> ChainPort:
         """The chain port of ``chain_id``; NotFound when the service does not run there."""
         self._catalog.chain(chain_id)
@@ -137,11 +142,15 @@ class Lifecycle:
         return self._catalog.token(wallet.chain_id, wallet.token)
 
     @asynccontextmanager
-    async def exclusive(self, wallet: Wallet) -> AsyncIterator[Wallet]:
-        """Holds the wallet's lease; yields the wallet as stored once the lease is held."""
+    async def exclusive(self, wallet: Wallet, owner: str | None = None) -> AsyncIterator[Wallet]:
+        """Holds the wallet's lease; yields the wallet as stored once the lease is held.
+
+        ``owner``: a lease this process already holds (the scheduler claims wallets in
+        batches); it is renewed, and released at the end like any other.
+        """
         local = self._locks.setdefault(wallet.id, asyncio.Lock())
         async with local:
-            owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
+            owner = owner or f"{self._owner}:{uuid.uuid4().hex[:8]}"
             deadline = time.monotonic() + self._policy.lease_wait_seconds
             while not self._wallets.acquire_lease(
                 wallet.id, owner, time.time() + self._policy.lease_seconds, time.time()
@@ -154,7 +163,7 @@ class Lifecycle:
             finally:
                 self._wallets.release_lease(wallet.id, owner)
 
-    def _with_valuation(self, wallet: Wallet, valuation: Valuation) -> Wallet:
+    def with_valuation(self, wallet: Wallet, valuation: Valuation) -> Wallet:
         return replace(
             wallet,
             idle=valuation.idle,
@@ -334,7 +343,7 @@ class Lifecycle:
                 self._wallets.commit(Journal(failed))
                 raise
             valuation = await value(chain, current)
-            placed = self._with_valuation(current, valuation)
+            placed = self.with_valuation(current, valuation)
             placed.status = transition(current.status, "activation_placed")
             self._wallets.commit(Journal(placed, transactions=records))
             return placed
@@ -353,7 +362,7 @@ class Lifecycle:
             valuation = await value(chain, current)
             correlation = str(uuid.uuid4())
             records = await place_idle(chain, current, valuation, correlation)
-            after = self._with_valuation(current, await value(chain, current))
+            after = self.with_valuation(current, await value(chain, current))
             after.principal = current.principal + added
             self._wallets.commit(
                 Journal(
@@ -492,7 +501,7 @@ class Lifecycle:
             )
             payouts, payout = await self._pay_out(chain, current, split, correlation)
             result = self._withdrawal(current, split, payout, valuation.moment)
-            after = self._with_valuation(current, await value(chain, current))
+            after = self.with_valuation(current, await value(chain, current))
             after.principal = current.principal - split.principal
             self._wallets.commit(
                 Journal(
@@ -536,7 +545,7 @@ class Lifecycle:
                 withdrawals.append(self._withdrawal_record(result))
                 points.append(PerformancePoint(valuation.moment, valuation.total, -available))
                 principal -= split.principal
-            after = self._with_valuation(deactivating, await value(chain, current))
+            after = self.with_valuation(deactivating, await value(chain, current))
             after.status = transition(deactivating.status, "deactivation_done")
             after.principal = principal
             after.last_deactivation_date = valuation.moment
@@ -621,7 +630,7 @@ class Lifecycle:
                 records += await place_idle(
                     chain, current, await value(chain, current), correlation
                 )
-            after = self._with_valuation(current, await value(chain, current))
+            after = self.with_valuation(current, await value(chain, current))
             self._wallets.commit(Journal(after, transactions=records, rewards=rewards))
             return claimed
 
@@ -675,7 +684,7 @@ class Lifecycle:
                 records = await self._take_out(
                     chain, current, valuation.idle + out, valuation, str(uuid.uuid4())
                 )
-                updated = self._with_valuation(updated, await value(chain, current))
+                updated = self.with_valuation(updated, await value(chain, current))
             self._wallets.commit(Journal(updated, transactions=records), expected=current.status)
             return updated
 
@@ -702,7 +711,7 @@ class Lifecycle:
                     continue
                 self._wallets.commit(
                     Journal(
-                        self._with_valuation(current, valuation),
+                        self.with_valuation(current, valuation),
                         points=[PerformancePoint(valuation.moment, valuation.total)],
                     ),
                     expected=current.status,

@@ -126,6 +126,9 @@ class WalletRepository(Protocol):
     def get(self, chain_id: int, address: str) -> Wallet | None:
         """The wallet at ``address`` on ``chain_id``."""
 
+    def get_by_id(self, wallet_id: int) -> Wallet | None:
+        """The wallet with this id."""
+
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
         """The most recently activated wallet of ``eoa`` on ``chain_id``."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import grpc
 
@@ -14,11 +14,15 @@ from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
 
 
 def _protocol(
-    chain_id: int, token: TokenInfo, protocol: ProtocolInfo, quote: PoolQuote | None
+    chain_id: int,
+    token: TokenInfo,
+    protocol: ProtocolInfo,
+    quote: PoolQuote | None,
+    active: bool,
 ) -> catalog_pb2.Protocol:
     message = catalog_pb2.Protocol(
         name=protocol.name,
-        is_active=True,
+        is_active=active,
         description=protocol.description,
         created_at=protocol.created_at,
         updated_at=protocol.updated_at,
@@ -42,9 +46,15 @@ def _protocol(
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     """Serves the catalog shipped with the service."""
 
-    def __init__(self, catalog: Catalog, chains: Mapping[int, ChainPort]) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        chains: Mapping[int, ChainPort],
+        paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
+    ) -> None:
         self._catalog = catalog
         self._chains = chains
+        self._paused = paused
 
     async def ListChains(
         self, request: catalog_pb2.ListChainsRequest, context: grpc.aio.ServicerContext
@@ -76,8 +86,10 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         chain = self._chains[request.chain_id]
         names = [p.name for p in token.protocols]
         quotes = {quote.protocol: quote for quote in await chain.quotes(address, names)}
+        paused = self._paused(request.chain_id)
         return catalog_pb2.ListProtocolsResponse(
             protocols=[
-                _protocol(request.chain_id, token, p, quotes.get(p.name)) for p in token.protocols
+                _protocol(request.chain_id, token, p, quotes.get(p.name), p.name not in paused)
+                for p in token.protocols
             ]
         )

@@ -14,10 +14,11 @@ from yieldagent.domain.addresses import (
     parse_amount,
     parse_tx_hash,
 )
+from yieldagent.domain.agent import Agent
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
-from yieldagent.domain.errors import InvalidInput, NotImplementedYet
+from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
 from yieldagent.domain.pagination import page_request
@@ -94,8 +95,11 @@ def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
 class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     """Translates WalletService calls to the wallet lifecycle and reports."""
 
-    def __init__(self, lifecycle: Lifecycle, reports: Reports, catalog: Catalog) -> None:
+    def __init__(
+        self, lifecycle: Lifecycle, agent: Agent, reports: Reports, catalog: Catalog
+    ) -> None:
         self._lifecycle = lifecycle
+        self._agent = agent
         self._reports = reports
         self._catalog = catalog
 
@@ -195,7 +199,9 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     async def RunAgent(
         self, request: wallets_pb2.RunAgentRequest, context: Context
     ) -> wallets_pb2.RunAgentResponse:
-        raise NotImplementedYet("/yieldagent.v1.WalletService/RunAgent is not implemented yet")
+        address = parse_address(request.wallet, ("wallet",))
+        outcome = await self._agent.run(request.chain_id, address, current_partner().id)
+        return wallets_pb2.RunAgentResponse(status=outcome.status)
 
     async def TopUp(
         self, request: wallets_pb2.TopUpRequest, context: Context

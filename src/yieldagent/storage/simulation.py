@@ -212,6 +212,23 @@ class SimSession:
         """Records a mined transaction."""
         self._session.add(transaction)
 
+    def transactions_of(
+        self, chain_id: int, holder: str, since_block: int
+    ) -> list[SimTransactionRow]:
+        """Transactions sending from or to ``holder`` from ``since_block`` on, in order."""
+        return list(
+            self._session.exec(
+                select(SimTransactionRow)
+                .where(
+                    SimTransactionRow.chain_id == chain_id,
+                    col(SimTransactionRow.block_number) >= since_block,
+                    (col(SimTransactionRow.sender) == holder)
+                    | (col(SimTransactionRow.recipient) == holder),
+                )
+                .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.tx_hash))
+            )
+        )
+
     def transaction(self, tx_hash: str) -> SimTransactionRow | None:
         """The transaction with this hash, if any."""
         return self._session.get(SimTransactionRow, tx_hash)

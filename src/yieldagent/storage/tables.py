@@ -161,6 +161,7 @@ class WalletRow(SQLModel, table=True):
     lease_owner: str | None = Field(default=None, max_length=64)
     lease_until: float | None = None
     version: int = Field(default=0, description="bumped by every commit of the wallet")
+    next_run_at: float = Field(default=0.0, index=True, description="wall-clock unix time")
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
 
@@ -251,3 +252,36 @@ class PerformancePointRow(SQLModel, table=True):
     value: int = Field(sa_type=TokenAmount)
     flow: int = Field(sa_type=TokenAmount)
     at: datetime = Field(sa_column=utc_column())
+
+
+# -- the agent -----------------------------------------------------------------------------
+
+
+class AgentRunRow(SQLModel, table=True):
+    """One run of a wallet's agent: its plan, stored before any step executes."""
+
+    __tablename__ = "agent_runs"
+
+    id: str = Field(max_length=36, primary_key=True)
+    wallet_id: int = Field(foreign_key="wallets.id", index=True)
+    chain_id: int
+    status: str = Field(max_length=16, index=True)
+    plan: str = Field(sa_type=Text, description="JSON list of moves")
+    steps_done: int = 0
+    reason: str = Field(default="", sa_type=Text)
+    start_block: int = Field(sa_type=BigInteger)
+    owner: str = Field(max_length=64)
+    started_at: datetime = Field(sa_column=utc_column())
+    finished_at: datetime | None = Field(
+        default=None, sa_column=Column(UtcDateTime(), nullable=True)
+    )
+
+
+class ProtocolPauseRow(SQLModel, table=True):
+    """A protocol the operator marked unsafe on a chain: agents leave it."""
+
+    __tablename__ = "protocol_pauses"
+
+    chain_id: int = Field(primary_key=True)
+    protocol: str = Field(max_length=64, primary_key=True)
+    paused_at: datetime = Field(sa_column=utc_column())

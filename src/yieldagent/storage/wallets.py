@@ -47,6 +47,7 @@ _rewards = RewardRow.__table__  # type: ignore[attr-defined]
 _BY_ADDRESS = select_core(_wallets).where(
     _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
 )
+_BY_ID = select_core(_wallets).where(_wallets.c.id == bindparam("wallet_id"))
 # The later of the first activation and the last reactivation.
 _LAST_ACTIVATED = case(
     (
@@ -268,6 +269,11 @@ class WalletStore:
     def get(self, chain_id: int, address: str) -> Wallet | None:
         with self._engine.connect() as connection:
             row = connection.execute(_BY_ADDRESS, {"chain_id": chain_id, "key": address}).first()
+        return _wallet(row) if row else None
+
+    def get_by_id(self, wallet_id: int) -> Wallet | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(_BY_ID, {"wallet_id": wallet_id}).first()
         return _wallet(row) if row else None
 
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:

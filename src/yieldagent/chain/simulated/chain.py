@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from yieldagent.chain.port import (
     Block,
+    ChainTx,
     ClaimReceipt,
     GasCost,
     Position,
@@ -67,6 +68,21 @@ class SimulatedChain:
         return [
             Position(protocol, token, amount)
             for protocol, amount in self.market.positions(self.chain_id, token, holder)
+        ]
+
+    async def history(self, holder: str, since_block: int) -> list[ChainTx]:
+        return [
+            ChainTx(
+                row.tx_hash,
+                row.kind,
+                row.token,
+                row.sender,
+                row.recipient,
+                row.amount,
+                row.block_number,
+                row.timestamp,
+            )
+            for row in self.market.history(self.chain_id, holder, since_block)
         ]
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:

@@ -217,6 +217,11 @@ class SimulatedMarket:
                 owed[pool.reward_token] = owed.get(pool.reward_token, 0) + amount
             return {token: amount for token, amount in owed.items() if amount > 0}
 
+    def history(self, chain_id: int, holder: str, since_block: int) -> list[MinedTx]:
+        """Transactions involving ``holder`` on ``chain_id`` from ``since_block`` on."""
+        with self.store.reading() as unit:
+            return [_mined(row) for row in unit.transactions_of(chain_id, holder, since_block)]
+
     def transaction(self, tx_hash: str) -> MinedTx | None:
         """A mined simulated transaction."""
         with self.store.reading() as unit:
