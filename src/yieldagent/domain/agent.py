@@ -167,28 +167,22 @@ class Agent:
         run_id = str(uuid.uuid4())
         running = replace(wallet, status=transition(wallet.status, "run"))
         self._wallets.commit(Journal(running), expected=wallet.status)
+        head = await chain.head()
         try:
             valuation, plan = await self._plan(chain, running)
         except InvalidRequest as refused:
             self._back_to_activated(running, await value(chain, running), [])
+            self._log_run(run_id, wallet, head.number, "failed", refused.detail)
             log.warning("run failed", extra={"wallet": wallet.address, "reason": refused.detail})
             return RunOutcome("failed", refused.detail, run_id)
         if not plan.moves:
             self._back_to_activated(running, valuation, [])
+            self._log_run(run_id, wallet, head.number, "no_action", plan.reason)
             return RunOutcome("no_action", plan.reason, run_id)
-        head = await chain.head()
-        self._runs.start(
-            RunRecord(
-                run_id,
-                wallet.id,
-                wallet.chain_id,
-                "executing",
-                plan.moves,
-                0,
-                head.number,
-                self._owner,
-            )
+        run = RunRecord(
+            run_id, wallet.id, wallet.chain_id, "executing", plan.moves, 0, head.number, self._owner
         )
+        self._runs.start(run)  # the plan is stored before any step executes
         records: list[TransactionRecord] = []
         try:
             for step, move in enumerate(plan.moves, 1):
@@ -207,6 +201,13 @@ class Agent:
             extra={"wallet": wallet.address, "moves": len(records), "reason": plan.reason},
         )
         return RunOutcome("completed", plan.reason, run_id)
+
+    def _log_run(self, run_id: str, wallet: Wallet, block: int, status: str, reason: str) -> None:
+        """Records a run that moved nothing, so that every run leaves a trace."""
+        self._runs.start(
+            RunRecord(run_id, wallet.id, wallet.chain_id, status, (), 0, block, self._owner)
+        )
+        self._runs.finish(run_id, status, reason)
 
     @staticmethod
     async def _execute(
