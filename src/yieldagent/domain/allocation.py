@@ -33,8 +33,8 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.market import PoolQuote
 
-CHUNKS = 400
-"""The first fill moves total/CHUNKS at a time; refinement halves that down to 1 unit."""
+CHUNKS = 100
+"""The first fill moves total/CHUNKS at a time; refinement then halves the step."""
 
 
 def _exact(ratio: float) -> Fraction:
@@ -77,14 +77,25 @@ def _bounds(total: int, name: str, rules: Constraints) -> _Bounds:
     return _Bounds(low, cap)
 
 
-def _objective(allocation: Mapping[str, int], candidates: Mapping[str, Candidate]) -> float:
-    return sum(candidates[name].yearly_yield(amount) for name, amount in allocation.items())
+class _Yields:
+    """Yearly yields of candidates, remembered: the search asks for the same points often."""
+
+    def __init__(self, candidates: Mapping[str, Candidate]) -> None:
+        self._candidates = candidates
+        self._known: dict[tuple[str, int], float] = {}
+
+    def __call__(self, name: str, amount: int) -> float:
+        key = (name, amount)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = self._candidates[name].yearly_yield(amount)
+        return found
 
 
 def _fill(
     total: int,
     support: Sequence[str],
-    candidates: Mapping[str, Candidate],
+    yields: _Yields,
     bounds: Mapping[str, _Bounds],
 ) -> dict[str, int] | None:
     """The best allocation over exactly ``support``; None when it cannot be met."""
@@ -96,8 +107,7 @@ def _fill(
 
     def gain(name: str, step: int) -> float:
         held = allocation[name]
-        candidate = candidates[name]
-        return (candidate.yearly_yield(held + step) - candidate.yearly_yield(held)) / step
+        return (yields(name, held + step) - yields(name, held)) / step
 
     heap = [
         (-gain(n, min(chunk, bounds[n].cap - allocation[n])), n)
@@ -115,13 +125,13 @@ def _fill(
         room = min(chunk, bounds[name].cap - allocation[name])
         if room > 0:
             heapq.heappush(heap, (-gain(name, room), name))
-    _refine(allocation, candidates, bounds, chunk)
+    _refine(allocation, yields, bounds, chunk)
     return allocation
 
 
 def _refine(
     allocation: dict[str, int],
-    candidates: Mapping[str, Candidate],
+    yields: _Yields,
     bounds: Mapping[str, _Bounds],
     chunk: int,
 ) -> None:
@@ -137,16 +147,8 @@ def _refine(
             givers = [n for n in allocation if allocation[n] - step >= bounds[n].low]
             if not takers or not givers:
                 break
-            up = {
-                n: candidates[n].yearly_yield(allocation[n] + step)
-                - candidates[n].yearly_yield(allocation[n])
-                for n in takers
-            }
-            down = {
-                n: candidates[n].yearly_yield(allocation[n])
-                - candidates[n].yearly_yield(allocation[n] - step)
-                for n in givers
-            }
+            up = {n: yields(n, allocation[n] + step) - yields(n, allocation[n]) for n in takers}
+            down = {n: yields(n, allocation[n]) - yields(n, allocation[n] - step) for n in givers}
             taker = max(up, key=lambda n: (up[n], n))
             giver = min(down, key=lambda n: (down[n], n))
             if taker != giver and up[taker] > down[giver] * (1 + 1e-12):
@@ -195,13 +197,20 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
             f"Constraints cannot be met: min_protocols {rules.min_protocols} with "
             f"{len(usable)} usable protocols"
         )
+    yields = _Yields(usable)
     best: dict[str, int] | None = None
     best_value = -1.0
-    for support in _supports(forced, others, rules.min_protocols):
-        allocation = _fill(total, support, usable, bounds)
+    if all(bounds[name].low == 0 for name in usable):
+        # Without lower bounds the full set is optimal: any smaller set's best allocation is
+        # one of its allocations, with zeros.
+        supports = [forced + others]
+    else:
+        supports = _supports(forced, others, rules.min_protocols)
+    for support in supports:
+        allocation = _fill(total, support, yields, bounds)
         if allocation is None:
             continue
-        value = _objective(allocation, usable)
+        value = sum(yields(name, amount) for name, amount in allocation.items())
         if value > best_value:
             best, best_value = allocation, value
     if best is None:
