@@ -62,8 +62,9 @@ class RunRepository(Protocol):
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
 
-    def start(self, run: RunRecord) -> None:
-        """Stores a run and its plan before any step executes."""
+    def start(self, run: RunRecord, reason: str | None = None) -> None:
+        """Stores a run and its plan before any step executes; with ``reason``, a run that
+        is already over (it moved nothing)."""
 
     def step_done(self, run_id: str, steps_done: int) -> None:
         """Notes that the first ``steps_done`` steps executed."""
@@ -165,20 +166,22 @@ class Agent:
     async def _run(self, wallet: Wallet) -> RunOutcome:
         chain = self._lifecycle.chain(wallet.chain_id)
         run_id = str(uuid.uuid4())
-        running = replace(wallet, status=transition(wallet.status, "run"))
-        self._wallets.commit(Journal(running), expected=wallet.status)
         head = await chain.head()
+        # Planning only reads, and the lease keeps every other call away meanwhile: the
+        # wallet turns `running` only when there is something to move.
         try:
-            valuation, plan = await self._plan(chain, running)
+            valuation, plan = await self._plan(chain, wallet)
         except InvalidRequest as refused:
-            self._back_to_activated(running, await value(chain, running), [])
+            self._back_to_activated(wallet, await value(chain, wallet), [])
             self._log_run(run_id, wallet, head.number, "failed", refused.detail)
             log.warning("run failed", extra={"wallet": wallet.address, "reason": refused.detail})
             return RunOutcome("failed", refused.detail, run_id)
         if not plan.moves:
-            self._back_to_activated(running, valuation, [])
+            self._back_to_activated(wallet, valuation, [])
             self._log_run(run_id, wallet, head.number, "no_action", plan.reason)
             return RunOutcome("no_action", plan.reason, run_id)
+        running = replace(wallet, status=transition(wallet.status, "run"))
+        self._wallets.commit(Journal(running), expected=wallet.status)
         run = RunRecord(
             run_id, wallet.id, wallet.chain_id, "executing", plan.moves, 0, head.number, self._owner
         )
@@ -205,9 +208,9 @@ class Agent:
     def _log_run(self, run_id: str, wallet: Wallet, block: int, status: str, reason: str) -> None:
         """Records a run that moved nothing, so that every run leaves a trace."""
         self._runs.start(
-            RunRecord(run_id, wallet.id, wallet.chain_id, status, (), 0, block, self._owner)
+            RunRecord(run_id, wallet.id, wallet.chain_id, status, (), 0, block, self._owner),
+            reason=reason,
         )
-        self._runs.finish(run_id, status, reason)
 
     @staticmethod
     async def _execute(

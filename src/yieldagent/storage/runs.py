@@ -91,8 +91,9 @@ class RunStore:
 
     # runs
 
-    def start(self, run: RunRecord) -> None:
-        """Stores a run and its plan, before any step executes."""
+    def start(self, run: RunRecord, reason: str | None = None) -> None:
+        """Stores a run and its plan, before any step executes; with ``reason``, a run
+        that is already over."""
         plan = json.dumps(
             [
                 {"action": m.action, "protocol": m.protocol, "amount": str(m.amount)}
@@ -111,6 +112,8 @@ class RunStore:
                     start_block=run.start_block,
                     owner=run.owner,
                     started_at=datetime.now(UTC),
+                    reason=reason or "",
+                    finished_at=datetime.now(UTC) if reason is not None else None,
                 )
             )
             session.commit()

@@ -186,6 +186,19 @@ class SimSession:
             )
         return row
 
+    def scaled_positions(self, chain_id: int, token: str, holder: str) -> dict[str, int]:
+        """``holder``'s scaled units per protocol, in the pools of ``token``; one query."""
+        rows = self._session.exec(
+            select(SimPoolRow.protocol, SimPositionRow.scaled)
+            .join(SimPositionRow, col(SimPositionRow.pool_id) == col(SimPoolRow.id))
+            .where(
+                SimPoolRow.chain_id == chain_id,
+                SimPoolRow.token == token,
+                SimPositionRow.holder == holder,
+            )
+        )
+        return {protocol: scaled for protocol, scaled in rows if scaled}
+
     def save_position(self, row: SimPositionRow) -> None:
         """Writes a position back."""
         self._session.add(row)

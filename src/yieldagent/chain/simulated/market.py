@@ -192,14 +192,14 @@ class SimulatedMarket:
     def positions(self, chain_id: int, token: str, holder: str) -> list[tuple[str, int]]:
         """(protocol, value) of each non-zero position of ``holder`` in ``token`` pools."""
         with self.store.reading() as unit:
-            now = self._now(unit)
-            found = []
-            for pool in unit.pools(chain_id, token):
-                scaled = unit.position(pool, holder).scaled
-                if scaled:
-                    advance(pool, now, self._seed)
-                    found.append((pool.protocol, value_of(pool, scaled)))
-            return found
+            held = unit.scaled_positions(chain_id, token, holder)
+        if not held:
+            return []
+        return [
+            (pool.protocol, value_of(pool, held[pool.protocol]))
+            for pool in self.pools_now(chain_id, token)
+            if held.get(pool.protocol)
+        ]
 
     def accrued_rewards(self, chain_id: int, holder: str) -> dict[str, int]:
         """Reward units ``holder`` could claim now, by reward token address."""
