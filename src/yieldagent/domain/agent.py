@@ -137,9 +137,8 @@ class Agent:
         own it and its state must allow a run (else 409); a manual run waits for a run
         already in progress, then runs."""
         wallet = self._lifecycle.wallet(chain_id, address, partner_id)
-        if partner_id is not None:
-            transition(wallet.status, "run")
         async with self._lifecycle.exclusive(wallet, owner) as current:
+            # The state is checked once the lease is held: a run in progress is waited for.
             if not allowed(current.status, "run"):
                 if partner_id is not None:
                     transition(current.status, "run")
@@ -171,11 +170,15 @@ class Agent:
         # wallet turns `running` only when there is something to move.
         try:
             valuation, plan = await self._plan(chain, wallet)
-        except InvalidRequest as refused:
-            self._back_to_activated(wallet, await value(chain, wallet), [])
-            self._log_run(run_id, wallet, head.number, "failed", refused.detail)
-            log.warning("run failed", extra={"wallet": wallet.address, "reason": refused.detail})
-            return RunOutcome("failed", refused.detail, run_id)
+        except Exception as refused:  # infeasible rules, or the chain failed to answer
+            reason = (
+                refused.detail
+                if isinstance(refused, InvalidRequest)
+                else (f"planning failed: {refused}")
+            )
+            self._log_run(run_id, wallet, head.number, "failed", reason)
+            log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
+            return RunOutcome("failed", reason, run_id)
         if not plan.moves:
             self._back_to_activated(wallet, valuation, [])
             self._log_run(run_id, wallet, head.number, "no_action", plan.reason)
@@ -259,6 +262,7 @@ class Agent:
                 log.exception("scheduled run failed", extra={"wallet": wallet.address})
             finally:
                 self._runs.schedule(wallet_id, now + self._settings.interval_seconds)
+                self._wallets.release_lease(wallet_id, owner)
         return ran
 
     # -- recovery --------------------------------------------------------------------------

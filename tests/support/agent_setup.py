@@ -1,0 +1,90 @@
+"""The agent built the way the service builds it, plus what its tests need to watch and
+disturb a run: a chain that can look at (or fail) each move, and reads of the schedule
+and run rows the stores do not expose."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from support.wallet_setup import BASE, all_transactions
+from yieldagent.chain.port import TxReceipt
+from yieldagent.chain.simulated.chain import SimulatedChain
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.agent import Agent, AgentSettings
+from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.optimizer import Thresholds
+from yieldagent.domain.wallets import TransactionRecord
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.tables import AgentRunRow, WalletRow
+from yieldagent.storage.wallets import WalletStore
+
+INTERVAL = 3600.0
+"""Seconds between two scheduled runs of a wallet in these tests."""
+
+MoveHook = Callable[[str, str, int], Awaitable[None]]
+"""Called with (action, protocol, amount) before a move reaches the chain."""
+
+
+def make_agent(
+    engine: Engine,
+    lifecycle: Lifecycle,
+    thresholds: Thresholds | None = None,
+    interval: float = INTERVAL,
+) -> Agent:
+    """The agent on ``engine``, running through ``lifecycle``'s chains."""
+    return Agent(
+        lifecycle,
+        WalletStore(engine),
+        RunStore(engine),
+        AgentSettings(interval_seconds=interval, thresholds=thresholds or Thresholds()),
+    )
+
+
+class WatchedChain(SimulatedChain):
+    """The simulated Base chain, calling ``hook`` before every supply and withdrawal.
+
+    The hook may look at the database, wait, or raise to make the chain refuse the move.
+    """
+
+    def __init__(self, market: SimulatedMarket, hook: MoveHook) -> None:
+        super().__init__(market, BASE)
+        self._hook = hook
+        self.moves: list[tuple[str, str, int]] = []
+
+    async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        await self._hook("supply", protocol, amount)
+        receipt = await super().supply(holder, protocol, token, amount)
+        self.moves.append(("supply", protocol, amount))
+        return receipt
+
+    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        await self._hook("withdraw", protocol, amount)
+        receipt = await super().withdraw(holder, protocol, token, amount)
+        self.moves.append(("withdraw", protocol, amount))
+        return receipt
+
+
+def run_row(engine: Engine, run_id: str) -> AgentRunRow:
+    """The stored row of a run, reason and finish time included."""
+    with Session(engine) as session:
+        row = session.get(AgentRunRow, run_id)
+        assert row is not None, f"no run {run_id} stored"
+        session.expunge(row)
+        return row
+
+
+def wallet_row(engine: Engine, wallet_id: int) -> WalletRow:
+    """The stored row of a wallet, with its schedule and lease."""
+    with Session(engine) as session:
+        row = session.get(WalletRow, wallet_id)
+        assert row is not None, f"no wallet {wallet_id} stored"
+        session.expunge(row)
+        return row
+
+
+def run_transactions(engine: Engine, wallet_id: int, run_id: str) -> list[TransactionRecord]:
+    """The wallet's transactions that carry the correlation id of run ``run_id``."""
+    return [t for t in all_transactions(engine, wallet_id) if t.correlation_id == run_id]
