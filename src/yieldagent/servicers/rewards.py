@@ -13,9 +13,9 @@ from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.pagination import page_request
 from yieldagent.servicers.auth import current_partner
-from yieldagent.v1 import rewards_pb2, rewards_pb2_grpc, types_pb2
+from yieldagent.servicers.paging import pagination_message, requested_page
+from yieldagent.v1 import rewards_pb2, rewards_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
@@ -50,11 +50,7 @@ class RewardServicer(rewards_pb2_grpc.RewardServiceServicer):
         self, request: rewards_pb2.ListRewardHistoryRequest, context: Context
     ) -> rewards_pb2.ListRewardHistoryResponse:
         address = parse_address(request.wallet, ("wallet",))
-        page = page_request(
-            request.page if request.HasField("page") else None,
-            request.limit if request.HasField("limit") else None,
-            request.sort,
-        )
+        page = requested_page(request)
         items, paging = self._reports.rewards(current_partner().id, request.chain_id, address, page)
         return rewards_pb2.ListRewardHistoryResponse(
             rewards=[
@@ -68,12 +64,7 @@ class RewardServicer(rewards_pb2_grpc.RewardServiceServicer):
                 )
                 for r in items
             ],
-            pagination=types_pb2.Pagination(
-                total_items=paging.total_items,
-                total_pages=paging.total_pages,
-                current_page=paging.current_page,
-                items_per_page=paging.items_per_page,
-            ),
+            pagination=pagination_message(paging),
         )
 
     async def GetRewardStaking(

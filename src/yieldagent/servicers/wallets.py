@@ -21,9 +21,9 @@ from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
-from yieldagent.domain.pagination import page_request
 from yieldagent.domain.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -226,22 +226,13 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         self, request: wallets_pb2.ListTransactionsRequest, context: Context
     ) -> wallets_pb2.ListTransactionsResponse:
         address = parse_address(request.wallet, ("wallet",))
-        page = page_request(
-            request.page if request.HasField("page") else None,
-            request.limit if request.HasField("limit") else None,
-            request.sort,
-        )
+        page = requested_page(request)
         items, paging = self._reports.transactions(
             current_partner().id, request.chain_id, address, page
         )
         return wallets_pb2.ListTransactionsResponse(
             transactions=[transaction(t) for t in items],
-            pagination=types_pb2.Pagination(
-                total_items=paging.total_items,
-                total_pages=paging.total_pages,
-                current_page=paging.current_page,
-                items_per_page=paging.items_per_page,
-            ),
+            pagination=pagination_message(paging),
         )
 
     async def GetApr(
