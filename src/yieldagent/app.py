@@ -55,7 +55,7 @@ def build_lifecycle(
         max_deposit_usd=settings.max_deposit_usd,
         fee_collector=settings.fee_collector or operator_address,
     )
-    return Lifecycle(WalletStore(engine), chains, catalog, policy)
+    return Lifecycle(WalletStore(engine), chains, catalog, policy, RunStore(engine).paused)
 
 
 def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:

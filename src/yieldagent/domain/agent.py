@@ -31,8 +31,8 @@ from typing import Protocol
 from yieldagent.chain.port import ChainPort
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.optimizer import Costs, Move, Plan, Thresholds, optimize
-from yieldagent.domain.valuation import Valuation, moment_of, value
+from yieldagent.domain.optimizer import Move, Plan, Thresholds, optimize
+from yieldagent.domain.valuation import Valuation, execute, moment_of, value
 from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
 from yieldagent.domain.wallets import Journal, TransactionRecord, Wallet, WalletRepository
 
@@ -149,9 +149,7 @@ class Agent:
         paused = self._runs.paused(wallet.chain_id)
         protocols = [p for p in wallet.selected_protocols if p not in paused]
         valuation = await value(chain, wallet)
-        token = self._lifecycle.token_info(wallet)
-        gas = await chain.gas_cost("supply")
-        costs = Costs(gas.usd, token.price_usd, token.decimals)
+        costs = await self._lifecycle.costs(chain, wallet)
         plan = optimize(
             valuation.positions,
             valuation.idle,
@@ -192,7 +190,7 @@ class Agent:
         records: list[TransactionRecord] = []
         try:
             for step, move in enumerate(plan.moves, 1):
-                records.append(await self._execute(chain, running, move, valuation, run_id))
+                records.append(await execute(chain, running, move, valuation, run_id))
                 self._runs.step_done(run_id, step)
         except Exception as error:  # the chain refused a step: record what did happen
             reason = f"step {len(records) + 1} failed: {error}"
@@ -213,25 +211,6 @@ class Agent:
         self._runs.start(
             RunRecord(run_id, wallet.id, wallet.chain_id, status, (), 0, block, self._owner),
             reason=reason,
-        )
-
-    @staticmethod
-    async def _execute(
-        chain: ChainPort, wallet: Wallet, move: Move, valuation: Valuation, run_id: str
-    ) -> TransactionRecord:
-        step = chain.withdraw if move.action == "withdraw" else chain.supply
-        receipt = await step(wallet.address, move.protocol, wallet.token, move.amount)
-        quote = valuation.quotes.get(move.protocol)
-        return TransactionRecord(
-            action=move.action,
-            token=wallet.token,
-            amount=move.amount,
-            tx_hash=receipt.tx_hash,
-            date=moment_of(receipt.timestamp),
-            protocol=move.protocol,
-            apr=quote.apr() if quote else None,
-            block_number=receipt.block_number,
-            correlation_id=run_id,
         )
 
     def _back_to_activated(

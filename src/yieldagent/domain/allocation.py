@@ -12,9 +12,11 @@ funds are spread over:
   ``min_allocation_amount``; excluded protocols are never in S;
 - what S cannot take (all caps reached) stays idle.
 
-For a given S, funds start at the lower bounds and the rest is water-filled by marginal
-yield, then refined by moving ever smaller amounts from the protocol with the lowest
-marginal yield to the one with the highest. Every S is tried when there are at most
+For a given S, funds start at the lower bounds and the rest is spread by a global
+search on a grid (dynamic programming over the protocols, exact on the grid even where
+kinked rate models make the yield curves non-concave), then refined by moving ever
+smaller amounts from the protocol with the lowest marginal yield to the one with the
+highest. Every S is tried when there are at most
 ``EXHAUSTIVE_UP_TO`` optional protocols; beyond, the nested supports (the forced
 protocols plus the k most attractive others, for every k). The best one wins. No
 feasible S raises InvalidRequest: a constraint is never silently broken.
@@ -22,7 +24,6 @@ feasible S raises InvalidRequest: a constraint is never silently broken.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.market import PoolQuote
 
-CHUNKS = 100
-"""The first fill moves total/CHUNKS at a time; refinement then halves the step."""
+MOVES_PER_STEP = 8
+"""Refinement moves at one step size before halving it."""
+GRID = 40
+"""The global search spreads the budget in this many steps; refinement then halves them."""
 
 
 def _exact(ratio: float) -> Fraction:
@@ -60,12 +63,14 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
-class _Bounds:
+class Bounds:
+    """The least and the most one protocol may hold, if it is used."""
+
     low: int
     cap: int
 
 
-def _bounds(total: int, name: str, rules: Constraints) -> _Bounds:
+def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
     cap = total
     if name in rules.max_amount:
         cap = min(cap, rules.max_amount[name])
@@ -74,7 +79,7 @@ def _bounds(total: int, name: str, rules: Constraints) -> _Bounds:
     low = max(rules.min_position, rules.min_amount.get(name, 0))
     if rules.min_protocols > 1:
         low = max(low, math.ceil(total * _exact(rules.min_fraction)))
-    return _Bounds(low, cap)
+    return Bounds(low, cap)
 
 
 class _Yields:
@@ -92,57 +97,87 @@ class _Yields:
         return found
 
 
+def _seed(
+    support: Sequence[str], yields: _Yields, bounds: Mapping[str, Bounds], budget: int
+) -> tuple[dict[str, int], int]:
+    """A global search on a grid: the best way to spread ``budget`` above the lower bounds
+    in GRID steps, by dynamic programming over the protocols. Exact on the grid whatever
+    the shape of the yield curves (kinked rate models make them non-concave). Returns the
+    allocation and the step."""
+    step = max(budget // GRID, 1)
+    units = budget // step
+    best = [0.0] + [-math.inf] * units
+    picks: list[list[int]] = []
+    for name in support:
+        low, cap = bounds[name].low, bounds[name].cap
+        most = min(units, (cap - low) // step)
+        gains = [yields(name, low + j * step) for j in range(most + 1)]
+        merged = [-math.inf] * (units + 1)
+        pick = [0] * (units + 1)
+        for k in range(units + 1):
+            for j in range(min(k, most) + 1):
+                value = best[k - j] + gains[j]
+                if value > merged[k]:
+                    merged[k], pick[k] = value, j
+        best = merged
+        picks.append(pick)
+    k = max(range(units + 1), key=lambda u: (best[u], u))
+    allocation = {}
+    for name, pick in zip(reversed(support), reversed(picks), strict=True):
+        allocation[name] = bounds[name].low + pick[k] * step
+        k -= pick[k]
+    return allocation, step
+
+
 def _fill(
     total: int,
     support: Sequence[str],
     yields: _Yields,
-    bounds: Mapping[str, _Bounds],
+    bounds: Mapping[str, Bounds],
 ) -> dict[str, int] | None:
     """The best allocation over exactly ``support``; None when it cannot be met."""
-    allocation = {name: bounds[name].low for name in support}
-    if any(b.low > b.cap for b in (bounds[n] for n in support)) or sum(allocation.values()) > total:
+    if any(bounds[n].low > bounds[n].cap for n in support):
         return None
-    remaining = min(total, sum(bounds[n].cap for n in support)) - sum(allocation.values())
-    chunk = max(total // CHUNKS, 1)
+    lows = sum(bounds[n].low for n in support)
+    if lows > total:
+        return None
+    budget = min(total, sum(bounds[n].cap for n in support)) - lows
+    allocation, step = _seed(support, yields, bounds, budget)
+    remaining = lows + budget - sum(allocation.values())  # what the grid could not place
 
-    def gain(name: str, step: int) -> float:
+    def gain(name: str, amount: int) -> float:
         held = allocation[name]
-        return (yields(name, held + step) - yields(name, held)) / step
+        return (yields(name, held + amount) - yields(name, held)) / amount
 
-    heap = [
-        (-gain(n, min(chunk, bounds[n].cap - allocation[n])), n)
-        for n in support
-        if bounds[n].cap > allocation[n]
-    ]
-    heapq.heapify(heap)
-    while remaining > 0 and heap:
-        _, name = heapq.heappop(heap)
-        step = min(chunk, bounds[name].cap - allocation[name], remaining)
-        if step <= 0:
-            continue
-        allocation[name] += step
-        remaining -= step
-        room = min(chunk, bounds[name].cap - allocation[name])
-        if room > 0:
-            heapq.heappush(heap, (-gain(name, room), name))
-    _refine(allocation, yields, bounds, chunk)
+    while remaining > 0:
+        open_ = [n for n in support if allocation[n] < bounds[n].cap]
+        if not open_:
+            break
+        name = max(open_, key=lambda n: (gain(n, min(remaining, bounds[n].cap - allocation[n])), n))
+        amount = min(remaining, bounds[name].cap - allocation[name])
+        allocation[name] += amount
+        remaining -= amount
+    _refine(allocation, yields, bounds, step)
     return allocation
 
 
 def _refine(
     allocation: dict[str, int],
     yields: _Yields,
-    bounds: Mapping[str, _Bounds],
+    bounds: Mapping[str, Bounds],
     chunk: int,
 ) -> None:
     """Moves ever smaller amounts from where they earn least to where they earn most, down
-    to a millionth of the total (far below the 0.01% the optimizer promises)."""
+    to single units, so that caps and bounds are met exactly. The global search left the
+    allocation within a grid step of the best one, so each step size gets a few moves
+    (a flat stretch of a non-concave curve would otherwise be walked unit by unit)."""
     step = chunk
-    finest = max(sum(allocation.values()) // 1_000_000, 1)
-    while step >= finest:
+    while step >= 1:
         improved = True
-        while improved:
+        moves = 0
+        while improved and moves < MOVES_PER_STEP:
             improved = False
+            moves += 1
             takers = [n for n in allocation if allocation[n] + step <= bounds[n].cap]
             givers = [n for n in allocation if allocation[n] - step >= bounds[n].low]
             if not takers or not givers:
@@ -180,7 +215,7 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
     if total <= 0:
         return {}
     usable = {c.protocol: c for c in candidates if c.protocol not in rules.excluded}
-    bounds = {name: _bounds(total, name, rules) for name in usable}
+    bounds = {name: position_bounds(total, name, rules) for name in usable}
     forced = sorted(name for name in usable if rules.min_amount.get(name, 0) > 0)
     missing = sorted(n for n, amount in rules.min_amount.items() if amount > 0 and n not in usable)
     if missing:

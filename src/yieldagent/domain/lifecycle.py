@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -38,6 +38,7 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotFound,
 )
+from yieldagent.domain.optimizer import Costs
 from yieldagent.domain.valuation import Valuation, moment_of, place_idle, value
 from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
 from yieldagent.domain.wallets import (
@@ -112,15 +113,24 @@ class Lifecycle:
         chains: Mapping[int, ChainPort],
         catalog: Catalog,
         policy: Policy,
+        paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
     ) -> None:
         self._wallets = wallets
         self._chains = chains
         self._catalog = catalog
         self._policy = policy
+        self.paused = paused
+        """The protocols the operator paused on a chain: funds are never placed there."""
         self._locks: dict[int, asyncio.Lock] = {}
         self._owner = uuid.uuid4().hex[:12]
 
     # -- shared steps -------------------------------------------------------------
+
+    async def costs(self, chain: ChainPort, wallet: Wallet) -> Costs:
+        """What moving the wallet's funds costs now, and what its token is worth."""
+        token = self.token_info(wallet)
+        gas = await chain.gas_cost("supply")
+        return Costs(gas.usd, token.price_usd, token.decimals)
 
     @property
     def lease_seconds(self) -> float:
@@ -337,7 +347,14 @@ class Lifecycle:
         async with self.exclusive(wallet) as current:
             try:
                 valuation = await value(chain, current)
-                records = await place_idle(chain, current, valuation, str(uuid.uuid4()))
+                records = await place_idle(
+                    chain,
+                    current,
+                    valuation,
+                    str(uuid.uuid4()),
+                    await self.costs(chain, current),
+                    self.paused(current.chain_id),
+                )
             except Exception:
                 failed = replace(current, status=transition(current.status, "activation_failed"))
                 self._wallets.commit(Journal(failed))
@@ -361,7 +378,14 @@ class Lifecycle:
             self._check_size(token, added)
             valuation = await value(chain, current)
             correlation = str(uuid.uuid4())
-            records = await place_idle(chain, current, valuation, correlation)
+            records = await place_idle(
+                chain,
+                current,
+                valuation,
+                correlation,
+                await self.costs(chain, current),
+                self.paused(current.chain_id),
+            )
             after = self.with_valuation(current, await value(chain, current))
             after.principal = current.principal + added
             self._wallets.commit(
@@ -628,7 +652,12 @@ class Lifecycle:
                     )
             if current.is_staked:
                 records += await place_idle(
-                    chain, current, await value(chain, current), correlation
+                    chain,
+                    current,
+                    await value(chain, current),
+                    correlation,
+                    await self.costs(chain, current),
+                    self.paused(current.chain_id),
                 )
             after = self.with_valuation(current, await value(chain, current))
             self._wallets.commit(Journal(after, transactions=records, rewards=rewards))

@@ -6,11 +6,12 @@ Pure and deterministic: the same holdings, pools and rules give the same plan.
    own rate impact, within the constraints.
 2. **Value of moving.** The target's APR minus the current holdings' APR (idle funds
    earn nothing), over the horizon, against the gas of the moves.
-3. **Decision.** A rebalance happens when it is *required* (a position sits where the
-   rules no longer allow it) or when it *pays*: the APR gain is at least
-   ``min_apr_gain`` percentage points and the moves pay for themselves within
-   ``max_break_even_days``. Otherwise only idle funds are placed, where the target
-   wants more, and existing positions stay.
+3. **Decision.** The baseline is staying put, idle funds placed where the target wants
+   more. A rebalance happens when it is *required* (the baseline breaks a rule: a
+   position in a paused, excluded or deselected protocol, above its cap, below its
+   minimum, too few protocols) or when it *pays*: the target beats the baseline by at
+   least ``min_apr_gain`` percentage points and the moves pay for themselves within
+   ``max_break_even_days``. Otherwise only the idle funds are placed.
 4. **Plan.** Withdrawals first (they fund the deposits), then deposits.
 
 The defaults follow the peers in ``reference-facts.md``: ZyFAI moves for a gain of at
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from yieldagent.domain.allocation import Candidate, allocate, weighted_apr
+from yieldagent.domain.allocation import Candidate, allocate, position_bounds, weighted_apr
 from yieldagent.domain.constraints import Constraints
 
 
@@ -119,22 +120,36 @@ def _idle_only(current: Mapping[str, int], idle: int, target: Mapping[str, int])
     return {n: a for n, a in placed.items() if a > 0}
 
 
-def _required(
-    current: Mapping[str, int],
-    target: Mapping[str, int],
-    candidates: Sequence[Candidate],
-    rules: Constraints,
+def violations(
+    holdings: Mapping[str, int], total: int, candidates: Sequence[Candidate], rules: Constraints
 ) -> str | None:
-    """Why the current holdings must move regardless of gain, if they must."""
+    """The first rule ``holdings`` (of a wallet worth ``total``) break, if any."""
     allowed = {c.protocol for c in candidates} - set(rules.excluded)
-    leaving = sorted(p for p, amount in current.items() if amount > 0 and p not in allowed)
+    used = {name: amount for name, amount in holdings.items() if amount > 0}
+    leaving = sorted(set(used) - allowed)
     if leaving:
         return f"positions in {', '.join(leaving)} are no longer allowed"
-    for name, amount in current.items():
-        cap = rules.max_amount.get(name)
-        if amount > 0 and cap is not None and amount > cap:
-            return f"{name} holds more than its max_allocation_amount"
+    for name in sorted(used):
+        bounds = position_bounds(total, name, rules)
+        if used[name] > bounds.cap:
+            return f"{name} holds more than its cap"
+        if used[name] < bounds.low:
+            return f"{name} holds less than its minimum"
+    for name, minimum in sorted(rules.min_amount.items()):
+        if minimum > 0 and used.get(name, 0) < minimum:
+            return f"{name} holds less than its min_allocation_amount"
+    if rules.min_protocols > 1 and len(used) < rules.min_protocols:
+        return f"fewer than {rules.min_protocols} protocols hold funds"
     return None
+
+
+def _weighted(holdings: Mapping[str, int], total: int, candidates: Sequence[Candidate]) -> float:
+    """APR of ``holdings`` over ``total``: what is not placed, or sits in a protocol that is
+    no candidate (it must leave anyway), earns nothing here."""
+    known = {c.protocol for c in candidates}
+    priced = {name: amount for name, amount in holdings.items() if name in known}
+    placed = sum(priced.values())
+    return weighted_apr(priced, candidates) * placed / total if total and placed else 0.0
 
 
 def optimize(
@@ -153,29 +168,29 @@ def optimize(
     total = idle + sum(current.values())
     target = allocate(total, candidates, rules)
     before = current_apr(current, idle, candidates)
-    after = weighted_apr(target, candidates) * sum(target.values()) / total if total else 0.0
+    after = _weighted(target, total, candidates)
     moves = _moves(current, target)
     gas = costs.gas_usd_per_move * len(moves)
-    daily_gain = costs.usd(total) * (after - before) / 100 / 365
+    baseline = _idle_only(current, idle, target) if idle > 0 else dict(current)
+    required = violations(baseline, total, candidates, rules)
+    gain = after - _weighted(baseline, total, candidates)
+    daily_gain = costs.usd(total) * gain / 100 / 365
     break_even = gas / daily_gain if daily_gain > 0 else None
-    required = _required(current, target, candidates, rules)
     pays = (
-        after - before >= thresholds.min_apr_gain
+        gain >= thresholds.min_apr_gain
         and break_even is not None
         and break_even <= thresholds.max_break_even_days
         and daily_gain * thresholds.horizon_days > gas
     )
     if moves and (required or pays):
-        reason = required or f"APR +{after - before:.2f} points, paid back in {break_even:.1f} days"
+        reason = required or f"APR +{gain:.2f} points, paid back in {break_even:.1f} days"
         return Plan(target, before, after, moves, gas, break_even, True, reason)
-    if idle > 0:
-        placed = _idle_only(current, idle, target)
-        idle_moves = _moves(current, placed)
-        apr_placed = weighted_apr(placed, candidates) * sum(placed.values()) / total
+    idle_moves = _moves(current, baseline)
+    if idle_moves:
         return Plan(
-            placed,
+            baseline,
             before,
-            apr_placed,
+            _weighted(baseline, total, candidates),
             idle_moves,
             costs.gas_usd_per_move * len(idle_moves),
             None,
@@ -183,8 +198,6 @@ def optimize(
             "idle funds placed; moving positions does not pay",
         )
     reason = (
-        "nothing to move"
-        if not moves
-        else (f"APR +{after - before:.2f} points does not clear the threshold")
+        "nothing to move" if not moves else (f"APR +{gain:.2f} points does not clear the threshold")
     )
     return Plan(dict(current), before, before, (), 0.0, break_even, False, reason)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from yieldagent.chain.port import ChainPort
-from yieldagent.domain.allocation import Candidate, allocate, weighted_apr
+from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.market import PoolQuote
+from yieldagent.domain.optimizer import Costs, Move, optimize
 from yieldagent.domain.wallets import TransactionRecord, Wallet
 
 
@@ -67,48 +68,45 @@ async def value(chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = ())
     return Valuation(idle, positions, quotes, moment_of(head.timestamp))
 
 
-async def place_idle(
-    chain: ChainPort, wallet: Wallet, valuation: Valuation, correlation_id: str
-) -> list[TransactionRecord]:
-    """Supplies the idle funds where the wallet's best allocation wants more.
+async def execute(
+    chain: ChainPort, wallet: Wallet, move: Move, valuation: Valuation, correlation_id: str
+) -> TransactionRecord:
+    """Carries out one move of a plan and returns its history record."""
+    step = chain.withdraw if move.action == "withdraw" else chain.supply
+    receipt = await step(wallet.address, move.protocol, wallet.token, move.amount)
+    quote = valuation.quotes.get(move.protocol)
+    return TransactionRecord(
+        action=move.action,
+        token=wallet.token,
+        amount=move.amount,
+        tx_hash=receipt.tx_hash,
+        date=moment_of(receipt.timestamp),
+        protocol=move.protocol,
+        apr=quote.apr() if quote else None,
+        block_number=receipt.block_number,
+        correlation_id=correlation_id,
+    )
 
-    Existing positions are not moved (rebalancing does that); the idle funds go to the
-    protocols furthest below their target, in that order.
-    """
+
+async def place_idle(
+    chain: ChainPort,
+    wallet: Wallet,
+    valuation: Valuation,
+    correlation_id: str,
+    costs: Costs,
+    paused: frozenset[str] = frozenset(),
+) -> list[TransactionRecord]:
+    """Places the wallet's idle funds as the optimizer plans: where the best allocation
+    wants more, or with a rebalance when the rules require one (a minimum position, say)
+    or when it pays. Nothing happens without idle funds."""
     if valuation.idle <= 0:
         return []
-    candidates = valuation.candidates(wallet.selected_protocols)
-    target = allocate(valuation.total, candidates, wallet.constraints)
-    gaps = sorted(
-        ((amount - valuation.positions.get(p, 0), p) for p, amount in target.items()),
-        reverse=True,
+    protocols = [p for p in wallet.selected_protocols if p not in paused]
+    plan = optimize(
+        valuation.positions,
+        valuation.idle,
+        valuation.candidates(protocols),
+        wallet.constraints,
+        costs,
     )
-    records = []
-    left = valuation.idle
-    for gap, protocol in gaps:
-        amount = min(gap, left)
-        if amount <= 0:
-            continue
-        apr = valuation.quotes[protocol].apr(amount)
-        receipt = await chain.supply(wallet.address, protocol, wallet.token, amount)
-        records.append(
-            TransactionRecord(
-                action="deposit",
-                token=wallet.token,
-                amount=amount,
-                tx_hash=receipt.tx_hash,
-                date=moment_of(receipt.timestamp),
-                protocol=protocol,
-                apr=apr,
-                block_number=receipt.block_number,
-                correlation_id=correlation_id,
-            )
-        )
-        left -= amount
-    return records
-
-
-def expected_apr(valuation: Valuation, wallet: Wallet) -> float:
-    """The APR the wallet's best allocation would earn, after its own rate impact."""
-    candidates = valuation.candidates(wallet.selected_protocols)
-    return weighted_apr(allocate(valuation.total, candidates, wallet.constraints), candidates)
+    return [await execute(chain, wallet, move, valuation, correlation_id) for move in plan.moves]
