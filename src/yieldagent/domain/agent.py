@@ -56,11 +56,11 @@ class RunRecord:
 class RunRepository(Protocol):
     """Where runs, the schedule and protocol pauses are kept."""
 
-    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
-        """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
-
-    def schedule(self, wallet_id: int, next_run_at: float) -> None:
-        """Sets when the wallet runs next."""
+    def claim_due(
+        self, now: float, owner: str, lease_until: float, limit: int, next_run_at: float
+    ) -> list[int]:
+        """Leases up to ``limit`` due wallets for ``owner`` and moves their next run to
+        ``next_run_at``, in one statement; returns their ids."""
 
     def start(self, run: RunRecord, reason: str | None = None) -> None:
         """Stores a run and its plan before any step executes; with ``reason``, a run that
@@ -224,13 +224,14 @@ class Agent:
     # -- the schedule ----------------------------------------------------------------------
 
     async def run_due(self) -> int:
-        """Claims a batch of due wallets, runs each once, and schedules their next run.
-        Returns how many ran."""
+        """Claims a batch of due wallets (moving their next run one interval on in the
+        same statement), runs each once, and returns how many ran."""
         now = time.time()
         owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
         lease = now + self._lifecycle.lease_seconds
+        next_run = now + self._settings.interval_seconds
         ran = 0
-        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch):
+        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch, next_run):
             wallet = self._wallets.get_by_id(wallet_id)
             if wallet is None:
                 continue
@@ -240,7 +241,6 @@ class Agent:
             except Exception:
                 log.exception("scheduled run failed", extra={"wallet": wallet.address})
             finally:
-                self._runs.schedule(wallet_id, now + self._settings.interval_seconds)
                 self._wallets.release_lease(wallet_id, owner)
         return ran
 

@@ -51,8 +51,12 @@ class RunStore:
 
     # schedule
 
-    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
-        """Leases up to ``limit`` activated wallets whose run is due; returns their ids."""
+    def claim_due(
+        self, now: float, owner: str, lease_until: float, limit: int, next_run_at: float
+    ) -> list[int]:
+        """Leases up to ``limit`` activated wallets whose run is due and, in the same
+        statement, moves their next run to ``next_run_at``; returns their ids. Once claimed
+        a wallet is no longer due, so no other replica can run it again this cycle."""
         due = (
             select(WalletRow.id)  # type: ignore[call-overload]
             .where(
@@ -70,7 +74,7 @@ class RunStore:
                 session.execute(
                     update(WalletRow)
                     .where(col(WalletRow.id).in_(due.scalar_subquery()))
-                    .values(lease_owner=owner, lease_until=lease_until)
+                    .values(lease_owner=owner, lease_until=lease_until, next_run_at=next_run_at)
                     .returning(col(WalletRow.id))
                 )
                 .scalars()
