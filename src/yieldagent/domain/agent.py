@@ -62,6 +62,9 @@ class RunRepository(Protocol):
         """Leases up to ``limit`` due wallets for ``owner`` and moves their next run to
         ``next_run_at``, in one statement; returns their ids."""
 
+    def schedule(self, wallet_id: int, next_run_at: float) -> None:
+        """Sets when the wallet runs next."""
+
     def start(self, run: RunRecord, reason: str | None = None) -> None:
         """Stores a run and its plan before any step executes; with ``reason``, a run that
         is already over (it moved nothing)."""
@@ -224,14 +227,17 @@ class Agent:
     # -- the schedule ----------------------------------------------------------------------
 
     async def run_due(self) -> int:
-        """Claims a batch of due wallets (moving their next run one interval on in the
-        same statement), runs each once, and returns how many ran."""
+        """Claims a batch of due wallets, runs each once, and returns how many ran.
+
+        Claiming moves a wallet's next run to when its lease expires, in the same
+        statement: no other replica can take it meanwhile, and if this process dies the
+        wallet is due again as soon as the lease lapses. After its run it moves a full
+        interval on."""
         now = time.time()
         owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
         lease = now + self._lifecycle.lease_seconds
-        next_run = now + self._settings.interval_seconds
         ran = 0
-        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch, next_run):
+        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch, lease):
             wallet = self._wallets.get_by_id(wallet_id)
             if wallet is None:
                 continue
@@ -241,6 +247,7 @@ class Agent:
             except Exception:
                 log.exception("scheduled run failed", extra={"wallet": wallet.address})
             finally:
+                self._runs.schedule(wallet_id, now + self._settings.interval_seconds)
                 self._wallets.release_lease(wallet_id, owner)
         return ran
 
