@@ -56,11 +56,8 @@ class RunRecord:
 class RunRepository(Protocol):
     """Where runs, the schedule and protocol pauses are kept."""
 
-    def claim_due(
-        self, now: float, owner: str, lease_until: float, limit: int, next_run_at: float
-    ) -> list[int]:
-        """Leases up to ``limit`` due wallets for ``owner`` and moves their next run to
-        ``next_run_at``, in one statement; returns their ids."""
+    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
+        """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
 
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
@@ -229,15 +226,15 @@ class Agent:
     async def run_due(self) -> int:
         """Claims a batch of due wallets, runs each once, and returns how many ran.
 
-        Claiming moves a wallet's next run to when its lease expires, in the same
-        statement: no other replica can take it meanwhile, and if this process dies the
-        wallet is due again as soon as the lease lapses. After its run it moves a full
-        interval on."""
+        The claim's lease is held to the end: the next run is set (an interval on) before
+        the lease is released, so no replica can find the wallet due and free in between.
+        If this process dies, the wallet is still due once its lease lapses: retried.
+        """
         now = time.time()
         owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
         lease = now + self._lifecycle.lease_seconds
         ran = 0
-        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch, lease):
+        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch):
             wallet = self._wallets.get_by_id(wallet_id)
             if wallet is None:
                 continue

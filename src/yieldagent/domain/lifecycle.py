@@ -155,10 +155,11 @@ class Lifecycle:
     async def exclusive(self, wallet: Wallet, owner: str | None = None) -> AsyncIterator[Wallet]:
         """Holds the wallet's lease; yields the wallet as stored once the lease is held.
 
-        ``owner``: a lease this process already holds (the scheduler claims wallets in
-        batches); it is renewed, and released at the end like any other.
+        ``owner``: a lease the caller already holds (the scheduler claims wallets in
+        batches); it is renewed, and left to the caller to release.
         """
         local = self._locks.setdefault(wallet.id, asyncio.Lock())
+        release = owner is None
         async with local:
             owner = owner or f"{self._owner}:{uuid.uuid4().hex[:8]}"
             deadline = time.monotonic() + self._policy.lease_wait_seconds
@@ -171,7 +172,8 @@ class Lifecycle:
             try:
                 yield self.wallet(wallet.chain_id, wallet.address)
             finally:
-                self._wallets.release_lease(wallet.id, owner)
+                if release:
+                    self._wallets.release_lease(wallet.id, owner)
 
     def with_valuation(self, wallet: Wallet, valuation: Valuation) -> Wallet:
         return replace(

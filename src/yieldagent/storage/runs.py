@@ -4,7 +4,8 @@ Claiming is how several replicas share the work. One statement marks a batch of 
 unleased wallets as leased by this process; on PostgreSQL the inner selection skips rows
 another replica is claiming at that moment (``FOR UPDATE SKIP LOCKED``); SQLite runs one
 writer at a time. A wallet is therefore never run by two processes at once, and none is
-skipped: a claimed wallet's next run is only moved once its run has ended.
+skipped: a claimed wallet's next run is moved while its lease is still held, once its run
+has ended; if the process dies first, the wallet is due again when the lease lapses.
 """
 
 from __future__ import annotations
@@ -51,12 +52,8 @@ class RunStore:
 
     # schedule
 
-    def claim_due(
-        self, now: float, owner: str, lease_until: float, limit: int, next_run_at: float
-    ) -> list[int]:
-        """Leases up to ``limit`` activated wallets whose run is due and, in the same
-        statement, moves their next run to ``next_run_at``; returns their ids. Once claimed
-        a wallet is no longer due, so no other replica can run it again this cycle."""
+    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
+        """Leases up to ``limit`` activated wallets whose run is due; returns their ids."""
         due = (
             select(WalletRow.id)  # type: ignore[call-overload]
             .where(
@@ -74,7 +71,7 @@ class RunStore:
                 session.execute(
                     update(WalletRow)
                     .where(col(WalletRow.id).in_(due.scalar_subquery()))
-                    .values(lease_owner=owner, lease_until=lease_until, next_run_at=next_run_at)
+                    .values(lease_owner=owner, lease_until=lease_until)
                     .returning(col(WalletRow.id))
                 )
                 .scalars()

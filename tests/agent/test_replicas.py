@@ -1,0 +1,157 @@
+"""Replicas share the agent's work through database leases.
+
+With PostgreSQL, any number of processes run ``yieldagent agent cycle`` on one database:
+each claims batches of due wallets (``SELECT … FOR UPDATE SKIP LOCKED``) until none is
+left. No wallet may run twice at the same time or twice in one cycle, none may be
+skipped, and the work must be shared.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from support.agent_world import (
+    CycleProcess,
+    bulk_activated,
+    cycle_env,
+    ledger_disagreements,
+    open_world,
+    run_rows,
+    user_eoa,
+    wallet_rows,
+)
+from support.databases import temporary_database
+from support.wallet_setup import USDC, activated, make_lifecycle, policy
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.port import ChainPort
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.agent import Agent, AgentSettings
+from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.partners import Partner
+from yieldagent.domain.wallets import Wallet
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.wallets import WalletStore
+
+WALLETS = 1_000
+PROCESSES = 3
+INTERVAL = 86_400.0
+"""Long enough that no wallet falls due again within the cycle."""
+
+
+def _overlapping(spans: list[tuple[datetime, datetime | None]]) -> bool:
+    """Whether two of a wallet's runs overlap in time (an unfinished one lasts forever)."""
+    ordered = sorted(spans, key=lambda span: span[0])
+    return any(end is None or end > start for (_, end), (start, _) in itertools.pairwise(ordered))
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(300)
+def test_three_processes_run_every_due_wallet_exactly_once(tmp_path: Path) -> None:
+    with temporary_database("postgres", tmp_path) as url:
+        world = open_world(url)
+        try:
+            wallets = bulk_activated(world, [100 * USDC + i for i in range(WALLETS)])
+            assert {(row.status, row.next_run_at) for row in wallet_rows(world.engine)} == {
+                ("activated", 0.0)
+            }
+            env = cycle_env(url, tmp_path, YIELDAGENT_AGENT_INTERVAL_SECONDS=str(INTERVAL))
+
+            started = time.time()
+            processes = [CycleProcess(env) for _ in range(PROCESSES)]
+            try:
+                results = [process.result(timeout=240) for process in processes]
+            finally:
+                for process in processes:
+                    process.kill()
+
+            runs = run_rows(world.engine)
+            rows = wallet_rows(world.engine)
+            ids = {wallet.id for wallet in wallets}
+            per_wallet = Counter(run.wallet_id for run in runs)
+            # none skipped: every wallet ran, and its next run moved a whole interval ahead
+            assert sorted(ids - set(per_wallet)) == []
+            assert set(per_wallet) == ids
+            assert [row.id for row in rows if row.next_run_at < started + INTERVAL] == []
+            assert {row.status for row in rows} == {"activated"}
+            assert [row.id for row in rows if row.lease_owner is not None] == []
+            assert [result.recovered for result in results] == [0] * PROCESSES
+            # every run ended, having found the wallet as activation left it
+            assert {run.status for run in runs} <= {"no_action", "completed"}, Counter(
+                run.status for run in runs
+            )
+            assert all(run.finished_at is not None for run in runs)
+            # the work was shared: more than one process ran wallets, each what it says
+            assert sum(1 for result in results if result.ran > 0) > 1, results
+            by_owner = Counter(run.owner for run in runs)
+            assert len(by_owner) > 1, by_owner
+            assert sorted(by_owner.values()) == sorted(r.ran for r in results if r.ran)
+            # no two runs of one wallet at the same time
+            spans: defaultdict[int, list[tuple[datetime, datetime | None]]] = defaultdict(list)
+            for run in runs:
+                spans[run.wallet_id].append((run.started_at, run.finished_at))
+            assert [w for w, s in spans.items() if _overlapping(s)] == []
+            assert ledger_disagreements(world, wallets, growth=Fraction(1)) == []
+
+            # and none ran twice
+            twice = sorted(w for w, n in per_wallet.items() if n > 1)
+            assert twice == [], [
+                f"wallet {r.wallet_id} by {r.owner} {r.started_at:%T.%f}-{r.finished_at:%T.%f}"
+                for r in runs
+                if r.wallet_id in twice[:3]
+            ]
+            assert sum(result.ran for result in results) == WALLETS, results
+        finally:
+            world.engine.dispose()
+
+
+class _AnotherReplicaAfterEachRun(Lifecycle):
+    """A lifecycle through which, as soon as a run lets go of its wallet, another replica
+    runs its own cycle: what happens when that replica's claim comes at this moment."""
+
+    def __init__(self, engine: Engine, chains: dict[int, ChainPort]) -> None:
+        super().__init__(WalletStore(engine), chains, load_catalog(), policy())
+        self.other = Agent(
+            make_lifecycle(engine, chains),
+            WalletStore(engine),
+            RunStore(engine),
+            AgentSettings(INTERVAL),
+        )
+        self.ran_by_other: list[int] = []
+
+    @asynccontextmanager
+    async def exclusive(self, wallet: Wallet, owner: str | None = None) -> AsyncIterator[Wallet]:
+        async with super().exclusive(wallet, owner) as current:
+            yield current
+        self.ran_by_other.append(await self.other.run_due())
+
+
+async def test_a_wallet_that_just_ran_is_not_run_again_by_another_replica(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    partner: tuple[Partner, str],
+) -> None:
+    """The moment a run ends is the riskiest for a second claim: the wallet is activated
+    and unleased again. It must no longer be due then."""
+    for i in range(3):
+        lifecycle = make_lifecycle(engine, chains)
+        await activated(lifecycle, engine, market, partner[0].id, 100 * USDC, eoa=user_eoa(i))
+    replica = _AnotherReplicaAfterEachRun(engine, chains)
+    agent = Agent(replica, WalletStore(engine), RunStore(engine), AgentSettings(INTERVAL))
+
+    assert await agent.run_due() == 3
+
+    assert replica.ran_by_other == [0, 0, 0]
+    runs = RunStore(engine)
+    wallets = WalletStore(engine).wallets(8453)
+    assert [len(runs.runs_of(wallet.id)) for wallet in wallets] == [1, 1, 1]
