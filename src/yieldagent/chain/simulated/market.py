@@ -281,17 +281,28 @@ class SimulatedMarket:
                 recipient=sender,
                 amount=amount,
             )
-            unit.credit(chain_id, token, sender, -amount)
-            unit.credit(chain_id, token, recipient, amount)
-            return self._mine(
-                unit,
-                chain_id,
-                kind="transfer",
-                token=token,
-                sender=sender,
-                recipient=recipient,
-                amount=amount,
-            )
+            return self._transfer(unit, chain_id, token, sender, recipient, amount)
+
+    def _transfer(
+        self,
+        unit: SimSession,
+        chain_id: int,
+        token: str,
+        sender: str,
+        recipient: str,
+        amount: int,
+    ) -> MinedTx:
+        unit.credit(chain_id, token, sender, -amount)
+        unit.credit(chain_id, token, recipient, amount)
+        return self._mine(
+            unit,
+            chain_id,
+            kind="transfer",
+            token=token,
+            sender=sender,
+            recipient=recipient,
+            amount=amount,
+        )
 
     def transfer(
         self, chain_id: int, token: str, sender: str, recipient: str, amount: int
@@ -300,17 +311,7 @@ class SimulatedMarket:
         if amount <= 0:
             raise MarketError("amount must be positive")
         with self.store.writing() as unit:
-            unit.credit(chain_id, token, sender, -amount)
-            unit.credit(chain_id, token, recipient, amount)
-            return self._mine(
-                unit,
-                chain_id,
-                kind="transfer",
-                token=token,
-                sender=sender,
-                recipient=recipient,
-                amount=amount,
-            )
+            return self._transfer(unit, chain_id, token, sender, recipient, amount)
 
     def _pool(self, unit: SimSession, chain_id: int, protocol: str, token: str) -> PoolState:
         for pool in unit.pools(chain_id, token):
