@@ -77,7 +77,7 @@ def build_server(
         HealthcheckServicer(engine), server
     )
     catalog_pb2_grpc.add_CatalogServiceServicer_to_server(
-        CatalogServicer(catalog, chains, RunStore(engine).paused), server
+        CatalogServicer(catalog, chains, RunStore(engine).paused, reports.holdings), server
     )
     smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server(
         SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address), server

@@ -29,13 +29,9 @@ def test_tokens_of_base(api: RunningService) -> None:
     response = api.request("GET", "/api/v1/8453/tokens")
     assert response.status == 200
     [token] = response.json()["tokens"]
-    assert token == {
-        "address": BASE_USDC,
-        "symbol": "USDC",
-        "decimals": 6,
-        "balance": 0,
-        "current_price": 1,
-    }
+    balance = token.pop("balance")  # what the session's wallets hold: other tests add some
+    assert isinstance(balance, int | float) and balance >= 0
+    assert token == {"address": BASE_USDC, "symbol": "USDC", "decimals": 6, "current_price": 1}
 
 
 def test_tokens_of_an_unknown_chain_is_a_404(api: RunningService) -> None:

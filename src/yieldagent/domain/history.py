@@ -157,6 +157,15 @@ class Reports:
             period = [p for p in points if p.at <= end]
         return time_weighted_apr(period)
 
+    def holdings(self, chain_id: int) -> dict[str, int]:
+        """What the wallets of a chain hold, per token, in its smallest unit (from their
+        last valuation; deactivated wallets hold nothing for the service)."""
+        held: dict[str, int] = defaultdict(int)
+        for wallet in self._wallets.wallets(chain_id):
+            if wallet.status != WalletStatus.DEACTIVATED:
+                held[wallet.token] += wallet.idle + sum(wallet.allocation.values())
+        return dict(held)
+
     def statistics(self, chain_id: int) -> Statistics:
         """The chain's totals and liquidity distribution, from the last valuations."""
         chain = self._catalog.chain(chain_id)

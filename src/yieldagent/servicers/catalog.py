@@ -51,10 +51,12 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         catalog: Catalog,
         chains: Mapping[int, ChainPort],
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
+        holdings: Callable[[int], Mapping[str, int]] = lambda chain_id: {},
     ) -> None:
         self._catalog = catalog
         self._chains = chains
         self._paused = paused
+        self._holdings = holdings
 
     async def ListChains(
         self, request: catalog_pb2.ListChainsRequest, context: grpc.aio.ServicerContext
@@ -65,13 +67,14 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         self, request: catalog_pb2.ListTokensRequest, context: grpc.aio.ServicerContext
     ) -> catalog_pb2.ListTokensResponse:
         chain = self._catalog.chain(request.chain_id)
+        held = self._holdings(request.chain_id)
         return catalog_pb2.ListTokensResponse(
             tokens=[
                 catalog_pb2.Token(
                     address=token.address,
                     symbol=token.symbol,
                     decimals=token.decimals,
-                    balance=0.0,  # no agent can hold funds before wallet activation exists
+                    balance=held.get(token.address, 0) / 10**token.decimals,
                     current_price=token.price_usd,
                 )
                 for token in chain.tokens
