@@ -104,6 +104,28 @@ class ClaimedReward:
     price_in_underlying: float
 
 
+async def _send(
+    chain: ChainPort,
+    token: str,
+    sender: str,
+    recipient: str,
+    amount: int,
+    action: str,
+    correlation: str,
+) -> TransactionRecord:
+    """Sends ``amount`` of ``token`` and returns the history record of the transfer."""
+    receipt = await chain.transfer(token, sender, recipient, amount)
+    return TransactionRecord(
+        action=action,
+        token=token,
+        amount=amount,
+        tx_hash=receipt.tx_hash,
+        date=moment_of(receipt.timestamp),
+        block_number=receipt.block_number,
+        correlation_id=correlation,
+    )
+
+
 class Lifecycle:
     """The use cases that move a wallet's money or change its rules."""
 
@@ -445,30 +467,26 @@ class Lifecycle:
         records: list[TransactionRecord] = []
         payout = None
         if split.to_user > 0:
-            receipt = await chain.transfer(wallet.token, wallet.address, wallet.eoa, split.to_user)
-            payout = TransactionRecord(
-                action="transfer",
-                token=wallet.token,
-                amount=split.to_user,
-                tx_hash=receipt.tx_hash,
-                date=moment_of(receipt.timestamp),
-                block_number=receipt.block_number,
-                correlation_id=correlation,
+            payout = await _send(
+                chain,
+                wallet.token,
+                wallet.address,
+                wallet.eoa,
+                split.to_user,
+                "transfer",
+                correlation,
             )
             records.append(payout)
         if split.fee > 0:
-            receipt = await chain.transfer(
-                wallet.token, wallet.address, self._policy.fee_collector, split.fee
-            )
             records.append(
-                TransactionRecord(
-                    action="fee_transfer",
-                    token=wallet.token,
-                    amount=split.fee,
-                    tx_hash=receipt.tx_hash,
-                    date=moment_of(receipt.timestamp),
-                    block_number=receipt.block_number,
-                    correlation_id=correlation,
+                await _send(
+                    chain,
+                    wallet.token,
+                    wallet.address,
+                    self._policy.fee_collector,
+                    split.fee,
+                    "fee_transfer",
+                    correlation,
                 )
             )
         return records, payout
@@ -638,18 +656,15 @@ class Lifecycle:
                         )
                     )
                 else:
-                    sent = await chain.transfer(
-                        reward.token, current.address, current.eoa, reward.amount
-                    )
                     records.append(
-                        TransactionRecord(
-                            action="transfer",
-                            token=reward.token,
-                            amount=reward.amount,
-                            tx_hash=sent.tx_hash,
-                            date=moment_of(sent.timestamp),
-                            block_number=sent.block_number,
-                            correlation_id=correlation,
+                        await _send(
+                            chain,
+                            reward.token,
+                            current.address,
+                            current.eoa,
+                            reward.amount,
+                            "transfer",
+                            correlation,
                         )
                     )
             if current.is_staked:
