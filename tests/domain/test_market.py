@@ -23,6 +23,7 @@ from yieldagent.domain.market import (
     copy_pool,
     deposit,
     first_step_after,
+    kink_deltas,
     rewards_owed,
     supply_rate,
     take_step,
@@ -259,6 +260,25 @@ def test_a_vault_deposit_lowers_every_markets_rate() -> None:
         new_rate = pool.model.rates(new.supply, new.borrows, new.rate_at_target).supply
         assert new_rate < old_rate
     assert supply_rate(pool) == PoolQuote("m", USDC, before).rate(5_000_000 * UNIT)
+
+
+@pytest.mark.parametrize("protocol", BASE_PROTOCOLS)
+def test_the_rate_bends_where_a_market_reaches_a_kink_or_fills_up(protocol: str) -> None:
+    """The optimizer looks at these changes of position: each puts some market of the pool
+    at a kink of its rate model (or full), to within a unit's rounding."""
+    pool = _genesis(protocol)
+    deltas = kink_deltas(pool)
+    total = pool.total_supply()
+    kinks = [Fraction(k, RAY) for k in pool.model.kinks]
+    assert len(deltas) >= len(kinks)
+    for delta in deltas:
+        utilizations = [
+            Fraction(m.borrows, m.supply + delta * m.supply // total) for m in pool.markets
+        ]
+        closest = min(abs(u - k) for u in utilizations for k in kinks)
+        assert closest < Fraction(1, 10**9), (delta, closest)
+    quote = PoolQuote(protocol, USDC, pool)
+    assert quote.kinks() == deltas
 
 
 # -- accrual ------------------------------------------------------------------------------

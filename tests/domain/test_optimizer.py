@@ -5,9 +5,10 @@ Pools are Base USDC's at genesis (seed 7). A wallet's holdings are part of a poo
 wallet's change of position ``a - current``.
 
 The brute force evaluates the yearly yield ``Σ a_p · apr_p(a_p) / 100`` on a grid of step
-total/400 over every support the constraint semantics of ``allocation.py`` allow (every used
-protocol between its lower bound and its cap, forced protocols used, at least ``min_protocols``
-used, what the support cannot take stays idle), then refines the best point on ever finer grids.
+total/400, plus the holdings where a pool's market reaches a rate model's kink, over every
+support the constraint semantics of ``allocation.py`` allow (every used protocol between its
+lower bound and its cap, forced protocols used, at least ``min_protocols`` used, what the
+support cannot take stays idle), then refines the best point on ever finer grids.
 """
 
 from __future__ import annotations
@@ -129,12 +130,35 @@ def _check(
 # -- brute force -----------------------------------------------------------------------------------
 
 
-def _points(low: int, high: int, step: int) -> list[int]:
-    """``low``, ``high`` and the multiples of ``step`` between them."""
+# Utilizations where each model's supply rate bends (Aave's optimal utilization, Comet's supply
+# kink, Moonwell's kink, Morpho's target), besides a full market.
+KINKS = {"aave_v3": (0.9,), "compound_v3": (0.85,), "moonwell": (0.9,), "morpho_blue": (0.9,)}
+
+
+def _kink_points(candidate: Candidate) -> list[int]:
+    """Holdings at which one of the pool's markets reaches a kink or fills up (a deposit
+    spreads over a vault's markets in proportion to their supply): a yield curve's narrow
+    peaks lie there, where a plain grid can miss them."""
+    pool = candidate.quote.pool
+    total = pool.total_supply()
+    points = []
+    for market in pool.markets:
+        if market.supply <= 0 or market.borrows <= 0:
+            continue
+        for kink in (*KINKS[pool.kind], 1.0):
+            needed = Fraction(market.borrows) / Fraction(str(kink)) - market.supply
+            middle = candidate.current + math.floor(needed * total / market.supply)
+            points += [middle + offset for offset in (-1, 0, 1, 2) if middle + offset > 0]
+    return points
+
+
+def _points(low: int, high: int, step: int, marks: Sequence[int] = ()) -> list[int]:
+    """``low``, ``high``, the multiples of ``step`` between them, and ``marks`` within."""
     if low > high:
         return []
     first = -(-low // step) * step
-    return sorted({low, high, *range(first, high + 1, step)})
+    within = (m for m in marks if low <= m <= high)
+    return sorted({low, high, *range(first, high + 1, step), *within})
 
 
 YieldOf = Callable[[str, int], float]
@@ -147,29 +171,37 @@ def _grid_best(
     placed: int,
     value: YieldOf,
     step: int,
+    marks: Sequence[Sequence[int]] = ((), (), ()),
 ) -> tuple[float, tuple[int, ...] | None]:
-    """The best grid point with Σ a = placed and lows ≤ a ≤ caps (the last one is implied)."""
+    """The best grid point with Σ a = placed and lows ≤ a ≤ caps, each protocol also at its
+    ``marks`` (the last one is implied, or at one of its marks)."""
     if len(names) == 1:
         return value(names[0], placed), (placed,)
     best: tuple[float, tuple[int, ...] | None] = (-math.inf, None)
+
+    def consider(point: tuple[int, ...]) -> None:
+        nonlocal best
+        if all(low <= a <= cap for low, a, cap in zip(lows, point, caps, strict=True)):
+            total = sum(value(name, a) for name, a in zip(names, point, strict=True))
+            if total > best[0]:
+                best = (total, point)
+
+    rest = sum(caps[1:]), sum(lows[1:])  # what the others can take, and must
+    firsts = _points(max(lows[0], placed - rest[0]), min(caps[0], placed - rest[1]), step, marks[0])
     if len(names) == 2:
-        first, second = names
-        for a in _points(max(lows[0], placed - caps[1]), min(caps[0], placed - lows[1]), step):
-            total = value(first, a) + value(second, placed - a)
-            if total > best[0]:
-                best = (total, (a, placed - a))
+        for a in firsts:
+            consider((a, placed - a))
+        for b in marks[1]:
+            consider((placed - b, b))
         return best
-    first, second, third = names
-    for a in _points(
-        max(lows[0], placed - caps[1] - caps[2]), min(caps[0], placed - lows[1] - lows[2]), step
-    ):
-        head = value(first, a)
-        for b in _points(
-            max(lows[1], placed - a - caps[2]), min(caps[1], placed - a - lows[2]), step
-        ):
-            total = head + value(second, b) + value(third, placed - a - b)
-            if total > best[0]:
-                best = (total, (a, b, placed - a - b))
+    for a in firsts:
+        seconds = max(lows[1], placed - a - caps[2]), min(caps[1], placed - a - lows[2])
+        for b in _points(*seconds, step):
+            consider((a, b, placed - a - b))
+        for b in marks[1]:
+            consider((a, b, placed - a - b))
+        for c in marks[2]:
+            consider((a, placed - a - c, c))
     return best
 
 
@@ -195,7 +227,8 @@ def brute_force(
             lows = [_bounds(total, n, rules)[0] for n in support]
             caps = [_bounds(total, n, rules)[1] for n in support]
             placed = min(total, sum(caps))
-            score, point = _grid_best(support, lows, caps, placed, value, step)
+            marks = [_kink_points(by_name[n]) for n in support]
+            score, point = _grid_best(support, lows, caps, placed, value, step, marks)
             assert point is not None
             width = step
             while width > 1:  # a finer grid around the best point, down to single units
@@ -300,32 +333,38 @@ def _assert_near_optimum(instance: Instance) -> None:
     _check(instance.total, allocation, instance.names, instance.rules)
     found = _yield(allocation, candidates)
     assert found >= best[0] * (1 - 1e-4), (found, best)
-    assert found <= best[0] * (1 + 1e-9) + 1e-6, "the brute force missed a better allocation"
+    # At a sharp peak (a bend of a kinked curve) the brute force's grid can stop short of
+    # the top; beyond 0.01% it would no longer be a reference
+    assert found <= best[0] * (1 + 1e-4), "the brute force missed a better allocation"
 
 
-@settings(max_examples=130, deadline=None)
+def _count_shapes(instance: Instance) -> None:
+    """Notes, for --hypothesis-show-statistics, whether the instance's curves are kinked."""
+    kinked = not all(_concave(c, instance.total) for c in instance.candidates())
+    event("kinked (non-concave) yield curves" if kinked else "concave yield curves")
+
+
+@settings(max_examples=300, deadline=None)
 @given(instances(sizes=(2, 2)))
 def test_two_protocols_are_within_a_hundredth_of_a_percent_of_brute_force(
     instance: Instance,
 ) -> None:
-    """Where every pool's yield curve is concave. On kinked (non-concave) curves the grid
-    search is not proven within 0.01%: see test_non_concave_yield_curves_reach_the_optimum
-    for the cases it does reach, and the README for the gap."""
-    assume(all(_concave(c, instance.total) for c in instance.candidates()))
+    """Whatever the curves' shapes: a wallet's holdings and a total up to ten times a pool
+    push pools across the kinks of their rate models, where yield curves are not concave."""
     assume(_supports(instance.total, instance.names, instance.rules))
+    _count_shapes(instance)
     _assert_near_optimum(instance)
 
 
-@settings(max_examples=70, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(instances(sizes=(3, 3)))
 def test_three_protocols_are_within_a_hundredth_of_a_percent_of_brute_force(
     instance: Instance,
 ) -> None:
-    """Where every pool's yield curve is concave. On kinked (non-concave) curves the grid
-    search is not proven within 0.01%: see test_non_concave_yield_curves_reach_the_optimum
-    for the cases it does reach, and the README for the gap."""
-    assume(all(_concave(c, instance.total) for c in instance.candidates()))
+    """Whatever the curves' shapes: a wallet's holdings and a total up to ten times a pool
+    push pools across the kinks of their rate models, where yield curves are not concave."""
     assume(_supports(instance.total, instance.names, instance.rules))
+    _count_shapes(instance)
     _assert_near_optimum(instance)
 
 

@@ -117,6 +117,13 @@ def _spread(markets: list[MarketState], amount: int) -> list[int]:
 def supply_rate(pool: PoolState, delta: int = 0) -> int:
     """The pool's supply rate (annual, RAY) net of fee, after adding ``delta`` (negative:
     removing) spread over its markets in proportion to their supply."""
+    if len(pool.markets) == 1:  # most pools: no spreading
+        [market] = pool.markets
+        supply = market.supply + delta
+        if supply <= 0:
+            return 0
+        gross = pool.model.rates(supply, market.borrows, market.rate_at_target).supply
+        return gross * (RAY - pool.fee) // RAY
     supplies = [
         m.supply + d for m, d in zip(pool.markets, _spread(pool.markets, delta), strict=True)
     ]
@@ -132,6 +139,27 @@ def supply_rate(pool: PoolState, delta: int = 0) -> int:
         // total
     )
     return gross * (RAY - pool.fee) // RAY
+
+
+def kink_deltas(pool: PoolState) -> list[int]:
+    """The changes of position (negative: removing) at which one of the pool's markets
+    reaches a kink of its rate model or becomes full: between two of them every market's
+    rate follows one smooth piece of its curve. Rounded both ways, as ``_spread`` splits
+    an amount in whole units."""
+    total = pool.total_supply()
+    found: set[int] = set()
+    for market in pool.markets:
+        if market.borrows <= 0 or (market.supply <= 0 < total):
+            continue
+        for kink in pool.model.kinks:
+            # the market's supply at which borrows / supply is the kink
+            needed = -(-market.borrows * RAY // kink) - market.supply
+            if total <= 0:
+                found.add(needed)
+                continue
+            delta, exact = divmod(needed * total, market.supply)
+            found.update((delta, delta + 1) if exact else (delta,))
+    return sorted(found)
 
 
 def market_apys(pool: PoolState) -> list[tuple[str, float]]:
@@ -167,6 +195,10 @@ class PoolQuote:
     def rate(self, delta: int = 0) -> int:
         """Supply rate (annual, RAY) after adding ``delta``."""
         return supply_rate(self.pool, delta)
+
+    def kinks(self) -> list[int]:
+        """The changes of position at which the rate's curve bends (see ``kink_deltas``)."""
+        return kink_deltas(self.pool)
 
 
 # -- time --------------------------------------------------------------------

@@ -118,6 +118,11 @@ class RateModel(Protocol):
     def initial_rate_at_target(self) -> int:
         """The adaptive state of a new market (0 for models that do not adapt)."""
 
+    @property
+    def kinks(self) -> tuple[int, ...]:
+        """Utilizations (RAY) where the supply rate's slope changes; a full market (``RAY``)
+        is one for every model, as utilization stops there."""
+
 
 class _Model:
     """What the models share; the non-adaptive ones keep all of it."""
@@ -148,6 +153,10 @@ class AaveV3(_Model):
     @classmethod
     def base_usdc(cls) -> AaveV3:
         return cls(percent("0.90"), 0, percent("0.04"), percent("0.60"), percent("0.10"))
+
+    @property
+    def kinks(self) -> tuple[int, ...]:
+        return (self.optimal_utilization, RAY)
 
     def rates(self, supply: int, borrows: int, rate_at_target: int) -> Rates:
         u = _utilization(supply, borrows)
@@ -185,6 +194,10 @@ class CompoundV3(_Model):
         borrow = percent("0.85"), percent("0.015"), percent("0.053"), percent("1.8")
         return cls(*supply, *borrow)
 
+    @property
+    def kinks(self) -> tuple[int, ...]:
+        return (self.supply_kink, RAY)
+
     def rates(self, supply: int, borrows: int, rate_at_target: int) -> Rates:
         u = _utilization(supply, borrows)
         low, high = self.borrow_slope_low, self.borrow_slope_high
@@ -207,6 +220,10 @@ class Moonwell(_Model):
     @classmethod
     def base_usdc(cls) -> Moonwell:
         return cls(0, percent("0.9"), percent("0.067"), percent("9.0"), percent("0.10"))
+
+    @property
+    def kinks(self) -> tuple[int, ...]:
+        return (self.kink, RAY)
 
     def rates(self, supply: int, borrows: int, rate_at_target: int) -> Rates:
         u = _utilization(supply, borrows)
@@ -240,6 +257,10 @@ class MorphoBlue(_Model):
 
     def initial_rate_at_target(self) -> int:
         return INITIAL_RATE_AT_TARGET
+
+    @property
+    def kinks(self) -> tuple[int, ...]:
+        return (TARGET_UTILIZATION, RAY)
 
     def error(self, supply: int, borrows: int) -> int:
         """The signed, normalized distance to the target utilization, in ``[-RAY, RAY]``."""
