@@ -5,7 +5,8 @@
 - A cycle: every wallet is due, holds idle USDC, and the agent claims, plans and
   supplies each one (the first cycle moves funds; the second finds nothing to move).
   Sizes come from ``BENCH_WALLETS`` (default ``10000,100000``), on SQLite and, when
-  ``YIELDAGENT_TEST_DATABASE_URL`` is set, on PostgreSQL.
+  ``YIELDAGENT_TEST_DATABASE_URL`` is set, on PostgreSQL. ``BENCH_STORAGE`` (``sqlite`` or
+  ``postgresql``) keeps one of them; ``BENCH_CYCLES=1`` runs the first cycle only.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ async def _cycle(agent: Agent) -> tuple[int, float]:
     return ran, time.perf_counter() - start
 
 
-def cycle(url: str, label: str, wallets: int) -> None:
+def cycle(url: str, label: str, wallets: int, cycles: int = 2) -> None:
     engine = create_db_engine(url)
     migrate(engine)
     market = SimulatedMarket(
@@ -136,7 +137,7 @@ def cycle(url: str, label: str, wallets: int) -> None:
         RunStore(engine),
         AgentSettings(interval_seconds=3600.0, batch=500),
     )
-    for which in ("first (places funds)", "second (nothing to move)"):
+    for which in ("first (places funds)", "second (nothing to move)")[:cycles]:
         with engine.begin() as connection:  # every wallet due now
             connection.execute(text("UPDATE wallets SET next_run_at = 0"))
         ran, seconds = asyncio.run(_cycle(agent))
@@ -155,10 +156,13 @@ def cycle(url: str, label: str, wallets: int) -> None:
 def main() -> None:
     solve_times()
     sizes = [int(n) for n in os.environ.get("BENCH_WALLETS", "10000,100000").split(",")]
-    postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL")
+    cycles = int(os.environ.get("BENCH_CYCLES", "2"))
+    storage = os.environ.get("BENCH_STORAGE", "sqlite,postgresql").split(",")
+    postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL") if "postgresql" in storage else None
     for wallets in sizes:
-        with tempfile.TemporaryDirectory() as directory:
-            cycle(f"sqlite:///{Path(directory) / 'agent.db'}", "sqlite", wallets)
+        if "sqlite" in storage:
+            with tempfile.TemporaryDirectory() as directory:
+                cycle(f"sqlite:///{Path(directory) / 'agent.db'}", "sqlite", wallets, cycles)
         if postgres:
             engine = create_db_engine(postgres)
             with engine.begin() as connection:
@@ -167,5 +171,8 @@ def main() -> None:
             engine.dispose()
             separator = "&" if "?" in postgres else "?"
             cycle(
-                f"{postgres}{separator}options=-csearch_path%3Dbench_agent", "postgresql", wallets
+                f"{postgres}{separator}options=-csearch_path%3Dbench_agent",
+                "postgresql",
+                wallets,
+                cycles,
             )
