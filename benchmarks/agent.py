@@ -1,7 +1,8 @@
 """The agent: optimizer solve time, and full rebalancing cycles over many wallets.
 
 - Solve time of ``optimize`` for 5, 10 and 20 protocols (copies of Base's four pool
-  kinds under distinct names), unconstrained and with ``min_protocols`` 3.
+  kinds under distinct names) for 10,000 USDC, unconstrained and with ``min_protocols`` 3,
+  and for 50 million USDC, which takes pools across their kinks.
 - A cycle: every wallet is due, holds idle USDC, and the agent claims, plans and
   supplies each one (the first cycle moves funds; the second finds nothing to move).
   Sizes come from ``BENCH_WALLETS`` (default ``10000,100000``), on SQLite and, when
@@ -57,14 +58,16 @@ def solve_times() -> None:
     for count in (5, 10, 20):
         pools = [replace(copy_pool(base[i % 4]), protocol=f"p{i}") for i in range(count)]
         candidates = [Candidate(p.protocol, PoolQuote(p.protocol, USDC, p)) for p in pools]
-        for label, rules in (
-            ("unconstrained", Constraints()),
-            ("min_protocols=3", Constraints(min_protocols=3)),
+        for label, rules, usdc in (
+            ("unconstrained", Constraints(), 10_000),
+            ("min_protocols=3", Constraints(min_protocols=3), 10_000),
+            # large enough to push pools across their rate models' kinks
+            ("unconstrained, 50M USDC (kinked curves)", Constraints(), 50_000_000),
         ):
             runs = 10
             start = time.perf_counter()
             for i in range(runs):
-                optimize({}, (10_000 + i) * 10**6, candidates, rules, costs)
+                optimize({}, (usdc + i) * 10**6, candidates, rules, costs)
             _emit(
                 figure="optimizer_solve_ms",
                 protocols=count,
