@@ -41,6 +41,7 @@ from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.port import (
     Block,
     ChainPort,
+    ChainTx,
     ClaimReceipt,
     GasCost,
     Position,
@@ -87,6 +88,10 @@ class YieldingChain:
     async def positions(self, holder: str, token: str) -> list[Position]:
         await asyncio.sleep(0)
         return await self._inner.positions(holder, token)
+
+    async def history(self, holder: str, since_block: int) -> list[ChainTx]:
+        await asyncio.sleep(0)
+        return await self._inner.history(holder, since_block)
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         await asyncio.sleep(0)
