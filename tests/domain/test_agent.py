@@ -532,6 +532,41 @@ async def test_two_agents_never_run_the_same_due_wallet(
         assert set(positions(market, wallet.address)) == {"aave"}
 
 
+async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agents(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    wallets = [
+        await rebalancing_wallet(
+            make_lifecycle(engine, chains), engine, market, owner, agent_id=f"long-{n}"
+        )
+        for n in range(3)
+    ]
+
+    async def slow(action: str, protocol: str, amount: int) -> None:
+        await asyncio.sleep(0.2)  # each wallet's moves take longer than a whole lease
+
+    short = policy(lease_seconds=0.3)
+    first = make_agent(
+        engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, slow)}, short)
+    )
+    second = make_agent(engine, make_lifecycle(engine, chains, short))
+    batch = asyncio.create_task(first.run_due())
+    await asyncio.sleep(0)  # the first agent claims the batch
+    assert all(wallet_row(engine, w.id).lease_owner for w in wallets)
+    taken_by_second = 0
+    while not batch.done():  # the other agent keeps looking for due, unleased wallets
+        taken_by_second += await second.run_due()
+        await asyncio.sleep(0.03)
+
+    assert await batch == len(wallets)
+    assert taken_by_second == 0
+    for wallet in wallets:
+        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
+        assert set(positions(market, wallet.address)) == {"aave"}
+        assert wallet_row(engine, wallet.id).lease_owner is None
+
+
 # -- waiting for a run in progress ----------------------------------------------------------
 
 

@@ -21,9 +21,11 @@ unit is lost or counted twice.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -58,6 +60,10 @@ class RunRepository(Protocol):
 
     def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
         """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
+
+    def renew(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
+        """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
+        ...
 
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
@@ -228,25 +234,48 @@ class Agent:
 
         The claim's lease is held to the end: the next run is set (an interval on) before
         the lease is released, so no replica can find the wallet due and free in between.
-        If this process dies, the wallet is still due once its lease lapses: retried.
+        While the batch runs, the leases of its wallets not yet done are renewed every
+        third of a lease, so a batch may take longer than one lease. If this process
+        dies, the renewals stop and its wallets are due again once their lease lapses.
         """
         now = time.time()
         owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
-        lease = now + self._lifecycle.lease_seconds
+        seconds = self._lifecycle.lease_seconds
+        pending = deque(self._runs.claim_due(now, owner, now + seconds, self._settings.batch))
+        if not pending:
+            return 0
+        keeper = asyncio.create_task(self._keep_leases(pending, owner, seconds))
         ran = 0
-        for wallet_id in self._runs.claim_due(now, owner, lease, self._settings.batch):
-            wallet = self._wallets.get_by_id(wallet_id)
-            if wallet is None:
-                continue
-            try:
-                await self.run(wallet.chain_id, wallet.address, owner=owner)
-                ran += 1
-            except Exception:
-                log.exception("scheduled run failed", extra={"wallet": wallet.address})
-            finally:
-                self._runs.schedule(wallet_id, now + self._settings.interval_seconds)
-                self._wallets.release_lease(wallet_id, owner)
+        try:
+            while pending:
+                ran += await self._run_claimed(pending[0], owner, now)
+                pending.popleft()
+        finally:
+            keeper.cancel()
         return ran
+
+    async def _run_claimed(self, wallet_id: int, owner: str, claimed_at: float) -> int:
+        """Runs a wallet of the batch, sets its next run and releases it; 1 if it ran."""
+        wallet = self._wallets.get_by_id(wallet_id)
+        if wallet is None:
+            return 0
+        try:
+            await self.run(wallet.chain_id, wallet.address, owner=owner)
+            return 1
+        except Exception:
+            log.exception("scheduled run failed", extra={"wallet": wallet.address})
+            return 0
+        finally:
+            self._runs.schedule(wallet_id, claimed_at + self._settings.interval_seconds)
+            self._wallets.release_lease(wallet_id, owner)
+
+    async def _keep_leases(self, pending: deque[int], owner: str, seconds: float) -> None:
+        """Every third of a lease, renews the leases of the batch's wallets not yet done
+        (the one running included) until cancelled."""
+        while True:
+            await asyncio.sleep(seconds / 3)
+            if pending:
+                self._runs.renew(list(pending), owner, time.time() + seconds)
 
     # -- recovery --------------------------------------------------------------------------
 

@@ -80,6 +80,16 @@ class RunStore:
             session.commit()
         return sorted(claimed)
 
+    def renew(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
+        """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
+        with Session(self._engine) as session:
+            session.execute(
+                update(WalletRow)
+                .where(col(WalletRow.id).in_(wallet_ids), col(WalletRow.lease_owner) == owner)
+                .values(lease_until=until)
+            )
+            session.commit()
+
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
         with Session(self._engine) as session:
