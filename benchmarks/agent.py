@@ -44,6 +44,10 @@ GENESIS = 1_767_225_600
 BASE = 8453
 USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 PROTOCOLS = ("aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime")
+NEVER_AGAIN = 1e9
+"""The agent's interval here: longer than any cycle, so that each wallet runs once per cycle
+(an hour was shorter than PostgreSQL's 100,000-wallet cycle, which then re-ran its first
+wallets before it ended)."""
 
 
 def _emit(**figures: object) -> None:
@@ -138,7 +142,7 @@ def cycle(url: str, label: str, wallets: int, cycles: int = 2) -> None:
         lifecycle,
         WalletStore(engine),
         RunStore(engine),
-        AgentSettings(interval_seconds=3600.0, batch=500),
+        AgentSettings(interval_seconds=NEVER_AGAIN, batch=500),
     )
     for which in ("first (places funds)", "second (nothing to move)")[:cycles]:
         with engine.begin() as connection:  # every wallet due now
