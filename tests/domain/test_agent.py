@@ -88,6 +88,30 @@ async def rebalancing_wallet(
     return stored(engine, wallet.address)
 
 
+async def rebalancing_wallets(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    owner: Partner,
+    name: str,
+) -> list[Wallet]:
+    """Three wallets whose next run has to move everything into Aave."""
+    lifecycle = make_lifecycle(engine, chains)
+    return [
+        await rebalancing_wallet(lifecycle, engine, market, owner, agent_id=f"{name}-{n}")
+        for n in range(3)
+    ]
+
+
+def assert_each_ran_once_into_aave(
+    engine: Engine, market: SimulatedMarket, wallets: list[Wallet]
+) -> None:
+    """Each wallet ran exactly once, and that run moved it all into Aave."""
+    for wallet in wallets:
+        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
+        assert set(positions(market, wallet.address)) == {"aave"}
+
+
 # -- run outcomes --------------------------------------------------------------------------
 
 
@@ -508,13 +532,7 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
 async def test_two_agents_never_run_the_same_due_wallet(
     engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
 ) -> None:
-    owner, _ = partner
-    wallets = [
-        await rebalancing_wallet(
-            make_lifecycle(engine, chains), engine, market, owner, agent_id=f"twice-{n}"
-        )
-        for n in range(3)
-    ]
+    wallets = await rebalancing_wallets(engine, market, chains, partner[0], "twice")
 
     async def yield_to_the_other(action: str, protocol: str, amount: int) -> None:
         await asyncio.sleep(0)  # every move suspends: the two agents' runs interleave
@@ -527,21 +545,13 @@ async def test_two_agents_never_run_the_same_due_wallet(
     ran = await asyncio.gather(first.run_due(), second.run_due())
 
     assert sorted(ran) == [0, len(wallets)]
-    for wallet in wallets:
-        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
-        assert set(positions(market, wallet.address)) == {"aave"}
+    assert_each_ran_once_into_aave(engine, market, wallets)
 
 
 async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agents(
     engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
 ) -> None:
-    owner, _ = partner
-    wallets = [
-        await rebalancing_wallet(
-            make_lifecycle(engine, chains), engine, market, owner, agent_id=f"long-{n}"
-        )
-        for n in range(3)
-    ]
+    wallets = await rebalancing_wallets(engine, market, chains, partner[0], "long")
 
     async def slow(action: str, protocol: str, amount: int) -> None:
         await asyncio.sleep(0.2)  # each wallet's moves take longer than a whole lease
@@ -561,10 +571,8 @@ async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agen
 
     assert await batch == len(wallets)
     assert taken_by_second == 0
-    for wallet in wallets:
-        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
-        assert set(positions(market, wallet.address)) == {"aave"}
-        assert wallet_row(engine, wallet.id).lease_owner is None
+    assert_each_ran_once_into_aave(engine, market, wallets)
+    assert all(wallet_row(engine, w.id).lease_owner is None for w in wallets)
 
 
 # -- waiting for a run in progress ----------------------------------------------------------

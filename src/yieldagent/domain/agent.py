@@ -63,7 +63,6 @@ class RunRepository(Protocol):
 
     def renew(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
         """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
-        ...
 
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
