@@ -104,6 +104,25 @@ def _runs_of(runs: RunStore, wallets: Sequence[Wallet]) -> list[RunRecord]:
     return [run for wallet in wallets for run in runs.runs_of(wallet.id)]
 
 
+LIQUIDITY_REFUSED = "failed: not enough liquidity in the pool"
+"""The one way a run may fail here. The optimizer does not model a pool's available
+liquidity: a move out of a protocol larger than the pool's cash is refused by the chain, the
+run ends ``failed`` with what it did recorded, and a later run tries again. Which wallets
+meet it depends on where the kills land, so on timing."""
+
+
+def _runs_neither_done_nor_recovered(engine: Engine) -> list[tuple[str, str]]:
+    """The status and reason of every run that did not complete, find nothing to do, or
+    get recovered after a crash."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(AgentRunRow).where(
+                col(AgentRunRow.status).not_in(("completed", "no_action", "recovered"))
+            )
+        )
+        return [(run.status, run.reason) for run in rows]
+
+
 def _run_statuses(engine: Engine) -> dict[str, str]:
     """Every run's status, by id."""
     with Session(engine) as session:
@@ -191,11 +210,11 @@ def test_killed_cycles_leave_a_ledger_that_agrees_with_the_chain(
             problems = ledger_disagreements(world, wallets, index_growth(world.market, start))
             assert problems == [], f"round {round_}, after {round_kills}: {problems}"
             assert _interrupted(world.engine) == frozenset()
-            assert {run.status for run in _runs_of(runs, wallets)} <= {
-                "completed",
-                "no_action",
-                "recovered",
-            }
+            assert [
+                (status, reason)
+                for status, reason in _runs_neither_done_nor_recovered(world.engine)
+                if not reason.endswith(LIQUIDITY_REFUSED)
+            ] == []
 
         mid_run = [kill for kill in kills if kill.mid_run]
         print(
