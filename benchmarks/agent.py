@@ -27,6 +27,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.constraints import Constraints
@@ -34,6 +35,7 @@ from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.market import PoolQuote, copy_pool
 from yieldagent.domain.optimizer import Costs, optimize
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.simulation import SimulationStore
@@ -137,7 +139,9 @@ def cycle(url: str, label: str, wallets: int, cycles: int = 2) -> None:
     _populate(engine, wallets)
     chains = simulated_chains(market, load_catalog())
     policy = Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector="0x" + "fe" * 20)
-    lifecycle = Lifecycle(WalletStore(engine), chains, load_catalog(), policy)
+    lifecycle = Lifecycle(
+        WalletStore(engine), OperationStore(engine), chains, load_catalog(), policy, SYSTEM_CLOCK
+    )
     agent = Agent(
         lifecycle,
         WalletStore(engine),

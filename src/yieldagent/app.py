@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from sqlalchemy import Engine
 
@@ -18,6 +18,7 @@ from yieldagent.chain.chains import simulated_chains, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.config import Settings
 from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.catalog import Catalog
@@ -26,6 +27,7 @@ from yieldagent.domain.optimizer import Thresholds
 from yieldagent.edge import EnvoyProcess
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.worker import Job, Worker
@@ -54,8 +56,19 @@ def build_lifecycle(
         fee_bps=settings.performance_fee_bps,
         max_deposit_usd=settings.max_deposit_usd,
         fee_collector=settings.fee_collector or operator_address,
+        lease_seconds=settings.lease_seconds,
+        swap_slippage_bps=settings.swap_slippage_bps,
+        retry_seconds=settings.stuck_retry_seconds,
     )
-    return Lifecycle(WalletStore(engine), chains, catalog, policy, RunStore(engine).paused)
+    return Lifecycle(
+        WalletStore(engine),
+        OperationStore(engine),
+        chains,
+        catalog,
+        policy,
+        SYSTEM_CLOCK,
+        RunStore(engine).paused,
+    )
 
 
 def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
@@ -81,12 +94,23 @@ def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
     return refresh_wallets
 
 
-def agent_cycle(agent: Agent) -> Job:
-    """The worker job that recovers interrupted runs, then runs every due wallet."""
+def reconciliation(lifecycle: Lifecycle) -> Job:
+    """The worker job that finishes operations a dead process left open, and retries
+    deactivations waiting for a pool's cash."""
+
+    async def reconcile() -> None:
+        await lifecycle.reconcile()
+
+    return reconcile
+
+
+def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
+    """The worker job that recovers interrupted runs, then runs every due wallet, batch by
+    batch until none is due or the service is stopping."""
 
     async def run_agents() -> None:
         await agent.reconcile()
-        while await agent.run_due():
+        while not stopping() and await agent.run_due():
             pass
 
     return run_agents
@@ -124,8 +148,10 @@ class Service:
         agent = build_agent(settings, self.engine, lifecycle)
         # The worker thread has its own lifecycle: its locks belong to its own event loop.
         background = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
+        self.worker.add(reconciliation(background), every=settings.lease_seconds / 2)
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
-        self.worker.add(agent_cycle(build_agent(settings, self.engine, background)))
+        stopping = lambda: self.worker.stop_requested  # noqa: E731
+        self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
         self.api = build_server(
             self.engine, operator, chains, lifecycle, agent, settings.grpc_target
         )
@@ -149,8 +175,8 @@ class Service:
         if self.api is not None:
             await mark_serving(self.api, False)
             await self.api.server.stop(self.settings.shutdown_grace_seconds)
-        self.worker.stop()
-        await asyncio.to_thread(self.worker.join, 30)
+        self.worker.stop()  # a money operation in progress finishes; no new one starts
+        await asyncio.to_thread(self.worker.join, self.settings.shutdown_grace_seconds)
         if self.envoy is not None:
             self.envoy.stop()
         if self.engine is not None:

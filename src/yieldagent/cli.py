@@ -39,6 +39,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.dates import iso
@@ -48,6 +49,7 @@ from yieldagent.domain.market import MarketError
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.logs import configure_logging
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -107,6 +109,9 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
             raise InvalidInput.field(("seconds",), "must not be negative")
         _print({"time": iso(datetime.fromtimestamp(_market(settings).advance(args.seconds), UTC))})
         return
+    if args.action == "balance":
+        _sim_balance(settings, args)
+        return
     catalog = load_catalog()
     violations = []
     if args.chain not in catalog.chains:
@@ -129,6 +134,22 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
     _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
 
 
+def _sim_balance(settings: Settings, args: argparse.Namespace) -> None:
+    """Prints a holder's balance of a token on the simulated chain: the chain's own word,
+    to check the books against."""
+    violations = []
+    if args.chain not in load_catalog().chains:
+        violations.append(FieldViolation(("chain",), "unsupported chain", "value_error"))
+    for flag, value in (("token", args.token), ("holder", args.holder)):
+        if not is_address(value):
+            violations.append(FieldViolation((flag,), "not an address", "value_error.address"))
+    if violations:
+        raise InvalidInput(violations)
+    token = parse_address(args.token, ("token",))
+    holder = parse_address(args.holder, ("holder",))
+    _print({"amount": _market(settings).balance(args.chain, token, holder)})
+
+
 def _lifecycle(settings: Settings) -> tuple[Engine, Lifecycle]:
     engine = create_db_engine(settings.database_url)
     migrate(engine)
@@ -141,8 +162,19 @@ def _lifecycle(settings: Settings) -> tuple[Engine, Lifecycle]:
 def _cmd_wallet(settings: Settings, args: argparse.Namespace) -> None:
     address = parse_address(args.address, ("address",))
     _, lifecycle = _lifecycle(settings)
+    if args.action == "reconcile":
+        repairs = asyncio.run(lifecycle.reconcile_wallet(args.chain, address))
+        _print({"wallet": address, "repairs": [r.as_json() for r in repairs]})
+        return
     wallet = asyncio.run(lifecycle.operate(args.chain, address, args.action))
     _print({"wallet": wallet.address, "status": str(wallet.status)})
+
+
+def _cmd_ops(settings: Settings, args: argparse.Namespace) -> None:
+    engine = create_db_engine(settings.database_url)
+    migrate(engine)
+    operations = OperationStore(engine).listing(args.stuck, SYSTEM_CLOCK.time())
+    _print({"operations": [operation_json(op) for op in operations]})
 
 
 def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
@@ -179,7 +211,7 @@ def _cmd_agent(settings: Settings, args: argparse.Namespace) -> None:
     agent = build_agent(settings, engine, lifecycle)
 
     async def cycle() -> tuple[int, int]:
-        recovered = await agent.reconcile()
+        recovered = len(await agent.reconcile())
         ran = 0
         while batch := await agent.run_due():
             ran += batch
@@ -216,6 +248,10 @@ def _parser() -> argparse.ArgumentParser:
     deposit.add_argument("--from", dest="sender", required=True)
     deposit.add_argument("--to", required=True)
     deposit.add_argument("--amount", type=int, required=True, help="in the token's smallest unit")
+    balance = sim_actions.add_parser("balance", help="a holder's token balance on the chain")
+    balance.add_argument("--chain", type=int, required=True)
+    balance.add_argument("--token", required=True)
+    balance.add_argument("--holder", required=True)
     protocol = commands.add_parser("protocol", help="pause or resume a protocol")
     protocol.add_argument("action", choices=["pause", "resume"])
     protocol.add_argument("name")
@@ -223,10 +259,21 @@ def _parser() -> argparse.ArgumentParser:
     protocol.add_argument(
         "--now", action="store_true", help="with pause: run every wallet holding it right away"
     )
+    ops = commands.add_parser("ops", help="money operations")
+    ops.add_argument("action", choices=["list"], help="list: unfinished operations, as JSON")
+    ops.add_argument(
+        "--stuck",
+        action="store_true",
+        help="only those whose process died or that wait for a pool's cash",
+    )
     agent = commands.add_parser("agent", help="run the agent")
     agent.add_argument("action", choices=["cycle"])
     wallet = commands.add_parser("wallet", help="operator actions on a wallet")
-    wallet.add_argument("action", choices=["block", "unblock", "emergency", "resume"])
+    wallet.add_argument(
+        "action",
+        choices=["block", "unblock", "emergency", "resume", "reconcile"],
+        help="reconcile: finish its open operations and book its chain events now",
+    )
     wallet.add_argument("address")
     wallet.add_argument("--chain", type=int, default=8453, help="chain id (default: 8453)")
     return parser
@@ -241,6 +288,7 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "wallet": _cmd_wallet,
     "protocol": _cmd_protocol,
     "agent": _cmd_agent,
+    "ops": _cmd_ops,
 }
 
 

@@ -43,6 +43,9 @@ class Settings:
     performance_fee_bps: int
     max_deposit_usd: float
     fee_collector: str | None
+    lease_seconds: float = 60.0
+    swap_slippage_bps: int = 50
+    stuck_retry_seconds: float = 300.0
 
     @property
     def grpc_target(self) -> str:
@@ -93,7 +96,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         log_level=(env.get("YIELDAGENT_LOG_LEVEL") or "INFO").upper(),
         log_format=env.get("YIELDAGENT_LOG_FORMAT") or "json",
         worker_interval_seconds=_float(env, "YIELDAGENT_WORKER_INTERVAL_SECONDS", 60.0),
-        shutdown_grace_seconds=_float(env, "YIELDAGENT_SHUTDOWN_GRACE_SECONDS", 5.0),
+        shutdown_grace_seconds=_float(env, "YIELDAGENT_SHUTDOWN_GRACE_SECONDS", 30.0),
         envoy_config=Path(env.get("YIELDAGENT_ENVOY_CONFIG") or "envoy/envoy.yaml").resolve(),
         descriptor_set=Path(
             env.get("YIELDAGENT_DESCRIPTOR_SET") or "build/yieldagent.pb"
@@ -106,4 +109,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),
         max_deposit_usd=_float(env, "YIELDAGENT_MAX_DEPOSIT_USD", 1_000_000.0),
         fee_collector=env.get("YIELDAGENT_FEE_COLLECTOR") or None,
+        lease_seconds=_float(env, "YIELDAGENT_LEASE_SECONDS", 60.0),
+        swap_slippage_bps=_int(env, "YIELDAGENT_SWAP_SLIPPAGE_BPS", 50),
+        stuck_retry_seconds=_float(env, "YIELDAGENT_STUCK_RETRY_SECONDS", 300.0),
     )

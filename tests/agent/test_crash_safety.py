@@ -46,11 +46,11 @@ from support.agent_world import (
 from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS, USDC, activated, make_lifecycle
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
-from yieldagent.domain.agent import RunRecord
 from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.operations import Operation
 from yieldagent.domain.wallets import Wallet
 from yieldagent.storage.runs import RunStore
-from yieldagent.storage.tables import AgentRunRow, WalletRow
+from yieldagent.storage.tables import OperationRow, WalletRow
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -93,13 +93,13 @@ def _interrupted(engine: Engine) -> frozenset[str]:
     """Runs left executing and wallets left running."""
     with Session(engine) as session:
         executing = session.exec(
-            select(AgentRunRow.id).where(AgentRunRow.status == "executing")
+            select(OperationRow.id).where(OperationRow.status == "executing")
         ).all()
         running = session.exec(select(WalletRow.id).where(col(WalletRow.status) == "running")).all()
     return frozenset([*(f"run {r}" for r in executing), *(f"wallet {w}" for w in running)])
 
 
-def _runs_of(runs: RunStore, wallets: Sequence[Wallet]) -> list[RunRecord]:
+def _runs_of(runs: RunStore, wallets: Sequence[Wallet]) -> list[Operation]:
     """Every run of ``wallets``."""
     return [run for wallet in wallets for run in runs.runs_of(wallet.id)]
 
@@ -116,8 +116,8 @@ def _unexpected_runs(engine: Engine) -> list[tuple[str, str]]:
     recovered after a crash, or fail for the pool's liquidity."""
     with Session(engine) as session:
         rows = session.exec(
-            select(AgentRunRow).where(
-                col(AgentRunRow.status).not_in(("completed", "no_action", "recovered"))
+            select(OperationRow).where(
+                col(OperationRow.status).not_in(("completed", "no_action", "recovered"))
             )
         )
         return [
@@ -128,7 +128,7 @@ def _unexpected_runs(engine: Engine) -> list[tuple[str, str]]:
 def _run_statuses(engine: Engine) -> dict[str, str]:
     """Every run's status, by id."""
     with Session(engine) as session:
-        return {run.id: run.status for run in session.exec(select(AgentRunRow))}
+        return {run.id: run.status for run in session.exec(select(OperationRow))}
 
 
 def _watch(engine: Engine, process: CycleProcess, started: int = 0, executing: int = 0) -> None:

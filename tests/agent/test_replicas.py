@@ -31,14 +31,13 @@ from support.agent_world import (
     wallet_rows,
 )
 from support.databases import temporary_database
-from support.wallet_setup import USDC, activated, make_lifecycle, policy
-from yieldagent.catalog import load_catalog
+from support.wallet_setup import USDC, activated, make_lifecycle
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.agent import Agent, AgentSettings
-from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.leases import Leases
 from yieldagent.domain.partners import Partner
-from yieldagent.domain.wallets import Wallet
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -114,12 +113,12 @@ def test_three_processes_run_every_due_wallet_exactly_once(tmp_path: Path) -> No
             world.engine.dispose()
 
 
-class _AnotherReplicaAfterEachRun(Lifecycle):
-    """A lifecycle through which, as soon as a run lets go of its wallet, another replica
-    runs its own cycle: what happens when that replica's claim comes at this moment."""
+class _AnotherReplicaAfterEachRun(Leases):
+    """Leases through which, as soon as a run lets go of its wallet, another replica runs
+    its own cycle: what happens when that replica's claim comes at this moment."""
 
     def __init__(self, engine: Engine, chains: dict[int, ChainPort]) -> None:
-        super().__init__(WalletStore(engine), chains, load_catalog(), policy())
+        super().__init__(WalletStore(engine), SYSTEM_CLOCK)
         self.other = Agent(
             make_lifecycle(engine, chains),
             WalletStore(engine),
@@ -129,9 +128,11 @@ class _AnotherReplicaAfterEachRun(Lifecycle):
         self.ran_by_other: list[int] = []
 
     @asynccontextmanager
-    async def exclusive(self, wallet: Wallet, owner: str | None = None) -> AsyncIterator[Wallet]:
-        async with super().exclusive(wallet, owner) as current:
-            yield current
+    async def hold(
+        self, wallet_id: int, owner: str | None = None, wait: bool = True
+    ) -> AsyncIterator[str]:
+        async with super().hold(wallet_id, owner, wait) as holder:
+            yield holder
         self.ran_by_other.append(await self.other.run_due())
 
 
@@ -147,7 +148,9 @@ async def test_a_wallet_that_just_ran_is_not_run_again_by_another_replica(
         lifecycle = make_lifecycle(engine, chains)
         await activated(lifecycle, engine, market, partner[0].id, 100 * USDC, eoa=user_eoa(i))
     replica = _AnotherReplicaAfterEachRun(engine, chains)
-    agent = Agent(replica, WalletStore(engine), RunStore(engine), AgentSettings(INTERVAL))
+    lifecycle = make_lifecycle(engine, chains)
+    lifecycle.books.leases = replica
+    agent = Agent(lifecycle, WalletStore(engine), RunStore(engine), AgentSettings(INTERVAL))
 
     assert await agent.run_due() == 3
 

@@ -39,14 +39,16 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.port import ChainPort, GasCost
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent import RunRecord
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import AccessDenied, Conflict
 from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.operations import Operation, Step
 from yieldagent.domain.optimizer import Move, Thresholds
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal, Wallet
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -603,7 +605,14 @@ async def test_a_manual_run_waits_for_the_lease_another_holds_then_runs(
     before = positions(market, wallet.address)
     total = chain_value(market, wallet.address)
     leases = WatchedLeases(engine)
-    lifecycle = Lifecycle(leases, chains, load_catalog(), policy(lease_wait_seconds=20.0))
+    lifecycle = Lifecycle(
+        leases,
+        OperationStore(engine),
+        chains,
+        load_catalog(),
+        policy(lease_wait_seconds=20.0),
+        SYSTEM_CLOCK,
+    )
     agent = make_agent(engine, lifecycle)
     assert leases.acquire_lease(wallet.id, "another-process", time.time() + 60, time.time())
 
@@ -700,12 +709,12 @@ async def test_reconcile_returns_a_wallet_left_running_to_activated(
     history = all_transactions(engine, wallet.id)
     agent = make_agent(engine, lifecycle)
 
-    assert await agent.reconcile() == 1
+    assert len(await agent.reconcile()) == 1
 
     after = assert_valued(engine, market, wallet.address)
     assert after.status == WalletStatus.ACTIVATED
     assert all_transactions(engine, wallet.id) == history
-    assert await agent.reconcile() == 0
+    assert len(await agent.reconcile()) == 0
     assert (await agent.run(BASE, wallet.address, owner.id)).status == "no_action"
 
 
@@ -719,7 +728,7 @@ async def test_reconcile_leaves_a_running_wallet_whose_lease_is_live_alone(
     store.commit(Journal(replace(wallet, status=WalletStatus.RUNNING)))
     assert store.acquire_lease(wallet.id, "live-process", time.time() + 60, time.time())
 
-    assert await make_agent(engine, lifecycle).reconcile() == 0
+    assert len(await make_agent(engine, lifecycle).reconcile()) == 0
 
     assert stored(engine, wallet.address).status == WalletStatus.RUNNING
 
@@ -733,18 +742,21 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
     total = chain_value(market, wallet.address)
     source = sorted(wallet.allocation)[0]
     amount = wallet.allocation[source]
-    plan = (Move("withdraw", source, amount), Move("deposit", "aave", amount))
+    plan = (
+        Step("withdraw", BASE_USDC, amount, protocol=source),
+        Step("deposit", BASE_USDC, amount, protocol="aave"),
+    )
     head = await chains[BASE].head()
     runs, store = RunStore(engine), WalletStore(engine)
-    run = RunRecord("crashed-run", wallet.id, BASE, "executing", plan, 0, head.number, "dead")
-    runs.start(run)
+    run = Operation("crashed-run", wallet.id, BASE, "run", "executing", plan, head.number, "dead")
+    OperationStore(engine).start(run)
     store.commit(Journal(replace(wallet, status=WalletStatus.RUNNING)))
     expire_lease(engine, wallet.id)
     receipt = await chains[BASE].withdraw(wallet.address, source, BASE_USDC, amount)
     history = all_transactions(engine, wallet.id)
     agent = make_agent(engine, lifecycle)
 
-    assert await agent.reconcile() == 1
+    assert len(await agent.reconcile()) == 1
 
     added = all_transactions(engine, wallet.id)[len(history) :]
     assert [(t.action, t.protocol, t.amount, t.tx_hash, t.correlation_id) for t in added] == [
@@ -760,7 +772,7 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
     assert source not in after.allocation
     assert chain_value(market, wallet.address) == total
 
-    assert await agent.reconcile() == 0
+    assert len(await agent.reconcile()) == 0
     assert len(all_transactions(engine, wallet.id)) == len(history) + 1
 
     outcome = await agent.run(BASE, wallet.address, owner.id)

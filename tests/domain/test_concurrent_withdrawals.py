@@ -51,6 +51,7 @@ from yieldagent.chain.port import (
     TxReceipt,
 )
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.lifecycle import Lifecycle, WithdrawalResult
 from yieldagent.domain.market import PoolQuote
@@ -58,6 +59,7 @@ from yieldagent.domain.partners import Partner
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal
 from yieldagent.storage.db import create_db_engine
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -88,6 +90,10 @@ class YieldingChain:
     async def positions(self, holder: str, token: str) -> list[Position]:
         await asyncio.sleep(0)
         return await self._inner.positions(holder, token)
+
+    async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
+        await asyncio.sleep(0)
+        return await self._inner.quote_swap(token_in, token_out, amount_in)
 
     async def history(self, holder: str, since_block: int) -> list[ChainTx]:
         await asyncio.sleep(0)
@@ -282,7 +288,7 @@ async def test_a_rule_change_racing_a_withdrawal_keeps_the_withdrawals_bookkeepi
     wallet = await activated(lifecycle, engine, market, owner.id, 1000 * USDC)
     market.advance(30 * DAY)
     paused = PausedBeforeCommit(engine)
-    slow = Lifecycle(paused, chains, load_catalog(), policy())
+    slow = Lifecycle(paused, OperationStore(engine), chains, load_catalog(), policy(), SYSTEM_CLOCK)
     racing = asyncio.ensure_future(asyncio.to_thread(change, slow, owner.id, wallet.address))
     assert await asyncio.to_thread(paused.reached.wait, 10)
 

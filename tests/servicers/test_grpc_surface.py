@@ -23,6 +23,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.partners import Partner
@@ -30,6 +31,7 @@ from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -51,9 +53,11 @@ async def served(
 ) -> AsyncIterator[tuple[ApiServer, grpc.aio.Channel]]:
     lifecycle = Lifecycle(
         WalletStore(engine),
+        OperationStore(engine),
         chains,
         load_catalog(),
         Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector=OPERATOR.address),
+        SYSTEM_CLOCK,
     )
     agent = Agent(lifecycle, WalletStore(engine), RunStore(engine), AgentSettings())
     api = build_server(engine, OPERATOR, chains, lifecycle, agent, "127.0.0.1:0")

@@ -18,7 +18,7 @@ from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.optimizer import Thresholds
 from yieldagent.domain.wallets import TransactionRecord
 from yieldagent.storage.runs import RunStore
-from yieldagent.storage.tables import AgentRunRow, WalletRow
+from yieldagent.storage.tables import OperationRow, WalletRow
 from yieldagent.storage.wallets import WalletStore
 
 INTERVAL = 3600.0
@@ -67,10 +67,10 @@ class WatchedChain(SimulatedChain):
         return receipt
 
 
-def run_row(engine: Engine, run_id: str) -> AgentRunRow:
+def run_row(engine: Engine, run_id: str) -> OperationRow:
     """The stored row of a run, reason and finish time included."""
     with Session(engine) as session:
-        row = session.get(AgentRunRow, run_id)
+        row = session.get(OperationRow, run_id)
         assert row is not None, f"no run {run_id} stored"
         session.expunge(row)
         return row

@@ -43,8 +43,8 @@ from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.tables import (
-    AgentRunRow,
     DepositRow,
+    OperationRow,
     PerformancePointRow,
     SimPoolRow,
     SimPositionRow,
@@ -427,12 +427,12 @@ def wallet_rows(engine: Engine) -> list[WalletRow]:
         return list(session.exec(select(WalletRow).order_by(col(WalletRow.id))))
 
 
-def run_rows(engine: Engine) -> list[AgentRunRow]:
+def run_rows(engine: Engine) -> list[OperationRow]:
     """Every agent run, oldest first."""
     with Session(engine) as session:
         return list(
             session.exec(
-                select(AgentRunRow).order_by(col(AgentRunRow.started_at), col(AgentRunRow.id))
+                select(OperationRow).order_by(col(OperationRow.started_at), col(OperationRow.id))
             )
         )
 

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, Policy
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, SmartAccount, smart_account_address
 from yieldagent.domain.wallets import TransactionRecord, Wallet
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -36,7 +39,7 @@ GENESIS_WALL = 1_767_225_600.0
 SEED = 7
 
 
-def policy(**overrides: float) -> Policy:
+def policy(**overrides: Any) -> Policy:
     """The policy of the tests: a 10 % performance fee, deposits up to $1,000,000."""
     return Policy(fee_bps=FEE_BPS, max_deposit_usd=1_000_000, fee_collector=FEE, **overrides)
 
@@ -45,7 +48,14 @@ def make_lifecycle(
     engine: Engine, chains: Mapping[int, ChainPort], rules: Policy | None = None
 ) -> Lifecycle:
     """The lifecycle use cases on ``engine``."""
-    return Lifecycle(WalletStore(engine), chains, load_catalog(), rules or policy())
+    return Lifecycle(
+        WalletStore(engine),
+        OperationStore(engine),
+        chains,
+        load_catalog(),
+        rules or policy(),
+        SYSTEM_CLOCK,
+    )
 
 
 def make_reports(engine: Engine, chains: Mapping[int, ChainPort]) -> Reports:

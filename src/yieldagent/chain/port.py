@@ -45,14 +45,18 @@ class Transfer:
     amount: int
     block_number: int
     timestamp: int
+    log_index: int = 0
+    """Which of the transaction's logs: a transaction may hold several transfers."""
 
 
 @dataclass(frozen=True, slots=True)
 class ChainTx:
-    """A mined transaction that involved a holder, as its logs describe it.
+    """One log of a mined transaction that involved a holder: one token movement.
 
     ``kind`` is supply, withdraw, transfer, swap, claim or mint; for supply and withdraw
-    the protocol is the counterparty (``recipient`` and ``sender`` respectively).
+    the protocol is the counterparty (``recipient`` and ``sender`` respectively). A swap
+    is the holder's ``amount`` of ``token`` in, and ``amount_out`` of ``token_out`` back.
+    ``(tx_hash, log_index)`` names it uniquely on its chain.
     """
 
     tx_hash: str
@@ -63,6 +67,9 @@ class ChainTx:
     amount: int
     block_number: int
     timestamp: int
+    log_index: int = 0
+    token_out: str | None = None
+    amount_out: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +146,9 @@ class ChainPort(Protocol):
 
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
+
+    async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
+        """What swapping ``amount_in`` of ``token_in`` would give of ``token_out`` now."""
 
     async def swap(
         self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int

@@ -1,90 +1,62 @@
-"""The agent: runs that put each wallet's funds where they earn the most, and recovery
-from runs a crash interrupted.
+"""The agent: runs that put each wallet's funds where they earn the most.
 
-A **run** holds the wallet's lease and marks it ``running``. It values the wallet on
-chain and asks the optimizer for a plan over the wallet's protocols less the paused
-ones. It **stores the plan before executing anything**, then executes the moves in
-order (withdrawals first), noting each step as it completes. Finally it records every
-move as a transaction sharing the run's correlation id, and returns the wallet to
-``activated``. A run that finds nothing worth moving answers ``no_action``; one the
-chain or the rules refuse answers ``failed``, with the reason logged and stored.
+A **run** is an operation (``domain.operations``, kind ``run``). It holds the wallet's
+lease, values the wallet on chain and asks the optimizer for a plan over the wallet's
+protocols less the paused ones. A plan with moves turns the wallet ``running`` and is
+stored, every move a planned step, in the same commit, before anything executes. The
+moves then execute in order (withdrawals first), each step marked with its transaction
+as it is mined; the run closes by booking what the chain shows (``Books.close``) and
+returning the wallet to ``activated``. A run that finds nothing worth moving answers
+``no_action``; one the chain or the rules refuse answers ``failed``, with the reason
+stored. Every run leaves a record.
 
 **Scheduling** spreads runs over replicas: each claims a batch of due wallets (see
-``storage.runs``), runs them and sets their next run one interval later.
+``storage.runs``), runs them and sets their next run one interval later, renewing the
+batch's leases while it works.
 
-**Reconciliation** repairs what a killed process left: a run still ``executing`` whose
-lease expired, or a wallet ``running`` with no live lease. The chain is the truth, so
-every supply and withdrawal the chain shows since the run began but the history does
-not is recorded, the wallet is valued afresh, and it goes back to ``activated``. No
-unit is lost or counted twice.
+**Recovery** of a run a crash interrupted is ``domain.reconciliation``'s, as for every
+operation: its steps are settled from the chain's history, the wallet is booked afresh
+and returned to ``activated``, and the run is closed as ``recovered``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
-import uuid
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from yieldagent.chain.port import ChainPort
-from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.errors import InvalidRequest, YieldAgentError
 from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.optimizer import Move, Plan, Thresholds, optimize
-from yieldagent.domain.valuation import Valuation, execute, moment_of, value
+from yieldagent.domain.operations import (
+    COMPLETED,
+    FAILED,
+    NO_ACTION,
+    RECOVERED,
+    RUN,
+    Operation,
+    Step,
+)
+from yieldagent.domain.optimizer import Plan, Thresholds, optimize
+from yieldagent.domain.reconciliation import Repair
+from yieldagent.domain.valuation import Valuation, value
 from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
-from yieldagent.domain.wallets import Journal, TransactionRecord, Wallet, WalletRepository
+from yieldagent.domain.wallets import Journal, Wallet, WalletRepository
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """A stored run: its plan and how far it got."""
-
-    id: str
-    wallet_id: int
-    chain_id: int
-    status: str
-    moves: tuple[Move, ...]
-    steps_done: int
-    start_block: int
-    owner: str
-
-
 class RunRepository(Protocol):
-    """Where runs, the schedule and protocol pauses are kept."""
+    """Where the schedule and protocol pauses are kept."""
 
     def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
         """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
 
-    def renew(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
-        """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
-
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
-
-    def start(self, run: RunRecord, reason: str | None = None) -> None:
-        """Stores a run and its plan before any step executes; with ``reason``, a run that
-        is already over (it moved nothing)."""
-
-    def step_done(self, run_id: str, steps_done: int) -> None:
-        """Notes that the first ``steps_done`` steps executed."""
-
-    def finish(self, run_id: str, status: str, reason: str) -> None:
-        """Closes a run."""
-
-    def unfinished(self, now: float) -> Sequence[RunRecord]:
-        """Runs still executing whose lease expired."""
-
-    def stuck(self, now: float) -> Sequence[int]:
-        """Wallets left ``running`` without a live lease."""
-
-    def known_hashes(self, wallet_id: int, hashes: Sequence[str]) -> set[str]:
-        """Which of ``hashes`` the wallet's history already records."""
 
     def paused(self, chain_id: int) -> frozenset[str]:
         """Protocols the operator paused on ``chain_id``."""
@@ -109,7 +81,7 @@ class RunOutcome:
 
 
 class Agent:
-    """Runs wallets' agents, on schedule or on request, and recovers interrupted runs."""
+    """Runs wallets' agents, on schedule or on request."""
 
     def __init__(
         self,
@@ -119,10 +91,11 @@ class Agent:
         settings: AgentSettings,
     ) -> None:
         self._lifecycle = lifecycle
+        self._books = lifecycle.books
         self._wallets = wallets
         self._runs = runs
         self._settings = settings
-        self._owner = f"agent-{uuid.uuid4().hex[:12]}"
+        lifecycle.reconciler.register(RUN, self._resume)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -141,20 +114,21 @@ class Agent:
         """Runs the wallet's agent now. With ``partner_id`` (a manual run) the partner must
         own it and its state must allow a run (else 409); a manual run waits for a run
         already in progress, then runs."""
-        wallet = self._lifecycle.wallet(chain_id, address, partner_id)
-        async with self._lifecycle.exclusive(wallet, owner) as current:
+        wallet = self._books.wallet(chain_id, address, partner_id)
+        async with self._books.leases.hold(wallet.id, owner) as holder:
+            current = self._books.reread(wallet)
             # The state is checked once the lease is held: a run in progress is waited for.
             if not allowed(current.status, "run"):
                 if partner_id is not None:
                     transition(current.status, "run")
                 return RunOutcome("no_action", f"the wallet is {current.status}", "")
-            return await self._run(current)
+            return await self._run(current, holder)
 
     async def _plan(self, chain: ChainPort, wallet: Wallet) -> tuple[Valuation, Plan]:
         paused = self._runs.paused(wallet.chain_id)
         protocols = [p for p in wallet.selected_protocols if p not in paused]
         valuation = await value(chain, wallet)
-        costs = await self._lifecycle.costs(chain, wallet)
+        costs = await self._books.costs(chain, wallet)
         plan = optimize(
             valuation.positions,
             valuation.idle,
@@ -165,9 +139,9 @@ class Agent:
         )
         return valuation, plan
 
-    async def _run(self, wallet: Wallet) -> RunOutcome:
-        chain = self._lifecycle.chain(wallet.chain_id)
-        run_id = str(uuid.uuid4())
+    async def _run(self, wallet: Wallet, owner: str) -> RunOutcome:
+        books = self._books
+        chain = books.chain(wallet.chain_id)
         head = await chain.head()
         # Planning only reads, and the lease keeps every other call away meanwhile: the
         # wallet turns `running` only when there is something to move.
@@ -179,52 +153,73 @@ class Agent:
                 if isinstance(refused, InvalidRequest)
                 else (f"planning failed: {refused}")
             )
-            self._log_run(run_id, wallet, head.number, "failed", reason)
-            log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
-            return RunOutcome("failed", reason, run_id)
+            return self._log_run(wallet, head.number, owner, FAILED, reason)
         if not plan.moves:
-            self._back_to_activated(wallet, valuation, [])
-            self._log_run(run_id, wallet, head.number, "no_action", plan.reason)
-            return RunOutcome("no_action", plan.reason, run_id)
+            return self._log_run(wallet, head.number, owner, NO_ACTION, plan.reason)
+        steps = [
+            Step(
+                move.action,
+                wallet.token,
+                move.amount,
+                protocol=move.protocol,
+                apr=valuation.quotes[move.protocol].apr()
+                if move.protocol in valuation.quotes
+                else None,
+            )
+            for move in plan.moves
+        ]
+        operation = books.begin(wallet, RUN, head.number, owner, steps=steps)
         running = replace(wallet, status=transition(wallet.status, "run"))
-        self._wallets.commit(Journal(running), expected=wallet.status)
-        run = RunRecord(
-            run_id, wallet.id, wallet.chain_id, "executing", plan.moves, 0, head.number, self._owner
-        )
-        self._runs.start(run)  # the plan is stored before any step executes
-        records: list[TransactionRecord] = []
+        # The plan is stored, with the wallet turning `running`, before any step executes.
+        books.wallets.commit(Journal(running, operation=operation, owner=owner))
         try:
-            for step, move in enumerate(plan.moves, 1):
-                records.append(await execute(chain, running, move, valuation, run_id))
-                self._runs.step_done(run_id, step)
-        except Exception as error:  # the chain refused a step: record what did happen
-            reason = f"step {len(records) + 1} failed: {error}"
-            self._back_to_activated(running, await value(chain, running), records)
-            self._runs.finish(run_id, "failed", reason)
+            for index in range(len(operation.steps)):
+                operation = await books.perform_planned(chain, running, operation, index)
+        except YieldAgentError as error:  # the chain refused a step: record what did happen
+            operation = await books.recover_steps(chain, running, operation)
+            reason = f"step {operation.steps_done + 1} failed: {error.detail}"
+            await self._back_to_activated(chain, running, operation.closed(FAILED, reason), owner)
             log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
-            return RunOutcome("failed", reason, run_id)
-        self._back_to_activated(running, await value(chain, running), records)
-        self._runs.finish(run_id, "completed", plan.reason)
+            return RunOutcome(FAILED, reason, operation.id)
+        await self._back_to_activated(
+            chain, running, operation.closed(COMPLETED, plan.reason), owner
+        )
         log.info(
             "run completed",
-            extra={"wallet": wallet.address, "moves": len(records), "reason": plan.reason},
+            extra={"wallet": wallet.address, "moves": len(steps), "reason": plan.reason},
         )
-        return RunOutcome("completed", plan.reason, run_id)
+        return RunOutcome(COMPLETED, plan.reason, operation.id)
 
-    def _log_run(self, run_id: str, wallet: Wallet, block: int, status: str, reason: str) -> None:
+    def _log_run(
+        self, wallet: Wallet, block: int, owner: str, status: str, reason: str
+    ) -> RunOutcome:
         """Records a run that moved nothing, so that every run leaves a trace."""
-        self._runs.start(
-            RunRecord(run_id, wallet.id, wallet.chain_id, status, (), 0, block, self._owner),
-            reason=reason,
-        )
+        operation = self._books.begin(wallet, RUN, block, owner).closed(status, reason)
+        self._books.operations.start(operation)
+        if status == FAILED:
+            log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
+        return RunOutcome(status, reason, operation.id)
 
-    def _back_to_activated(
-        self, wallet: Wallet, valuation: Valuation, records: list[TransactionRecord]
-    ) -> None:
-        after = self._lifecycle.with_valuation(wallet, valuation)
+    async def _back_to_activated(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Wallet:
+        after = wallet
         if after.status == WalletStatus.RUNNING:
-            after.status = transition(after.status, "run_finished")
-        self._wallets.commit(Journal(after, transactions=records))
+            after = replace(after, status=transition(after.status, "run_finished"))
+        return await self._books.close(chain, after, owner, operation)
+
+    async def _resume(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """A run a crash interrupted: what the chain mined is booked, the wallet goes back to
+        ``activated``, and the next run plans afresh."""
+        reason = f"{operation.steps_done} steps recovered after a crash"
+        closed = operation.closed(RECOVERED, reason)
+        await self._back_to_activated(chain, wallet, closed, owner)
+        log.warning(
+            "run recovered", extra={"wallet": wallet.address, "recorded": operation.steps_done}
+        )
+        return closed
 
     # -- the schedule ----------------------------------------------------------------------
 
@@ -237,13 +232,15 @@ class Agent:
         third of a lease, so a batch may take longer than one lease. If this process
         dies, the renewals stop and its wallets are due again once their lease lapses.
         """
-        now = time.time()
-        owner = f"{self._owner}:{uuid.uuid4().hex[:8]}"
-        seconds = self._lifecycle.lease_seconds
-        pending = deque(self._runs.claim_due(now, owner, now + seconds, self._settings.batch))
+        leases = self._books.leases
+        now = self._books.clock.time()
+        owner = leases.owner("agent")
+        pending = deque(
+            self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch)
+        )
         if not pending:
             return 0
-        keeper = asyncio.create_task(self._keep_leases(pending, owner, seconds))
+        keeper = asyncio.create_task(leases.keep(lambda: list(pending), owner))
         ran = 0
         try:
             while pending:
@@ -251,6 +248,8 @@ class Agent:
                 pending.popleft()
         finally:
             keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         return ran
 
     async def _run_claimed(self, wallet_id: int, owner: str, claimed_at: float) -> int:
@@ -266,64 +265,10 @@ class Agent:
             return 0
         finally:
             self._runs.schedule(wallet_id, claimed_at + self._settings.interval_seconds)
-            self._wallets.release_lease(wallet_id, owner)
-
-    async def _keep_leases(self, pending: deque[int], owner: str, seconds: float) -> None:
-        """Every third of a lease, renews the leases of the batch's wallets not yet done
-        (the one running included) until cancelled."""
-        while True:
-            await asyncio.sleep(seconds / 3)
-            if pending:
-                self._runs.renew(list(pending), owner, time.time() + seconds)
+            self._books.leases.release(wallet_id, owner)
 
     # -- recovery --------------------------------------------------------------------------
 
-    async def reconcile(self) -> int:
-        """Repairs runs and wallets a killed process left behind; returns how many."""
-        now = time.time()
-        repaired = 0
-        for run in self._runs.unfinished(now):
-            wallet = self._wallets.get_by_id(run.wallet_id)
-            if wallet is not None:
-                await self._recover(wallet, run)
-                repaired += 1
-        for wallet_id in self._runs.stuck(now):
-            wallet = self._wallets.get_by_id(wallet_id)
-            if wallet is not None:
-                await self._recover(wallet, None)
-                repaired += 1
-        return repaired
-
-    async def _recover(self, wallet: Wallet, run: RunRecord | None) -> None:
-        chain = self._lifecycle.chain(wallet.chain_id)
-        async with self._lifecycle.exclusive(wallet) as current:
-            records: list[TransactionRecord] = []
-            if run is not None:
-                moves = [
-                    t
-                    for t in await chain.history(current.address, run.start_block)
-                    if t.kind in ("supply", "withdraw")
-                ]
-                known = self._runs.known_hashes(current.id, [t.tx_hash for t in moves])
-                records = [
-                    TransactionRecord(
-                        action="deposit" if t.kind == "supply" else "withdraw",
-                        token=t.token,
-                        amount=t.amount,
-                        tx_hash=t.tx_hash,
-                        date=moment_of(t.timestamp),
-                        protocol=t.recipient if t.kind == "supply" else t.sender,
-                        block_number=t.block_number,
-                        correlation_id=run.id,
-                    )
-                    for t in moves
-                    if t.tx_hash not in known
-                ]
-            self._back_to_activated(current, await value(chain, current), records)
-            if run is not None:
-                self._runs.finish(
-                    run.id, "recovered", f"{len(records)} unrecorded steps recovered after a crash"
-                )
-            log.warning(
-                "run recovered", extra={"wallet": current.address, "recorded": len(records)}
-            )
+    async def reconcile(self) -> list[Repair]:
+        """Finishes every operation (runs among them) a killed process left open."""
+        return await self._lifecycle.reconcile()

@@ -75,7 +75,17 @@ class NotFound(YieldAgentError):
 
 
 class Conflict(YieldAgentError):
-    """The resource's current state forbids the call."""
+    """The resource's current state forbids the call; ``retry_after_seconds`` says when
+    trying again may work (a busy wallet, say)."""
+
+    def __init__(self, detail: str, retry_after_seconds: int | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class ChainUnavailable(YieldAgentError):
+    """The chain refused or did not answer a call the operation needed; what was done is
+    recorded, and nothing was lost."""
 
 
 class NotImplementedYet(YieldAgentError):
@@ -84,3 +94,19 @@ class NotImplementedYet(YieldAgentError):
 
 class ConfigurationError(YieldAgentError):
     """A setting is unusable; raised at start-up."""
+
+
+def error_named(name: str, detail: str) -> YieldAgentError:
+    """The error of class ``name`` (a stored failure, replayed); a Conflict if unknown."""
+    kinds = {kind.__name__: kind for kind in _subclasses(YieldAgentError)}
+    kind = kinds.get(name, Conflict)
+    if kind is InvalidInput:
+        return Conflict(detail)
+    return kind(detail)
+
+
+def _subclasses(base: type[YieldAgentError]) -> list[type[YieldAgentError]]:
+    found = []
+    for kind in base.__subclasses__():
+        found += [kind, *_subclasses(kind)]
+    return found

@@ -15,7 +15,7 @@ from yieldagent.chain.port import ChainPort
 from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.market import PoolQuote
 from yieldagent.domain.optimizer import Costs, Move, optimize
-from yieldagent.domain.wallets import TransactionRecord, Wallet
+from yieldagent.domain.wallets import Wallet
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,37 +68,15 @@ async def value(chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = ())
     return Valuation(idle, positions, quotes, moment_of(head.timestamp))
 
 
-async def execute(
-    chain: ChainPort, wallet: Wallet, move: Move, valuation: Valuation, correlation_id: str
-) -> TransactionRecord:
-    """Carries out one move of a plan and returns its history record."""
-    step = chain.withdraw if move.action == "withdraw" else chain.supply
-    receipt = await step(wallet.address, move.protocol, wallet.token, move.amount)
-    quote = valuation.quotes.get(move.protocol)
-    return TransactionRecord(
-        action=move.action,
-        token=wallet.token,
-        amount=move.amount,
-        tx_hash=receipt.tx_hash,
-        date=moment_of(receipt.timestamp),
-        protocol=move.protocol,
-        apr=quote.apr() if quote else None,
-        block_number=receipt.block_number,
-        correlation_id=correlation_id,
-    )
-
-
-async def place_idle(
-    chain: ChainPort,
+def placement(
     wallet: Wallet,
     valuation: Valuation,
-    correlation_id: str,
     costs: Costs,
     paused: frozenset[str] = frozenset(),
-) -> list[TransactionRecord]:
-    """Places the wallet's idle funds as the optimizer plans: where the best allocation
+) -> list[Move]:
+    """Where the wallet's idle funds go, as the optimizer plans: where the best allocation
     wants more, or with a rebalance when the rules require one (a minimum position, say)
-    or when it pays. Nothing happens without idle funds."""
+    or when it pays. Nothing moves without idle funds."""
     if valuation.idle <= 0:
         return []
     protocols = [p for p in wallet.selected_protocols if p not in paused]
@@ -109,4 +87,4 @@ async def place_idle(
         wallet.constraints,
         costs,
     )
-    return [await execute(chain, wallet, move, valuation, correlation_id) for move in plan.moves]
+    return list(plan.moves)

@@ -14,6 +14,7 @@ from typing import Protocol
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import AccessDenied, NotFound
+from yieldagent.domain.operations import Operation
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.smart_accounts import SmartAccount
 from yieldagent.domain.wallet_states import WalletStatus
@@ -41,6 +42,12 @@ class Wallet:
     activation_date: datetime
     last_deactivation_date: datetime | None
     last_reactivation_date: datetime | None
+    version: int = 0
+    """The stored version this copy was read at; a commit checks it is still current."""
+    synced_block: int = 0
+    """The ledger has booked the chain's events up to this block (re-read from it)."""
+    status_reason: str = ""
+    """Why the wallet waits in its state, when it does (funds stuck in a pool, say)."""
 
     def owned_by(self, partner_id: int) -> Wallet:
         """This wallet, if ``partner_id`` owns it; AccessDenied otherwise."""
@@ -58,11 +65,14 @@ class DepositRecord:
     tx_hash: str | None
     block_number: int | None
     date: datetime
+    log_index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class WithdrawalRecord:
-    """A withdrawal and its split."""
+    """A withdrawal and its split: the service's (``kind`` "withdrawal") or one the owner
+    made from the account directly ("external", no fee). ``amount`` = principal + yield;
+    the receiver got ``amount − fee``."""
 
     token: str
     amount: int
@@ -74,6 +84,8 @@ class WithdrawalRecord:
     tx_hash: str | None
     block_number: int | None
     date: datetime
+    log_index: int = 0
+    kind: str = "withdrawal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +104,7 @@ class TransactionRecord:
     apr: float | None = None
     block_number: int | None = None
     correlation_id: str | None = None
+    log_index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +123,8 @@ class RewardRecord:
 
 @dataclass(slots=True)
 class Journal:
-    """What one use case changes: the wallet's new state and the records it adds."""
+    """What one use case changes: the wallet's new state, the records it adds, and the
+    operation it starts or moves on; all committed together."""
 
     wallet: Wallet
     deposits: list[DepositRecord] = field(default_factory=list)
@@ -118,6 +132,9 @@ class Journal:
     transactions: list[TransactionRecord] = field(default_factory=list)
     rewards: list[RewardRecord] = field(default_factory=list)
     points: list[PerformancePoint] = field(default_factory=list)
+    operation: Operation | None = None
+    owner: str | None = None
+    """The lease the commit must still hold, if the writer holds one."""
 
 
 class WalletRepository(Protocol):
@@ -144,19 +161,25 @@ class WalletRepository(Protocol):
     def deposit_known(self, chain_id: int, tx_hash: str) -> bool:
         """Whether the transfer ``tx_hash`` was already credited to some wallet."""
 
-    def balance_credited_through(self, wallet_id: int) -> int | None:
-        """The latest block up to which the wallet's balance was credited without a tx hash
-        (every transfer in or before it is already counted); None if never."""
+    def booked(self, wallet_id: int, since_block: int) -> set[tuple[str, int]]:
+        """The chain events (tx hash, log index) from ``since_block`` on that the wallet's
+        books and history already hold."""
 
-    def create(self, journal: Journal) -> Wallet:
-        """Stores a new wallet with its journal; Conflict if the address is taken."""
+    def create(self, journal: Journal, lease_until: float | None = None) -> Wallet:
+        """Stores a new wallet with its journal (and, with ``journal.owner``, its lease held
+        by that owner until ``lease_until``); Conflict if the address is taken."""
 
     def commit(self, journal: Journal, expected: WalletStatus | None = None) -> None:
-        """Stores the journal; with ``expected``, only if the stored status still is that
-        (Conflict otherwise)."""
+        """Stores the journal if the stored wallet is still at the version the journal's
+        wallet was read at (and, with ``journal.owner``, its lease still held by that owner;
+        with ``expected``, its status still that); Conflict otherwise, and nothing changes.
+        On success the journal's wallet carries the new version."""
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         """Takes the wallet's lease for ``owner`` unless someone else holds a live one."""
+
+    def renew_leases(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
+        """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
 
     def release_lease(self, wallet_id: int, owner: str) -> None:
         """Gives the lease back."""

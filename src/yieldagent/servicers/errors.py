@@ -20,6 +20,7 @@ from grpc_status import rpc_status
 from yieldagent.domain.errors import (
     AccessDenied,
     AuthenticationFailed,
+    ChainUnavailable,
     Conflict,
     InvalidInput,
     InvalidRequest,
@@ -40,6 +41,7 @@ STATUS_OF: dict[type[YieldAgentError], tuple[grpc.StatusCode, int]] = {
     AccessDenied: (grpc.StatusCode.PERMISSION_DENIED, 403),
     NotFound: (grpc.StatusCode.NOT_FOUND, 404),
     Conflict: (grpc.StatusCode.FAILED_PRECONDITION, 409),
+    ChainUnavailable: (grpc.StatusCode.UNAVAILABLE, 503),
     NotImplementedYet: (grpc.StatusCode.UNIMPLEMENTED, 501),
 }
 _INTERNAL = (grpc.StatusCode.INTERNAL, 500)

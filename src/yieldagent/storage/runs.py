@@ -1,4 +1,5 @@
-"""The agent's runs and schedule: claiming due wallets, run records, protocol pauses.
+"""The agent's schedule: claiming due wallets, their next runs, protocol pauses. (Runs
+themselves are operations: ``storage.operations``.)
 
 Claiming is how several replicas share the work. One statement marks a batch of due,
 unleased wallets as leased by this process; on PostgreSQL the inner selection skips rows
@@ -10,38 +11,17 @@ has ended; if the process dies first, the wallet is due again when the lease lap
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, or_, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
-from yieldagent.domain.agent import RunRecord
-from yieldagent.domain.optimizer import Move
-from yieldagent.storage.tables import (
-    AgentRunRow,
-    ProtocolPauseRow,
-    TransactionRow,
-    WalletRow,
-)
+from yieldagent.domain.operations import RUN, Operation
+from yieldagent.storage.operations import operation_of
+from yieldagent.storage.tables import OperationRow, ProtocolPauseRow, WalletRow
 
 ACTIVATED = "activated"
-
-
-def _record(row: AgentRunRow) -> RunRecord:
-    moves = tuple(Move(m["action"], m["protocol"], int(m["amount"])) for m in json.loads(row.plan))
-    return RunRecord(
-        row.id,
-        row.wallet_id,
-        row.chain_id,
-        row.status,
-        moves,
-        row.steps_done,
-        row.start_block,
-        row.owner,
-    )
 
 
 class RunStore:
@@ -80,16 +60,6 @@ class RunStore:
             session.commit()
         return sorted(claimed)
 
-    def renew(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
-        """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
-        with Session(self._engine) as session:
-            session.execute(
-                update(WalletRow)
-                .where(col(WalletRow.id).in_(wallet_ids), col(WalletRow.lease_owner) == owner)
-                .values(lease_until=until)
-            )
-            session.commit()
-
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
         with Session(self._engine) as session:
@@ -100,100 +70,15 @@ class RunStore:
             )
             session.commit()
 
-    # runs
-
-    def start(self, run: RunRecord, reason: str | None = None) -> None:
-        """Stores a run and its plan, before any step executes; with ``reason``, a run
-        that is already over."""
-        plan = json.dumps(
-            [
-                {"action": m.action, "protocol": m.protocol, "amount": str(m.amount)}
-                for m in run.moves
-            ]
-        )
-        with Session(self._engine) as session:
-            session.add(
-                AgentRunRow(
-                    id=run.id,
-                    wallet_id=run.wallet_id,
-                    chain_id=run.chain_id,
-                    status=run.status,
-                    plan=plan,
-                    steps_done=run.steps_done,
-                    start_block=run.start_block,
-                    owner=run.owner,
-                    started_at=datetime.now(UTC),
-                    reason=reason or "",
-                    finished_at=datetime.now(UTC) if reason is not None else None,
-                )
-            )
-            session.commit()
-
-    def step_done(self, run_id: str, steps_done: int) -> None:
-        """Records that the first ``steps_done`` steps of the plan executed."""
-        with Session(self._engine) as session:
-            session.execute(
-                update(AgentRunRow)
-                .where(col(AgentRunRow.id) == run_id)
-                .values(steps_done=steps_done)
-            )
-            session.commit()
-
-    def finish(self, run_id: str, status: str, reason: str) -> None:
-        """Closes a run."""
-        with Session(self._engine) as session:
-            session.execute(
-                update(AgentRunRow)
-                .where(col(AgentRunRow.id) == run_id)
-                .values(status=status, reason=reason, finished_at=datetime.now(UTC))
-            )
-            session.commit()
-
-    def unfinished(self, now: float) -> list[RunRecord]:
-        """Runs still executing whose wallet's lease has expired: their process died."""
-        with Session(self._engine) as session:
-            rows = session.exec(
-                orm_select(AgentRunRow)
-                .join(WalletRow, col(WalletRow.id) == AgentRunRow.wallet_id)
-                .where(
-                    col(AgentRunRow.status) == "executing",
-                    or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
-                )
-            ).all()
-            return [_record(row) for row in rows]
-
-    def stuck(self, now: float) -> list[int]:
-        """Wallets left ``running`` without a live lease: a process died mid-run."""
-        with Session(self._engine) as session:
-            rows = session.exec(
-                orm_select(WalletRow.id).where(
-                    col(WalletRow.status) == "running",
-                    or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
-                )
-            ).all()
-            return [wallet_id for wallet_id in rows if wallet_id is not None]
-
-    def runs_of(self, wallet_id: int) -> list[RunRecord]:
+    def runs_of(self, wallet_id: int) -> list[Operation]:
         """A wallet's runs, oldest first."""
         with Session(self._engine) as session:
             rows = session.exec(
-                orm_select(AgentRunRow)
-                .where(AgentRunRow.wallet_id == wallet_id)
-                .order_by(col(AgentRunRow.started_at))
+                orm_select(OperationRow)
+                .where(OperationRow.wallet_id == wallet_id, OperationRow.kind == RUN)
+                .order_by(col(OperationRow.started_at))
             ).all()
-            return [_record(row) for row in rows]
-
-    def known_hashes(self, wallet_id: int, hashes: Sequence[str]) -> set[str]:
-        """Which of ``hashes`` the wallet's history already records."""
-        if not hashes:
-            return set()
-        with Session(self._engine) as session:
-            rows = session.exec(
-                orm_select(TransactionRow.tx_hash).where(
-                    TransactionRow.wallet_id == wallet_id, col(TransactionRow.tx_hash).in_(hashes)
-                )
-            ).all()
-            return set(rows)
+            return [operation_of(row) for row in rows]
 
     # pauses
 

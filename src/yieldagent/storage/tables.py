@@ -161,31 +161,43 @@ class WalletRow(SQLModel, table=True):
     lease_owner: str | None = Field(default=None, max_length=64)
     lease_until: float | None = None
     version: int = Field(default=0, description="bumped by every commit of the wallet")
+    synced_block: int = Field(
+        default=0, sa_type=BigInteger, description="the ledger has booked the chain up to here"
+    )
+    status_reason: str = Field(default="", sa_type=Text, description="why it waits, if it does")
     next_run_at: float = Field(default=0.0, index=True, description="wall-clock unix time")
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
 
 
 class DepositRow(SQLModel, table=True):
-    """A verified deposit to a wallet; a transfer is credited once per chain."""
+    """A deposit to a wallet: one inflow the chain shows, booked once per chain."""
 
     __tablename__ = "wallet_deposits"
-    __table_args__ = (UniqueConstraint("chain_id", "tx_hash"),)
+    __table_args__ = (
+        UniqueConstraint("chain_id", "tx_hash", "log_index", name="uq_wallet_deposits_event"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     wallet_id: int = Field(foreign_key="wallets.id", index=True)
     chain_id: int
     token: str = Field(max_length=42)
     amount: int = Field(sa_type=TokenAmount)
-    tx_hash: str | None = Field(default=None, max_length=66, description="None: found by balance")
+    tx_hash: str | None = Field(
+        default=None, max_length=66, description="None: credited by balance before 0006"
+    )
+    log_index: int = 0
     block_number: int | None = Field(default=None, sa_type=BigInteger)
     date: datetime = Field(sa_column=utc_column())
 
 
 class WithdrawalRow(SQLModel, table=True):
-    """A withdrawal from a wallet and how it split."""
+    """A withdrawal from a wallet (the service's, or external) and how it split."""
 
     __tablename__ = "wallet_withdrawals"
+    __table_args__ = (
+        UniqueConstraint("chain_id", "tx_hash", "log_index", name="uq_wallet_withdrawals_event"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     wallet_id: int = Field(foreign_key="wallets.id", index=True)
@@ -197,6 +209,9 @@ class WithdrawalRow(SQLModel, table=True):
     value: float
     value_in_usd: float
     tx_hash: str | None = Field(default=None, max_length=66)
+    chain_id: int | None = None
+    log_index: int = 0
+    kind: str = Field(default="withdrawal", max_length=16)
     block_number: int | None = Field(default=None, sa_type=BigInteger)
     date: datetime = Field(sa_column=utc_column())
 
@@ -219,6 +234,7 @@ class TransactionRow(SQLModel, table=True):
     amount_out: int | None = Field(default=None, sa_type=TokenAmount)
     apr: float | None = None
     block_number: int | None = Field(default=None, sa_type=BigInteger)
+    log_index: int = 0
     correlation_id: str | None = Field(default=None, max_length=36)
     date: datetime = Field(sa_column=utc_column())
 
@@ -257,18 +273,23 @@ class PerformancePointRow(SQLModel, table=True):
 # -- the agent -----------------------------------------------------------------------------
 
 
-class AgentRunRow(SQLModel, table=True):
-    """One run of a wallet's agent: its plan, stored before any step executes."""
+class OperationRow(SQLModel, table=True):
+    """A money operation on a wallet (an agent run among them): its intent, stored before
+    its first chain call, and its steps, each marked with its transaction once mined."""
 
-    __tablename__ = "agent_runs"
+    __tablename__ = "operations"
 
     id: str = Field(max_length=36, primary_key=True)
     wallet_id: int = Field(foreign_key="wallets.id", index=True)
     chain_id: int
+    kind: str = Field(default="run", max_length=16)
     status: str = Field(max_length=16, index=True)
-    plan: str = Field(sa_type=Text, description="JSON list of moves")
-    steps_done: int = 0
+    params: str = Field(default="{}", sa_type=Text, description="JSON of what was asked")
+    steps: str = Field(sa_type=Text, description="JSON list of steps")
+    idempotency_key: str | None = Field(default=None, max_length=300, unique=True)
+    result: str | None = Field(default=None, sa_type=Text, description="JSON of the answer")
     reason: str = Field(default="", sa_type=Text)
+    retry_at: float | None = None
     start_block: int = Field(sa_type=BigInteger)
     owner: str = Field(max_length=64)
     started_at: datetime = Field(sa_column=utc_column())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ from yieldagent.domain.wallets import (
     Wallet,
     WithdrawalRecord,
 )
+from yieldagent.storage.operations import save_operation
 from yieldagent.storage.tables import (
     DepositRow,
     PerformancePointRow,
@@ -90,7 +92,7 @@ _REWARD_PAGES = _page_statements(_rewards)
 
 
 def _deposit(r: Any) -> DepositRecord:
-    return DepositRecord(r.amount, r.token, r.tx_hash, r.block_number, _utc(r.date))
+    return DepositRecord(r.amount, r.token, r.tx_hash, r.block_number, _utc(r.date), r.log_index)
 
 
 def _withdrawal(r: Any) -> WithdrawalRecord:
@@ -105,6 +107,8 @@ def _withdrawal(r: Any) -> WithdrawalRecord:
         r.tx_hash,
         r.block_number,
         _utc(r.date),
+        r.log_index,
+        r.kind,
     )
 
 
@@ -133,6 +137,9 @@ def _wallet(row: Any) -> Wallet:
         activation_date=_utc(row.activation_date),
         last_deactivation_date=row.last_deactivation_date and _utc(row.last_deactivation_date),
         last_reactivation_date=row.last_reactivation_date and _utc(row.last_reactivation_date),
+        version=row.version,
+        synced_block=row.synced_block,
+        status_reason=row.status_reason,
     )
 
 
@@ -151,6 +158,8 @@ def _wallet_values(wallet: Wallet) -> dict[str, Any]:
         "activation_date": wallet.activation_date,
         "last_deactivation_date": wallet.last_deactivation_date,
         "last_reactivation_date": wallet.last_reactivation_date,
+        "synced_block": wallet.synced_block,
+        "status_reason": wallet.status_reason,
         "updated_at": datetime.now(UTC),
     }
 
@@ -164,6 +173,7 @@ def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
                 token=deposit.token,
                 amount=deposit.amount,
                 tx_hash=deposit.tx_hash,
+                log_index=deposit.log_index,
                 block_number=deposit.block_number,
                 date=deposit.date,
             )
@@ -180,6 +190,9 @@ def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
                 value=w.value,
                 value_in_usd=w.value_in_usd,
                 tx_hash=w.tx_hash,
+                chain_id=wallet.chain_id,
+                log_index=w.log_index,
+                kind=w.kind,
                 block_number=w.block_number,
                 date=w.date,
             )
@@ -198,6 +211,7 @@ def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
                 amount_out=t.amount_out,
                 apr=t.apr,
                 block_number=t.block_number,
+                log_index=t.log_index,
                 correlation_id=t.correlation_id,
                 date=t.date,
             )
@@ -218,6 +232,8 @@ def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
         )
     for p in journal.points:
         session.add(PerformancePointRow(wallet_id=wallet.id, value=p.value, flow=p.flow, at=p.at))
+    if journal.operation is not None:
+        save_operation(session, journal.operation)
 
 
 def _transaction(row: Any) -> TransactionRecord:
@@ -234,6 +250,7 @@ def _transaction(row: Any) -> TransactionRecord:
         apr=row.apr,
         block_number=row.block_number,
         correlation_id=row.correlation_id,
+        log_index=row.log_index,
     )
 
 
@@ -327,16 +344,21 @@ class WalletStore:
                 is not None
             )
 
-    def balance_credited_through(self, wallet_id: int) -> int | None:
-        with Session(self._engine) as session:
-            block: int | None = session.exec(
-                select(func.max(DepositRow.block_number)).where(
-                    DepositRow.wallet_id == wallet_id, col(DepositRow.tx_hash).is_(None)
+    def booked(self, wallet_id: int, since_block: int) -> set[tuple[str, int]]:
+        keys: set[tuple[str, int]] = set()
+        with self._engine.connect() as connection:
+            for table in (_transactions, _deposits, _withdrawals):
+                rows = connection.execute(
+                    select_core(table.c.tx_hash, table.c.log_index).where(
+                        table.c.wallet_id == wallet_id,
+                        or_(table.c.block_number >= since_block, table.c.block_number.is_(None)),
+                        table.c.tx_hash.is_not(None),
+                    )
                 )
-            ).one()
-            return block
+                keys.update((row.tx_hash, row.log_index) for row in rows)
+        return keys
 
-    def create(self, journal: Journal) -> Wallet:
+    def create(self, journal: Journal, lease_until: float | None = None) -> Wallet:
         wallet = journal.wallet
         now = datetime.now(UTC)
         row = WalletRow(
@@ -345,6 +367,8 @@ class WalletStore:
             eoa=wallet.eoa,
             partner_id=wallet.partner_id,
             created_at=now,
+            lease_owner=journal.owner,
+            lease_until=lease_until if journal.owner else None,
             **_wallet_values(wallet),
         )
         with Session(self._engine) as session:
@@ -353,6 +377,8 @@ class WalletStore:
                 session.flush()
                 assert row.id is not None
                 wallet.id = row.id
+                if journal.operation is not None:
+                    journal.operation = replace(journal.operation, wallet_id=row.id)
                 _add_records(session, wallet, journal)
                 session.commit()
             except IntegrityError:
@@ -361,14 +387,16 @@ class WalletStore:
 
     def commit(self, journal: Journal, expected: WalletStatus | None = None) -> None:
         wallet = journal.wallet
-        condition = col(WalletRow.id) == wallet.id
+        conditions = [col(WalletRow.id) == wallet.id, col(WalletRow.version) == wallet.version]
         if expected is not None:
-            condition = and_(condition, col(WalletRow.status) == str(expected))
+            conditions.append(col(WalletRow.status) == str(expected))
+        if journal.owner is not None:
+            conditions.append(col(WalletRow.lease_owner) == journal.owner)
         with Session(self._engine) as session:
             result = session.execute(
                 update(WalletRow)
-                .where(condition)
-                .values(**_wallet_values(wallet), version=col(WalletRow.version) + 1)
+                .where(and_(*conditions))
+                .values(**_wallet_values(wallet), version=wallet.version + 1)
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise Conflict("The wallet changed meanwhile; retry")
@@ -376,7 +404,8 @@ class WalletStore:
                 _add_records(session, wallet, journal)
                 session.commit()
             except IntegrityError:
-                raise Conflict("This deposit was already credited") from None
+                raise Conflict("This chain event was already booked; retry") from None
+        wallet.version += 1
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         with Session(self._engine) as session:
@@ -394,6 +423,15 @@ class WalletStore:
             )
             session.commit()
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def renew_leases(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
+        with Session(self._engine) as session:
+            session.execute(
+                update(WalletRow)
+                .where(col(WalletRow.id).in_(wallet_ids), col(WalletRow.lease_owner) == owner)
+                .values(lease_until=until)
+            )
+            session.commit()
 
     def release_lease(self, wallet_id: int, owner: str) -> None:
         with Session(self._engine) as session:

@@ -81,6 +81,8 @@ class SimulatedChain:
                 row.amount,
                 row.block_number,
                 row.timestamp,
+                token_out=row.token_out,
+                amount_out=row.amount_out,
             )
             for row in self.market.history(self.chain_id, holder, since_block)
         ]
@@ -112,6 +114,9 @@ class SimulatedChain:
 
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.withdraw(self.chain_id, holder, protocol, token, amount))
+
+    async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
+        return self.market.quote_swap(self.chain_id, token_in, token_out, amount_in)
 
     async def swap(
         self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int

@@ -1,0 +1,301 @@
+"""The books of every wallet, and the one way money operations touch the chain.
+
+``Books`` is what the money use cases (``deposits``, ``withdrawals``, ``rewards``, the
+``agent``) and ``reconciliation`` share:
+
+- ``perform`` carries out one step of an operation: the step is stored as planned, the
+  chain call is made, and the step is marked with its transaction. Intent first, then the
+  chain, then the record.
+- ``recover_steps`` settles the steps a crash or a chain error left pending, from the
+  chain's history: mined ones are marked, the others dropped (they never happened).
+- ``close`` books everything the chain shows for the wallet since its sync cursor
+  (``ledger.book``: deposits from any sender, withdrawals with the split their operation
+  stored, external withdrawals), values the wallet, and commits the wallet, its new
+  records and the operation in one transaction, checking the wallet's version and lease.
+
+So the wallet's principal moves only with ledger entries, and ledger entries come only
+from chain events.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from yieldagent.chain.port import ChainPort, TxReceipt
+from yieldagent.domain.apr import PerformancePoint
+from yieldagent.domain.catalog import Catalog, TokenInfo
+from yieldagent.domain.clock import Clock
+from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound
+from yieldagent.domain.leases import Leases
+from yieldagent.domain.ledger import Booking, book, key_of
+from yieldagent.domain.operations import (
+    CLAIM_STEP,
+    EXECUTING,
+    SUPPLY,
+    SWAP,
+    WITHDRAW_STEP,
+    Operation,
+    OperationRepository,
+    Step,
+    attribute,
+    mined_steps,
+)
+from yieldagent.domain.optimizer import Costs
+from yieldagent.domain.valuation import Valuation, value
+from yieldagent.domain.wallets import Journal, RewardRecord, Wallet, WalletRepository, require
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The service's money rules and limits."""
+
+    fee_bps: int
+    max_deposit_usd: float
+    fee_collector: str
+    lease_seconds: float = 60.0
+    lease_wait_seconds: float = 30.0
+    swap_slippage_bps: int = 50
+    """How far below its quote a reward swap may fill (0.5%)."""
+    retry_seconds: float = 300.0
+    """How long a wallet whose funds are stuck in a pool waits before the next attempt."""
+
+
+def valued(wallet: Wallet, valuation: Valuation) -> Wallet:
+    """``wallet`` with what ``valuation`` found it holds."""
+    return replace(
+        wallet,
+        idle=valuation.idle,
+        allocation=dict(valuation.positions),
+        current_apr=valuation.apr(),
+        valued_at=valuation.moment,
+    )
+
+
+class Books:
+    """Wallets, their chains and their operations, and the one path that writes the books."""
+
+    def __init__(
+        self,
+        wallets: WalletRepository,
+        operations: OperationRepository,
+        chains: Mapping[int, ChainPort],
+        catalog: Catalog,
+        policy: Policy,
+        clock: Clock,
+        leases: Leases | None = None,
+    ) -> None:
+        self.wallets = wallets
+        self.operations = operations
+        self.catalog = catalog
+        self.policy = policy
+        self.clock = clock
+        self.leases = leases or Leases(
+            wallets, clock, policy.lease_seconds, policy.lease_wait_seconds
+        )
+        self._chains = chains
+
+    # -- lookups ---------------------------------------------------------------------
+
+    def chain(self, chain_id: int) -> ChainPort:
+        """The chain port of ``chain_id``; NotFound when the service does not run there."""
+        self.catalog.chain(chain_id)
+        return self._chains[chain_id]
+
+    def wallet(self, chain_id: int, address: str, partner_id: int | None = None) -> Wallet:
+        """The stored wallet, checked against its owner when ``partner_id`` is given."""
+        wallet = require(self.wallets.get(chain_id, address), chain_id, address)
+        return wallet if partner_id is None else wallet.owned_by(partner_id)
+
+    def reread(self, wallet: Wallet) -> Wallet:
+        """The wallet as stored now (under its lease: its current version)."""
+        current = self.wallets.get_by_id(wallet.id)
+        if current is None:
+            raise NotFound(f"Wallet {wallet.address} not found on chain {wallet.chain_id}")
+        return current
+
+    def token_info(self, wallet: Wallet) -> TokenInfo:
+        """Catalog facts of the wallet's token."""
+        return self.catalog.token(wallet.chain_id, wallet.token)
+
+    async def costs(self, chain: ChainPort, wallet: Wallet) -> Costs:
+        """What moving the wallet's funds costs now, and what its token is worth."""
+        token = self.token_info(wallet)
+        gas = await chain.gas_cost("supply")
+        return Costs(gas.usd, token.price_usd, token.decimals)
+
+    # -- operations --------------------------------------------------------------------
+
+    def begin(
+        self,
+        wallet: Wallet,
+        kind: str,
+        start_block: int,
+        owner: str,
+        params: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        steps: Sequence[Step] = (),
+    ) -> Operation:
+        """A new operation's intent (stored by the caller's next commit or ``start``)."""
+        return Operation(
+            id=str(uuid.uuid4()),
+            wallet_id=wallet.id,
+            chain_id=wallet.chain_id,
+            kind=kind,
+            status=EXECUTING,
+            steps=tuple(steps),
+            start_block=start_block,
+            owner=owner,
+            params=dict(params or {}),
+            key=key,
+        )
+
+    async def perform(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, step: Step
+    ) -> Operation:
+        """Stores ``step`` as planned, makes its chain call, and marks it mined. A chain
+        error leaves the step pending (``recover_steps`` settles it) and is raised as
+        ChainUnavailable."""
+        index = len(operation.steps)
+        operation = operation.with_step(index, step)
+        self.operations.save(operation)
+        return await self.perform_planned(chain, wallet, operation, index)
+
+    async def perform_planned(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, index: int
+    ) -> Operation:
+        """Makes the chain call of the stored step ``index`` and marks it mined."""
+        step = operation.steps[index]
+        try:
+            receipt = await self._call(chain, wallet, step)
+        except Exception as error:
+            raise ChainUnavailable(f"{step.action} of {step.amount} failed: {error}") from error
+        operation = operation.with_step(index, step.mined(receipt))
+        self.operations.save(operation)
+        return operation
+
+    async def _call(self, chain: ChainPort, wallet: Wallet, step: Step) -> TxReceipt:
+        holder = wallet.address
+        if step.action == SUPPLY:
+            return await chain.supply(holder, step.protocol, step.token, step.amount)
+        if step.action == WITHDRAW_STEP:
+            return await chain.withdraw(holder, step.protocol, step.token, step.amount)
+        if step.action == SWAP:
+            swap = await chain.swap(holder, step.token, step.token_out, step.amount, step.min_out)
+            return swap.receipt
+        if step.action == CLAIM_STEP:
+            return (await chain.claim_rewards(holder)).receipt
+        return await chain.transfer(step.token, holder, step.recipient, step.amount)
+
+    async def recover_steps(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation
+    ) -> Operation:
+        """Settles the operation's pending steps from the chain's history since it began:
+        those the chain mined are marked, the others dropped."""
+        if all(step.done for step in operation.steps):
+            return operation
+        events = await chain.history(wallet.address, operation.start_block)
+        known = self.wallets.booked(wallet.id, operation.start_block)
+        fresh = [e for e in events if key_of(e) not in known]
+        found = attribute(operation, fresh, wallet.address)
+        settled = replace(found, steps=tuple(s for s in found.steps if s.done))
+        self.operations.save(settled)
+        return settled
+
+    # -- the books -----------------------------------------------------------------------
+
+    async def close(
+        self,
+        chain: ChainPort,
+        wallet: Wallet,
+        owner: str | None,
+        operation: Operation | None = None,
+        rewards: Sequence[RewardRecord] = (),
+    ) -> Wallet:
+        """Books what the chain shows for the wallet since its cursor, values it, and
+        commits ``wallet`` (as the caller changed it) with its new records and
+        ``operation`` (as the caller moved it on). Returns the wallet as committed."""
+        after, journal = await self._booked(chain, wallet, owner, operation, rewards)
+        self.wallets.commit(journal)
+        return after
+
+    async def sync(
+        self, chain: ChainPort, wallet: Wallet, owner: str, snapshot_seconds: float
+    ) -> bool:
+        """Books what is new on the chain for an idle wallet (a deposit nobody announced,
+        an external withdrawal) and, every ``snapshot_seconds`` of chain time, records its
+        value; commits only when either happened. Returns whether it committed."""
+        after, journal = await self._booked(chain, wallet, owner, None, ())
+        due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
+        if not journal.points and due:
+            journal.points = [
+                PerformancePoint(after.valued_at, after.idle + sum(after.allocation.values()))
+            ]
+        if not (journal.deposits or journal.withdrawals or journal.transactions or due):
+            return False
+        self.wallets.commit(journal)
+        return True
+
+    async def _booked(
+        self,
+        chain: ChainPort,
+        wallet: Wallet,
+        owner: str | None,
+        operation: Operation | None,
+        rewards: Sequence[RewardRecord],
+    ) -> tuple[Wallet, Journal]:
+        head = await chain.head()
+        events = await chain.history(wallet.address, wallet.synced_block)
+        ours = [
+            op
+            for op in self.operations.open_on(wallet.id)
+            if operation is None or op.id != operation.id
+        ]
+        if operation is not None:
+            ours.append(operation)
+        steps = {key: (op.id, step) for op in ours for key, step in mined_steps([op]).items()}
+        valuation = await value(chain, wallet)
+        booking = book(
+            wallet,
+            self.token_info(wallet),
+            events,
+            self.wallets.booked(wallet.id, wallet.synced_block),
+            steps,
+            valuation.total,
+        )
+        after = valued(wallet, valuation)
+        after.principal = booking.principal
+        after.synced_block = max(head.number, wallet.synced_block)
+        return after, self._journal(after, booking, valuation, operation, owner, rewards)
+
+    @staticmethod
+    def _journal(
+        wallet: Wallet,
+        booking: Booking,
+        valuation: Valuation,
+        operation: Operation | None,
+        owner: str | None,
+        rewards: Sequence[RewardRecord],
+    ) -> Journal:
+        points = (
+            [PerformancePoint(valuation.moment, valuation.total - booking.flow, booking.flow)]
+            if booking.flow
+            else []
+        )
+        return Journal(
+            wallet,
+            deposits=booking.deposits,
+            withdrawals=booking.withdrawals,
+            transactions=booking.transactions,
+            rewards=list(rewards),
+            points=points,
+            operation=operation,
+            owner=owner,
+        )
+
+    def check_current(self, wallet: Wallet, read: Wallet) -> None:
+        """Conflict if ``wallet`` changed since ``read`` was taken (another writer)."""
+        if wallet.version != read.version:
+            raise Conflict("The wallet changed meanwhile; retry")

@@ -1,0 +1,248 @@
+"""Money operations (agent runs among them): the repository behind
+``domain.operations.OperationRepository``.
+
+Steps are kept as a JSON list on the operation's row, amounts as decimal strings, so a
+step is one small UPDATE when it is planned and when it is mined.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, or_, update
+from sqlmodel import Session, col, select
+
+from yieldagent.domain.accounting import WithdrawalSplit
+from yieldagent.domain.operations import OPEN, WAITING, Operation, Step
+from yieldagent.storage.tables import OperationRow, WalletRow
+
+_STUCK_STATES = ("activating", "running", "deactivating")
+
+
+def _split(data: dict[str, str] | None) -> WithdrawalSplit | None:
+    if data is None:
+        return None
+    return WithdrawalSplit(
+        int(data["amount"]), int(data["principal"]), int(data["yield"]), int(data["fee"])
+    )
+
+
+def _step(data: dict[str, Any]) -> Step:
+    return Step(
+        action=data["action"],
+        token=data.get("token", ""),
+        amount=int(data["amount"]),
+        protocol=data.get("protocol", ""),
+        recipient=data.get("recipient", ""),
+        token_out=data.get("token_out", ""),
+        min_out=int(data.get("min_out", 0)),
+        split=_split(data.get("split")),
+        apr=data.get("apr"),
+        tx_hash=data.get("tx_hash"),
+        log_index=data.get("log_index", 0),
+        block_number=data.get("block_number"),
+        timestamp=data.get("timestamp"),
+    )
+
+
+def _step_json(step: Step) -> dict[str, Any]:
+    data: dict[str, Any] = {"action": step.action, "token": step.token, "amount": str(step.amount)}
+    optional: dict[str, Any] = {
+        "protocol": step.protocol,
+        "recipient": step.recipient,
+        "token_out": step.token_out,
+        "min_out": str(step.min_out) if step.min_out else None,
+        "apr": step.apr,
+        "tx_hash": step.tx_hash,
+        "log_index": step.log_index or None,
+        "block_number": step.block_number,
+        "timestamp": step.timestamp,
+    }
+    data.update({name: value for name, value in optional.items() if value})
+    if step.split is not None:
+        split = step.split
+        data["split"] = {
+            "amount": str(split.amount),
+            "principal": str(split.principal),
+            "yield": str(split.yield_),
+            "fee": str(split.fee),
+        }
+    return data
+
+
+def steps_json(steps: Sequence[Step]) -> str:
+    """The JSON column value of a list of steps."""
+    return json.dumps([_step_json(s) for s in steps], separators=(",", ":"))
+
+
+def operation_of(row: Any) -> Operation:
+    """An Operation from an OperationRow."""
+    return Operation(
+        id=row.id,
+        wallet_id=row.wallet_id,
+        chain_id=row.chain_id,
+        kind=row.kind,
+        status=row.status,
+        steps=tuple(_step(s) for s in json.loads(row.steps)),
+        start_block=row.start_block,
+        owner=row.owner,
+        params=json.loads(row.params),
+        key=row.idempotency_key,
+        result=json.loads(row.result) if row.result is not None else None,
+        reason=row.reason,
+        retry_at=row.retry_at,
+    )
+
+
+def operation_json(operation: Operation) -> dict[str, Any]:
+    """An operation as operators read it (``yieldagent ops list``)."""
+    return {
+        "id": operation.id,
+        "wallet_id": operation.wallet_id,
+        "chain_id": operation.chain_id,
+        "kind": operation.kind,
+        "status": operation.status,
+        "reason": operation.reason,
+        "retry_at": operation.retry_at,
+        "start_block": operation.start_block,
+        "owner": operation.owner,
+        "params": operation.params,
+        "steps": [_step_json(step) for step in operation.steps],
+    }
+
+
+def operation_values(operation: Operation) -> dict[str, Any]:
+    """The mutable columns of an operation's row."""
+    closed = not operation.open
+    return {
+        "status": operation.status,
+        "steps": steps_json(operation.steps),
+        "result": None if operation.result is None else json.dumps(operation.result),
+        "reason": operation.reason,
+        "retry_at": operation.retry_at,
+        "finished_at": datetime.now(UTC) if closed else None,
+    }
+
+
+def _new_row(operation: Operation) -> OperationRow:
+    return OperationRow(
+        id=operation.id,
+        wallet_id=operation.wallet_id,
+        chain_id=operation.chain_id,
+        kind=operation.kind,
+        params=json.dumps(operation.params),
+        idempotency_key=operation.key,
+        start_block=operation.start_block,
+        owner=operation.owner,
+        started_at=datetime.now(UTC),
+        **operation_values(operation),
+    )
+
+
+def save_operation(session: Session, operation: Operation) -> None:
+    """Stores the operation in ``session`` (committed by the caller): its intent when it
+    is new, else its steps and status as they are now."""
+    if session.get(OperationRow, operation.id) is None:
+        session.add(_new_row(operation))
+        return
+    session.execute(
+        update(OperationRow)
+        .where(col(OperationRow.id) == operation.id)
+        .values(**operation_values(operation))
+    )
+
+
+class OperationStore:
+    """Reads and writes operations."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def start(self, operation: Operation) -> None:
+        with Session(self._engine) as session:
+            session.add(_new_row(operation))
+            session.commit()
+
+    def save(self, operation: Operation) -> None:
+        with Session(self._engine) as session:
+            save_operation(session, operation)
+            session.commit()
+
+    def get(self, operation_id: str) -> Operation | None:
+        with Session(self._engine) as session:
+            row = session.get(OperationRow, operation_id)
+            return operation_of(row) if row is not None else None
+
+    def by_key(self, key: str) -> Operation | None:
+        with Session(self._engine) as session:
+            row = session.exec(
+                select(OperationRow).where(OperationRow.idempotency_key == key)
+            ).first()
+            return operation_of(row) if row is not None else None
+
+    def open_on(self, wallet_id: int) -> list[Operation]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(OperationRow)
+                .where(OperationRow.wallet_id == wallet_id, col(OperationRow.status).in_(OPEN))
+                .order_by(col(OperationRow.started_at))
+            ).all()
+            return [operation_of(row) for row in rows]
+
+    def abandoned(self, now: float) -> list[Operation]:
+        lapsed = or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now)
+        due = or_(col(OperationRow.status) != WAITING, col(OperationRow.retry_at) <= now)
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(OperationRow)
+                .join(WalletRow, col(WalletRow.id) == OperationRow.wallet_id)
+                .where(col(OperationRow.status).in_(OPEN), lapsed, due)
+                .order_by(col(OperationRow.started_at))
+            ).all()
+            return [operation_of(row) for row in rows]
+
+    def of_wallet(self, wallet_id: int) -> list[Operation]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(OperationRow)
+                .where(OperationRow.wallet_id == wallet_id)
+                .order_by(col(OperationRow.started_at))
+            ).all()
+            return [operation_of(row) for row in rows]
+
+    def stuck(self, now: float) -> list[int]:
+        open_ops = select(OperationRow.wallet_id).where(col(OperationRow.status).in_(OPEN))
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(WalletRow.id).where(
+                    col(WalletRow.status).in_(_STUCK_STATES),
+                    or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
+                    col(WalletRow.id).not_in(open_ops),
+                )
+            ).all()
+            return [wallet_id for wallet_id in rows if wallet_id is not None]
+
+    def listing(self, stuck_only: bool, now: float) -> list[Operation]:
+        """Open operations (for operators), oldest first; with ``stuck_only``, those whose
+        process died or that wait for funds."""
+        if stuck_only:
+            return self.abandoned(now) + self._waiting_not_due(now)
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(OperationRow)
+                .where(col(OperationRow.status).in_(OPEN))
+                .order_by(col(OperationRow.started_at))
+            ).all()
+            return [operation_of(row) for row in rows]
+
+    def _waiting_not_due(self, now: float) -> list[Operation]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(OperationRow).where(
+                    OperationRow.status == WAITING, col(OperationRow.retry_at) > now
+                )
+            ).all()
+            return [operation_of(row) for row in rows]
