@@ -25,7 +25,9 @@ from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer import Thresholds
 from yieldagent.edge import EnvoyProcess
 from yieldagent.server import ApiServer, build_server, mark_serving
+from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.worker import Job, Worker
@@ -126,8 +128,12 @@ class Service:
         background = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
         self.worker.add(agent_cycle(build_agent(settings, self.engine, background)))
+        idempotency = Idempotency(
+            IdempotencyStore(self.engine, settings.idempotency_ttl_seconds),
+            settings.idempotency_wait_seconds,
+        )
         self.api = build_server(
-            self.engine, operator, chains, lifecycle, agent, settings.grpc_target
+            self.engine, operator, chains, lifecycle, agent, settings.grpc_target, idempotency
         )
         await self.api.server.start()
         await mark_serving(self.api, True)

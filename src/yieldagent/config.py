@@ -43,6 +43,8 @@ class Settings:
     performance_fee_bps: int
     max_deposit_usd: float
     fee_collector: str | None
+    idempotency_ttl_seconds: float
+    idempotency_wait_seconds: float
 
     @property
     def grpc_target(self) -> str:
@@ -106,4 +108,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),
         max_deposit_usd=_float(env, "YIELDAGENT_MAX_DEPOSIT_USD", 1_000_000.0),
         fee_collector=env.get("YIELDAGENT_FEE_COLLECTOR") or None,
+        idempotency_ttl_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_TTL_SECONDS", 86_400.0),
+        idempotency_wait_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_WAIT_SECONDS", 30.0),
     )
