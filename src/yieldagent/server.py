@@ -20,6 +20,7 @@ from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
+from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import api_services, load_policies
 from yieldagent.servicers.optimizer import OptimizerServicer
@@ -27,6 +28,7 @@ from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.servicers.wallets import WalletServicer
+from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
@@ -66,11 +68,13 @@ def build_server(
     lifecycle: Lifecycle,
     agent: Agent,
     address: str,
+    idempotency: Idempotency | None = None,
 ) -> ApiServer:
     """The server with every service registered, bound to ``address`` (port 0: any free one)."""
     catalog = load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
-    interceptor = ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)))
+    idempotency = idempotency or Idempotency(IdempotencyStore(engine))
+    interceptor = ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)), idempotency)
     server = grpc.aio.server(interceptors=[interceptor], options=_OPTIONS)
 
     api_health_pb2_grpc.add_HealthcheckServiceServicer_to_server(

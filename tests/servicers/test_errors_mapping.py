@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 
 from yieldagent.domain import errors as domain
-from yieldagent.servicers.errors import grpc_status, rest_body, status_of
+from yieldagent.servicers.errors import abort, grpc_status, rest_body, status_of
 from yieldagent.servicers.method_policy import load_policies
 
 CREATE = load_policies()["/yieldagent.v1.SmartAccountService/CreateSmartAccount"]
@@ -23,6 +25,7 @@ CREATE = load_policies()["/yieldagent.v1.SmartAccountService/CreateSmartAccount"
         (domain.AccessDenied("no"), grpc.StatusCode.PERMISSION_DENIED, 403),
         (domain.NotFound("no"), grpc.StatusCode.NOT_FOUND, 404),
         (domain.Conflict("no"), grpc.StatusCode.FAILED_PRECONDITION, 409),
+        (domain.Conflict("busy", retry_after_seconds=3), grpc.StatusCode.ABORTED, 409),
         (domain.NotImplementedYet("no"), grpc.StatusCode.UNIMPLEMENTED, 501),
         (domain.ConfigurationError("no"), grpc.StatusCode.INTERNAL, 500),
         (None, grpc.StatusCode.INTERNAL, 500),
@@ -42,3 +45,53 @@ def test_rest_bodies() -> None:
     assert json.loads(body) == {
         "detail": [{"loc": ["body", "eoa"], "msg": "bad é", "type": "value_error"}]
     }
+
+
+def test_a_header_location_stays_a_header() -> None:
+    invalid = domain.InvalidInput.field(("header", "Idempotency-Key"), "bad", "value_error")
+    assert json.loads(rest_body(invalid, CREATE))["detail"][0]["loc"] == [
+        "header",
+        "Idempotency-Key",
+    ]
+
+
+def _details(error: domain.YieldAgentError) -> list[Any]:
+    """The google.rpc details a status carries, unpacked."""
+    metadata = dict(grpc_status(error).trailing_metadata)
+    status = status_pb2.Status.FromString(metadata["grpc-status-details-bin"])
+    kinds = {"ErrorInfo": error_details_pb2.ErrorInfo, "RetryInfo": error_details_pb2.RetryInfo}
+    found = []
+    for packed in status.details:
+        detail = kinds[packed.TypeName().rsplit(".", 1)[1]]()
+        packed.Unpack(detail)
+        found.append(detail)
+    return found
+
+
+def test_a_retry_hint_is_a_retry_info_detail() -> None:
+    info, retry = _details(domain.Conflict("busy", retry_after_seconds=3))
+    assert info.reason == "CONFLICT" and retry.retry_delay.seconds == 3
+    assert [type(d).__name__ for d in _details(domain.Conflict("no"))] == ["ErrorInfo"]
+
+
+class _Context:
+    def __init__(self) -> None:
+        self.trailing: tuple[tuple[str, Any], ...] = ()
+
+    async def abort(self, code: grpc.StatusCode, details: str, trailing_metadata: Any) -> None:
+        self.trailing = tuple(trailing_metadata)
+
+
+@pytest.mark.parametrize("rest", [True, False], ids=["rest", "grpc"])
+async def test_only_rest_calls_get_a_retry_after_header(rest: bool) -> None:
+    context = _Context()
+    await abort(context, domain.Conflict("busy", retry_after_seconds=3), CREATE, rest)
+    headers = dict(context.trailing)
+    assert headers.get("retry-after") == ("3" if rest else None)
+    await abort(context, domain.Conflict("no"), CREATE, rest)
+    assert "retry-after" not in dict(context.trailing)
+
+
+def test_a_retry_hint_cannot_be_negative() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        domain.Conflict("busy", retry_after_seconds=-1)

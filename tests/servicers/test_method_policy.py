@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool
+
 from yieldagent.servicers.method_policy import (
     INTEGERS_HEADER,
     NULLS_HEADER,
@@ -9,6 +12,7 @@ from yieldagent.servicers.method_policy import (
     api_services,
     load_policies,
 )
+from yieldagent.v1 import options_pb2, wallets_pb2
 
 POLICIES = load_policies()
 
@@ -67,3 +71,43 @@ def test_field_locations_follow_the_http_rule() -> None:
     assert activation.locate(("constraints", 0, "kind")) == ("body", "constraints", 0, "kind")
     protocols = POLICIES["/yieldagent.v1.WalletService/UpdateProtocols"]
     assert protocols.locate(("protocols", 2)) == ("body", 2)  # the bare array is the body
+    assert activation.locate(("header", "Idempotency-Key")) == ("header", "Idempotency-Key")
+
+
+def test_the_methods_that_take_idempotency_keys() -> None:
+    idempotent = {name.rsplit("/", 1)[1]: p for name, p in POLICIES.items() if p.idempotent}
+    assert sorted(idempotent) == [
+        "ActivateWallet",
+        "ClaimRewards",
+        "CreateSmartAccount",
+        "DeactivateWallet",
+        "RunAgent",
+        "TopUp",
+        "Withdraw",
+    ]
+    assert all(p.permission is not None for p in idempotent.values())
+    withdraw = idempotent["Withdraw"]
+    assert withdraw.response_type is wallets_pb2.WithdrawResponse
+    assert POLICIES["/yieldagent.v1.WalletService/GetWallet"].response_type is None
+
+
+def test_an_idempotent_method_must_name_a_permission() -> None:
+    public = descriptor_pb2.FileDescriptorProto(
+        name="idempotent_public_test.proto",
+        package="idempotency.test",
+        dependency=["yieldagent/v1/options.proto"],
+    )
+    public.message_type.add(name="Empty")
+    method = public.service.add(name="Public").method.add(
+        name="Call", input_type=".idempotency.test.Empty", output_type=".idempotency.test.Empty"
+    )
+    method.options.Extensions[options_pb2.idempotent] = True  # type: ignore[index]
+    pool = descriptor_pool.DescriptorPool()
+    for dependency in (descriptor_pb2, options_pb2):
+        proto = descriptor_pb2.FileDescriptorProto()
+        dependency.DESCRIPTOR.CopyToProto(proto)
+        pool.Add(proto)
+    pool.Add(public)
+    service = pool.FindServiceByName("idempotency.test.Public")
+    with pytest.raises(ValueError, match="names no partner_permission"):
+        load_policies([service])

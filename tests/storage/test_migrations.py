@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0004"
+HEAD = "0005"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -34,6 +34,7 @@ TABLES = {
     "performance_points",
     "agent_runs",
     "protocol_pauses",
+    "idempotency_keys",
 }
 _MIGRATE = (
     "import sys\n"

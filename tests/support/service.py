@@ -70,8 +70,13 @@ class RunningService:
 
 
 @contextmanager
-def running_service(database_url: str, data_dir: Path) -> Iterator[RunningService]:
-    """Starts the service with Envoy in a thread of its own; stops it afterwards."""
+def running_service(
+    database_url: str, data_dir: Path, env: Mapping[str, str] | None = None
+) -> Iterator[RunningService]:
+    """Starts the service with Envoy in a thread of its own; stops it afterwards.
+
+    ``env`` adds or overrides settings (``YIELDAGENT_*`` variables).
+    """
     http_port = free_port()
     settings = load_settings(
         {
@@ -81,6 +86,7 @@ def running_service(database_url: str, data_dir: Path) -> Iterator[RunningServic
             "YIELDAGENT_GRPC_PORT": "0",
             "YIELDAGENT_SHUTDOWN_GRACE_SECONDS": "1",
             "YIELDAGENT_SIM_SPEED": "0",
+            **(env or {}),
         }
     )
     started = threading.Event()

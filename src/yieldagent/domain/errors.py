@@ -6,7 +6,8 @@
     ├── AuthenticationFailed  missing or wrong partner credentials (REST 401)
     ├── AccessDenied          credentials are fine but not for this (REST 403)
     ├── NotFound              the thing asked for does not exist (REST 404)
-    ├── Conflict              the resource's state forbids the call now (REST 409)
+    ├── Conflict              the resource's state forbids the call now (REST 409),
+    │                         possibly with a retry hint (Retry-After)
     ├── NotImplementedYet     a documented call the service does not offer yet (REST 501)
     └── ConfigurationError    the service was started with unusable settings
 
@@ -75,10 +76,16 @@ class NotFound(YieldAgentError):
 
 
 class Conflict(YieldAgentError):
-    """The resource's current state forbids the call; ``retry_after_seconds`` says when
-    trying again may work (a busy wallet, say)."""
+    """The resource's current state forbids the call.
+
+    ``retry_after_seconds``, when given, says the conflict is passing (another call
+    holds the resource) and when a retry may succeed. Callers then get it as a
+    ``Retry-After`` header (REST) or a ``google.rpc.RetryInfo`` detail (gRPC).
+    """
 
     def __init__(self, detail: str, retry_after_seconds: int | None = None) -> None:
+        if retry_after_seconds is not None and retry_after_seconds < 0:
+            raise ValueError("retry_after_seconds cannot be negative")
         super().__init__(detail)
         self.retry_after_seconds = retry_after_seconds
 

@@ -2,9 +2,10 @@
 
 gRPC callers get a canonical status code plus ``google.rpc`` details in
 ``grpc-status-details-bin``: an ErrorInfo always, and a BadRequest with field
-violations for malformed input. Calls through the REST edge also get the REST
-status and the contract's JSON error body as metadata, which envoy/rest.lua
-turns into the HTTP response.
+violations for malformed input, a RetryInfo for a conflict with a retry hint.
+Calls through the REST edge also get the REST status and the contract's JSON
+error body as metadata, which envoy/rest.lua turns into the HTTP response, and
+the retry hint as a ``Retry-After`` header.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -31,6 +32,7 @@ from yieldagent.domain.errors import (
 from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, MethodPolicy
 
 ERROR_DOMAIN = "yieldagent.v1"
+RETRY_AFTER_HEADER = "retry-after"
 INTERNAL_DETAIL = "Internal server error"
 
 # Each kind of error, once: its gRPC code and its REST status.
@@ -45,12 +47,21 @@ STATUS_OF: dict[type[YieldAgentError], tuple[grpc.StatusCode, int]] = {
     NotImplementedYet: (grpc.StatusCode.UNIMPLEMENTED, 501),
 }
 _INTERNAL = (grpc.StatusCode.INTERNAL, 500)
+# A conflict that passes (it carries a retry hint): retry at a higher level.
+_PASSING_CONFLICT = (grpc.StatusCode.ABORTED, 409)
+
+
+def retry_after(error: YieldAgentError | None) -> int | None:
+    """The seconds after which a retry may succeed, when the error says so."""
+    return error.retry_after_seconds if isinstance(error, Conflict) else None
 
 
 def status_of(error: YieldAgentError | None) -> tuple[grpc.StatusCode, int]:
     """gRPC code and REST status for an error; None stands for an unexpected failure."""
     if error is None:
         return _INTERNAL
+    if retry_after(error) is not None:
+        return _PASSING_CONFLICT
     for kind in type(error).__mro__:
         if kind in STATUS_OF:
             return STATUS_OF[kind]
@@ -100,6 +111,11 @@ def grpc_status(error: YieldAgentError | None) -> grpc.Status:
                 ]
             )
         )
+    delay = retry_after(error)
+    if delay is not None:
+        details.append(
+            error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=delay))
+        )
     packed = []
     for detail in details:
         holder = any_pb2.Any()
@@ -121,4 +137,6 @@ async def abort(
     if rest:
         rest_status = str(status_of(error)[1])
         metadata += ((STATUS_HEADER, rest_status), (ERROR_HEADER, rest_body(error, policy)))
+        if (delay := retry_after(error)) is not None:
+            metadata += ((RETRY_AFTER_HEADER, str(delay)),)
     await context.abort(status.code, status.details, trailing_metadata=metadata)

@@ -2,6 +2,8 @@
 
 For each ``yieldagent.v1`` call it:
 1. authenticates the partner when the method names a ``partner_permission``;
+   on an ``idempotent`` method called with a key, runs it through
+   ``servicers.idempotency`` (executed once, answers replayed);
 2. turns a domain error (or any unexpected exception) into the canonical gRPC
    status via ``servicers.errors``;
 3. on calls from the REST edge, sends the method's REST hints (success status,
@@ -20,7 +22,8 @@ import grpc
 from yieldagent.domain.errors import NotImplementedYet, YieldAgentError
 from yieldagent.servicers import errors
 from yieldagent.servicers.auth import Authenticator
-from yieldagent.servicers.method_policy import MethodPolicy
+from yieldagent.servicers.idempotency import Idempotency, key_of
+from yieldagent.servicers.method_policy import Metadata, MethodPolicy
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +40,15 @@ def _from_rest(metadata: Any) -> bool:
 class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Applies each method's policy around its servicer method."""
 
-    def __init__(self, policies: Mapping[str, MethodPolicy], authenticator: Authenticator) -> None:
+    def __init__(
+        self,
+        policies: Mapping[str, MethodPolicy],
+        authenticator: Authenticator,
+        idempotency: Idempotency | None = None,
+    ) -> None:
         self._policies = policies
         self._authenticator = authenticator
+        self._idempotency = idempotency
         self._wrapped: dict[str, tuple[Any, Any]] = {}
 
     async def intercept_service(
@@ -58,16 +67,24 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     def _wrap(self, policy: MethodPolicy, behavior: Behavior) -> Behavior:
         authenticator = self._authenticator
+        idempotency = self._idempotency if policy.idempotent else None
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             metadata = context.invocation_metadata()
             rest = _from_rest(metadata)
             token = None
+            replayed: Metadata = ()
             try:
                 if policy.permission is not None:
                     partner = authenticator.authenticate(metadata or (), policy.permission)
                     token = authenticator.bind(partner)
-                response = await behavior(request, context)
+                key = key_of(metadata) if idempotency is not None else None
+                if idempotency is not None and key is not None:
+                    response, replayed = await idempotency.call(
+                        policy, partner.id, key, request, behavior, context, rest
+                    )
+                else:
+                    response = await behavior(request, context)
             except grpc.aio.AbortError:
                 raise
             except YieldAgentError as error:
@@ -89,8 +106,9 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             finally:
                 if token is not None:
                     authenticator.unbind(token)
-            if rest and policy.rest_metadata:
-                await context.send_initial_metadata(policy.rest_metadata)
+            hints = (policy.rest_metadata if rest else ()) + replayed
+            if hints:
+                await context.send_initial_metadata(hints)
             return response
 
         return guarded

@@ -5,6 +5,8 @@ The REST edge (Envoy plus envoy/rest.lua) knows no route. For every
 
 - the permission a partner needs (``partner_permission``, unset for public calls);
 - the REST success status (``http_success_code``);
+- whether the method accepts an idempotency key (``idempotent``), and then the
+  class of its response, to replay a stored one;
 - the JSON paths of the response whose decimal strings print as integers: every
   64-bit integer field (protobuf's JSON quotes those) and every string field
   marked ``json_integer``;
@@ -23,12 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.api import annotations_pb2
+from google.protobuf import message_factory
 from google.protobuf.descriptor import (
     Descriptor,
     FieldDescriptor,
     MethodDescriptor,
     ServiceDescriptor,
 )
+from google.protobuf.message import Message
 
 from yieldagent.v1 import (
     catalog_pb2,
@@ -79,14 +83,21 @@ class MethodPolicy:
     rest_metadata: Metadata
     field_sources: Mapping[str, str] = field(default_factory=dict)
     body_field: str | None = None
+    idempotent: bool = False
+    response_type: type[Message] | None = None
+    """The response class, for idempotent methods (a stored response is replayed)."""
 
     def locate(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
         """A request field's location as REST reports it: ``("body", "eoa")``.
 
         A field bound to the whole body (a bare JSON array, say) is the body itself.
+        A location that already names a header (``("header", "Idempotency-Key")``)
+        stays as it is.
         """
         if not loc:
             return ("body",)
+        if loc[0] == "header":
+            return loc
         if loc[0] == self.body_field:
             return ("body", *loc[1:])
         return (self.field_sources.get(str(loc[0]), "body"), *loc)
@@ -148,6 +159,10 @@ def policy_for(method: MethodDescriptor) -> MethodPolicy:
     options = method.GetOptions()
     permission: str | None = _option(options, options_pb2.partner_permission) or None
     success_status: int = _option(options, options_pb2.http_success_code) or 200
+    idempotent = bool(_option(options, options_pb2.idempotent))
+    full_name = f"/{method.containing_service.full_name}/{method.name}"
+    if idempotent and permission is None:  # keys are scoped per partner
+        raise ValueError(f"{full_name} is idempotent but names no partner_permission")
     assert method.output_type is not None
     integers, nulls = _json_paths(method.output_type, "")
     sources, body_field = _field_sources(method)
@@ -159,12 +174,14 @@ def policy_for(method: MethodDescriptor) -> MethodPolicy:
     if nulls:
         metadata.append((NULLS_HEADER, ",".join(nulls)))
     return MethodPolicy(
-        full_name=f"/{method.containing_service.full_name}/{method.name}",
+        full_name=full_name,
         permission=permission,
         success_status=success_status,
         rest_metadata=tuple(metadata),
         field_sources=sources,
         body_field=body_field,
+        idempotent=idempotent,
+        response_type=message_factory.GetMessageClass(method.output_type) if idempotent else None,
     )
 
 

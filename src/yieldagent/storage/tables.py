@@ -306,3 +306,31 @@ class ProtocolPauseRow(SQLModel, table=True):
     chain_id: int = Field(primary_key=True)
     protocol: str = Field(max_length=64, primary_key=True)
     paused_at: datetime = Field(sa_column=utc_column())
+
+
+class IdempotencyKeyRow(SQLModel, table=True):
+    """A partner's idempotency key: the request it was first sent with, and its outcome.
+
+    ``in_progress`` while an attempt (``owner``) executes the call under a lease that it
+    renews; ``completed`` once the response, or a refusal (4xx), is stored. The stored
+    error is the gRPC code and message, the ``google.rpc.Status`` with its details, and
+    the REST status and body, so a replay answers exactly as the first call did.
+    """
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+
+    partner_id: int = Field(foreign_key="partners.id", primary_key=True)
+    key: str = Field(max_length=255, primary_key=True)
+    method: str = Field(max_length=255, description="gRPC method path, /pkg.Service/Method")
+    fingerprint: str = Field(max_length=64, description="SHA-256 of method and request, hex")
+    state: str = Field(max_length=16, description="in_progress or completed")
+    owner: str = Field(max_length=64, description="the attempt that executes or executed it")
+    lease_until: float = Field(description="wall-clock unix time the owner's lease ends")
+    response: bytes | None = Field(default=None, description="the serialized response")
+    error_code: int | None = Field(default=None, description="gRPC status code of a refusal")
+    error_message: str | None = Field(default=None, sa_type=Text)
+    error_details: bytes | None = Field(default=None, description="the google.rpc.Status")
+    rest_status: int | None = None
+    rest_body: str | None = Field(default=None, sa_type=Text)
+    created_at: datetime = Field(sa_column=utc_column())

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1byieldagent/v1/options.proto\x12\ryieldagent.v1\x1a google/protobuf/descriptor.proto:;\n\x11http_success_code\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\x05:<\n\x12partner_permission\x12\x1e.google.protobuf.MethodOptions\x18\xbb\x8e\x03 \x01(\t:5\n\x0cjson_integer\x12\x1d.google.protobuf.FieldOptions\x18\xba\x8e\x03 \x01(\x08\x42\x41Z?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1byieldagent/v1/options.proto\x12\ryieldagent.v1\x1a google/protobuf/descriptor.proto:;\n\x11http_success_code\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\x05:<\n\x12partner_permission\x12\x1e.google.protobuf.MethodOptions\x18\xbb\x8e\x03 \x01(\t:4\n\nidempotent\x12\x1e.google.protobuf.MethodOptions\x18\xbc\x8e\x03 \x01(\x08:5\n\x0cjson_integer\x12\x1d.google.protobuf.FieldOptions\x18\xba\x8e\x03 \x01(\x08\x42\x41Z?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)

@@ -26,7 +26,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from yieldagent.v1 import options_pb2 as yieldagent_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"yieldagent/v1/smart_accounts.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\"I\n\x19\x43reateSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"I\n\x1a\x43reateSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t\"F\n\x16GetSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"F\n\x17GetSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t2\xdb\x02\n\x13SmartAccountService\x12\xa6\x01\n\x12\x43reateSmartAccount\x12(.yieldagent.v1.CreateSmartAccountRequest\x1a).yieldagent.v1.CreateSmartAccountResponse\";\xda\xf3\x18\x08\x61\x63\x63ounts\x82\xd3\xe4\x93\x02)\"$/api/v1/proxy/zerodev/smart-accounts:\x01*\x12\x9a\x01\n\x0fGetSmartAccount\x12%.yieldagent.v1.GetSmartAccountRequest\x1a&.yieldagent.v1.GetSmartAccountResponse\"8\xda\xf3\x18\x08\x61\x63\x63ounts\x82\xd3\xe4\x93\x02&\x12$/api/v1/proxy/zerodev/smart-accountsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"yieldagent/v1/smart_accounts.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\"I\n\x19\x43reateSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"I\n\x1a\x43reateSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t\"F\n\x16GetSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"F\n\x17GetSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t2\xdf\x02\n\x13SmartAccountService\x12\xaa\x01\n\x12\x43reateSmartAccount\x12(.yieldagent.v1.CreateSmartAccountRequest\x1a).yieldagent.v1.CreateSmartAccountResponse\"?\xda\xf3\x18\x08\x61\x63\x63ounts\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x02)\"$/api/v1/proxy/zerodev/smart-accounts:\x01*\x12\x9a\x01\n\x0fGetSmartAccount\x12%.yieldagent.v1.GetSmartAccountRequest\x1a&.yieldagent.v1.GetSmartAccountResponse\"8\xda\xf3\x18\x08\x61\x63\x63ounts\x82\xd3\xe4\x93\x02&\x12$/api/v1/proxy/zerodev/smart-accountsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,7 +35,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1'
   _globals['_SMARTACCOUNTSERVICE'].methods_by_name['CreateSmartAccount']._loaded_options = None
-  _globals['_SMARTACCOUNTSERVICE'].methods_by_name['CreateSmartAccount']._serialized_options = b'\332\363\030\010accounts\202\323\344\223\002)\"$/api/v1/proxy/zerodev/smart-accounts:\001*'
+  _globals['_SMARTACCOUNTSERVICE'].methods_by_name['CreateSmartAccount']._serialized_options = b'\332\363\030\010accounts\340\363\030\001\202\323\344\223\002)\"$/api/v1/proxy/zerodev/smart-accounts:\001*'
   _globals['_SMARTACCOUNTSERVICE'].methods_by_name['GetSmartAccount']._loaded_options = None
   _globals['_SMARTACCOUNTSERVICE'].methods_by_name['GetSmartAccount']._serialized_options = b'\332\363\030\010accounts\202\323\344\223\002&\022$/api/v1/proxy/zerodev/smart-accounts'
   _globals['_CREATESMARTACCOUNTREQUEST']._serialized_start=112
@@ -47,5 +47,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSMARTACCOUNTRESPONSE']._serialized_start=334
   _globals['_GETSMARTACCOUNTRESPONSE']._serialized_end=404
   _globals['_SMARTACCOUNTSERVICE']._serialized_start=407
-  _globals['_SMARTACCOUNTSERVICE']._serialized_end=754
+  _globals['_SMARTACCOUNTSERVICE']._serialized_end=758
 # @@protoc_insertion_point(module_scope)
