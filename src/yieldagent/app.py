@@ -28,11 +28,8 @@ from yieldagent.edge import EnvoyProcess
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.storage.db import create_db_engine, migrate
-<<<<<<< HEAD
-from yieldagent.storage.operations import OperationStore
-=======
 from yieldagent.storage.idempotency import IdempotencyStore
->>>>>>> idem
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.worker import Job, Worker
@@ -155,16 +152,12 @@ class Service:
         background = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
         self.worker.add(reconciliation(background), every=settings.lease_seconds / 2)
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
-<<<<<<< HEAD
         stopping = lambda: self.worker.stop_requested  # noqa: E731
         self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
-=======
-        self.worker.add(agent_cycle(build_agent(settings, self.engine, background)))
         idempotency = Idempotency(
             IdempotencyStore(self.engine, settings.idempotency_ttl_seconds),
             settings.idempotency_wait_seconds,
         )
->>>>>>> idem
         self.api = build_server(
             self.engine, operator, chains, lifecycle, agent, settings.grpc_target, idempotency
         )

@@ -43,14 +43,11 @@ class Settings:
     performance_fee_bps: int
     max_deposit_usd: float
     fee_collector: str | None
-<<<<<<< HEAD
+    idempotency_ttl_seconds: float
+    idempotency_wait_seconds: float
     lease_seconds: float = 60.0
     swap_slippage_bps: int = 50
     stuck_retry_seconds: float = 300.0
-=======
-    idempotency_ttl_seconds: float
-    idempotency_wait_seconds: float
->>>>>>> idem
 
     @property
     def grpc_target(self) -> str:
@@ -114,12 +111,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),
         max_deposit_usd=_float(env, "YIELDAGENT_MAX_DEPOSIT_USD", 1_000_000.0),
         fee_collector=env.get("YIELDAGENT_FEE_COLLECTOR") or None,
-<<<<<<< HEAD
+        idempotency_ttl_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_TTL_SECONDS", 86_400.0),
+        idempotency_wait_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_WAIT_SECONDS", 30.0),
         lease_seconds=_float(env, "YIELDAGENT_LEASE_SECONDS", 60.0),
         swap_slippage_bps=_int(env, "YIELDAGENT_SWAP_SLIPPAGE_BPS", 50),
         stuck_retry_seconds=_float(env, "YIELDAGENT_STUCK_RETRY_SECONDS", 300.0),
-=======
-        idempotency_ttl_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_TTL_SECONDS", 86_400.0),
-        idempotency_wait_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_WAIT_SECONDS", 30.0),
->>>>>>> idem
     )

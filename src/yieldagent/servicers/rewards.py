@@ -14,6 +14,7 @@ from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.v1 import rewards_pb2, rewards_pb2_grpc
 
@@ -32,7 +33,7 @@ class RewardServicer(rewards_pb2_grpc.RewardServiceServicer):
     ) -> rewards_pb2.ClaimRewardsResponse:
         address = parse_address(request.wallet, ("wallet",))
         claimed = await self._lifecycle.claim_rewards(
-            current_partner().id, request.chain_id, address
+            current_partner().id, request.chain_id, address, current_idempotency_key()
         )
         return rewards_pb2.ClaimRewardsResponse(
             rewards=[

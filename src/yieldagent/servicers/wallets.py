@@ -23,6 +23,7 @@ from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
 from yieldagent.domain.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
@@ -122,7 +123,9 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
             tx_hash=tx_hash,
             constraints=parse_constraints(raw_constraints(request.constraints)),
         )
-        wallet = await self._lifecycle.activate(current_partner().id, request.chain_id, activation)
+        wallet = await self._lifecycle.activate(
+            current_partner().id, request.chain_id, activation, current_idempotency_key()
+        )
         return wallets_pb2.ActivateWalletResponse(
             message="Agent activated successfully", wallet=wallet.address
         )
@@ -165,7 +168,9 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     ) -> wallets_pb2.DeactivateWalletResponse:
         address = parse_address(request.wallet, ("wallet",))
         transfer = request.transfer if request.HasField("transfer") else True
-        await self._lifecycle.deactivate(current_partner().id, request.chain_id, address, transfer)
+        await self._lifecycle.deactivate(
+            current_partner().id, request.chain_id, address, transfer, current_idempotency_key()
+        )
         return wallets_pb2.DeactivateWalletResponse(message="Wallet deactivation initiated")
 
     async def Withdraw(
@@ -174,7 +179,7 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         address = parse_address(request.wallet, ("wallet",))
         amount = parse_amount(request.amount, ("amount",))
         result: WithdrawalResult = await self._lifecycle.withdraw(
-            current_partner().id, request.chain_id, address, amount
+            current_partner().id, request.chain_id, address, amount, current_idempotency_key()
         )
         split = result.split
         record = WithdrawalRecord(
@@ -210,7 +215,9 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         if not request.tx_hash:
             raise InvalidInput.field(("tx_hash",), "Field required", "missing")
         tx_hash = parse_tx_hash(request.tx_hash, ("tx_hash",))
-        await self._lifecycle.top_up(current_partner().id, request.chain_id, address, tx_hash)
+        await self._lifecycle.top_up(
+            current_partner().id, request.chain_id, address, tx_hash, current_idempotency_key()
+        )
         return wallets_pb2.TopUpResponse(message="Top-up process started")
 
     async def UpdateProtocols(
