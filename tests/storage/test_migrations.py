@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0005"
+HEAD = "0006"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -32,7 +32,7 @@ TABLES = {
     "wallet_transactions",
     "wallet_rewards",
     "performance_points",
-    "agent_runs",
+    "operations",
     "protocol_pauses",
     "idempotency_keys",
 }

@@ -331,7 +331,7 @@ def test_a_transfer_is_credited_once_per_chain(
 ) -> None:
     store.commit(Journal(wallet, deposits=[_deposit(1, day(1))]))
     again = replace(wallet, principal=1, status=WalletStatus.EMERGENCY)
-    with pytest.raises(Conflict, match="already credited"):
+    with pytest.raises(Conflict, match="already booked"):
         store.commit(
             Journal(again, deposits=[_deposit(1, day(2))], points=[PerformancePoint(day(2), 1)])
         )

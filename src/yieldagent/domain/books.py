@@ -7,7 +7,7 @@
   chain call is made, and the step is marked with its transaction. Intent first, then the
   chain, then the record.
 - ``recover_steps`` settles the steps a crash or a chain error left pending, from the
-  chain's history: mined ones are marked, the others dropped (they never happened).
+  chain's history: mined ones are marked, the others abandoned (they never happened).
 - ``close`` books everything the chain shows for the wallet since its sync cursor
   (``ledger.book``: deposits from any sender, withdrawals with the split their operation
   stored, external withdrawals), values the wallet, and commits the wallet, its new
@@ -193,14 +193,16 @@ class Books:
         self, chain: ChainPort, wallet: Wallet, operation: Operation
     ) -> Operation:
         """Settles the operation's pending steps from the chain's history since it began:
-        those the chain mined are marked, the others dropped."""
-        if all(step.done for step in operation.steps):
+        those the chain mined are marked, the others abandoned."""
+        if not any(step.pending for step in operation.steps):
             return operation
         events = await chain.history(wallet.address, operation.start_block)
         known = self.wallets.booked(wallet.id, operation.start_block)
         fresh = [e for e in events if key_of(e) not in known]
         found = attribute(operation, fresh, wallet.address)
-        settled = replace(found, steps=tuple(s for s in found.steps if s.done))
+        settled = replace(
+            found, steps=tuple(replace(s, abandoned=True) if s.pending else s for s in found.steps)
+        )
         self.operations.save(settled)
         return settled
 

@@ -94,7 +94,7 @@ class Deposits:
             )
         if account.partner_id != partner_id:
             raise AccessDenied("Access denied: the smart account belongs to another partner")
-        done = await self._reconciler.settled(scoped(partner_id, key))
+        done = await self._reconciler.settled(scoped(partner_id, ACTIVATE, key))
         if done is not None:
             outcome(done)
             return books.wallet(chain_id, request.wallet)
@@ -116,7 +116,7 @@ class Deposits:
                 head.number,
                 owner,
                 {"reactivation": True},
-                scoped(partner_id, key),
+                scoped(partner_id, ACTIVATE, key),
             )
             activating = replace(
                 current,
@@ -162,7 +162,9 @@ class Deposits:
         )
         await self._check_funds(chain, wallet, token, request)
         owner = books.leases.owner()
-        operation = books.begin(wallet, ACTIVATE, head.number, owner, {}, scoped(partner_id, key))
+        operation = books.begin(
+            wallet, ACTIVATE, head.number, owner, {}, scoped(partner_id, ACTIVATE, key)
+        )
         created = books.wallets.create(
             Journal(wallet, operation=operation, owner=owner),
             books.clock.time() + books.leases.seconds,
@@ -281,7 +283,7 @@ class Deposits:
         transition(wallet.status, "top_up")
         chain = books.chain(chain_id)
         token = books.token_info(wallet)
-        done = await self._reconciler.settled(scoped(partner_id, key))
+        done = await self._reconciler.settled(scoped(partner_id, TOP_UP, key))
         if done is not None:
             outcome(done)
             return
@@ -295,11 +297,19 @@ class Deposits:
                 raise InvalidRequest(
                     f"Transaction {tx_hash} is not a {token.symbol} transfer to {current.address}"
                 )
-            if not books.wallets.deposit_known(chain_id, tx_hash):
+            if books.wallets.deposit_known(chain_id, tx_hash):
+                if (await value(chain, current)).idle == 0:
+                    return  # booked already, and nothing waits to be placed: nothing to do
+            else:
                 self.check_size(token, transfer.amount)
             head = await chain.head()
             operation = books.begin(
-                current, TOP_UP, head.number, owner, {"tx_hash": tx_hash}, scoped(partner_id, key)
+                current,
+                TOP_UP,
+                head.number,
+                owner,
+                {"tx_hash": tx_hash},
+                scoped(partner_id, TOP_UP, key),
             )
             current = await books.close(chain, current, owner, operation)
             operation, reason = await self.place(chain, current, operation)

@@ -173,6 +173,8 @@ def _history(
     """The history entry of one event, named as its step names it when the service made
     it; None for events the history does not list (claims: the reward history has them;
     tokens the wallet does not hold)."""
+    if event.kind == "claim":
+        return None
     action = history_action(step) if step is not None else _action(event, wallet)
     if action is None:
         return None

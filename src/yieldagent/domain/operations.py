@@ -14,7 +14,7 @@ operator's emergency exit, an agent run. Like a ledger's two-phase transfer:
 
 A step planned but not marked is *pending*: the process may have died before or after the
 chain mined it. ``attribute`` decides from the chain's history, by kind, counterparty,
-token and amount, which pending steps happened. ``domain.reconciliation`` does that for
+token and amount, which pending steps happened; the others are marked *abandoned*. ``domain.reconciliation`` does that for
 every operation a crash left open, then rolls it forward or closes it.
 """
 
@@ -94,11 +94,18 @@ class Step:
     log_index: int = 0
     block_number: int | None = None
     timestamp: int | None = None
+    abandoned: bool = False
+    """Planned, but the chain never mined it (its call failed, or its process died first)."""
 
     @property
     def done(self) -> bool:
         """Whether the chain mined it."""
         return self.tx_hash is not None
+
+    @property
+    def pending(self) -> bool:
+        """Planned, and not known to be mined or abandoned yet."""
+        return not self.done and not self.abandoned
 
     def mined(self, receipt: TxReceipt, log_index: int = 0, amount: int | None = None) -> Step:
         """This step, marked with the transaction (and log) that carried it out; a claim
@@ -195,7 +202,7 @@ def attribute(operation: Operation, events: Sequence[ChainTx], holder: str) -> O
     log) is given to one step at most, in order, never to one already marked."""
     taken = {(s.tx_hash, s.log_index) for s in operation.steps if s.done}
     for index, step in enumerate(operation.steps):
-        if step.done:
+        if not step.pending:
             continue
         for event in events:
             if (event.tx_hash, event.log_index) not in taken and step.matches(event, holder):
@@ -215,9 +222,10 @@ def mined_steps(operations: Iterable[Operation]) -> dict[tuple[str, int], Step]:
     }
 
 
-def scoped(partner_id: int, key: str | None) -> str | None:
-    """An idempotency key as stored: scoped by the partner that sent it."""
-    return f"{partner_id}:{key}" if key else None
+def scoped(partner_id: int, kind: str, key: str | None) -> str | None:
+    """An idempotency key as stored: scoped by the partner that sent it and the kind of
+    operation it names."""
+    return f"{partner_id}:{kind}:{key}" if key else None
 
 
 def failure(error: YieldAgentError) -> dict[str, str]:

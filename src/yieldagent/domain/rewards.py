@@ -72,7 +72,7 @@ class Rewards:
         and supplied, the others are sent to the EOA."""
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, key))
+        done = await self._reconciler.settled(scoped(partner_id, CLAIM, key))
         if done is not None:
             return _claimed_of(outcome(done))
         if not allowed(wallet.status, "claim_rewards"):
@@ -92,7 +92,7 @@ class Rewards:
                 head.number,
                 owner,
                 {"accrued": [_reward_json(r) for r in accrued], "staked": current.is_staked},
-                scoped(partner_id, key),
+                scoped(partner_id, CLAIM, key),
                 [Step(CLAIM_STEP, r.token, r.amount) for r in accrued],
             )
             books.operations.start(operation)
@@ -100,7 +100,7 @@ class Rewards:
                 receipt = await chain.claim_rewards(current.address)
             except Exception as error:
                 operation = await books.recover_steps(chain, current, operation)
-                if not operation.steps:
+                if not any(s.done for s in operation.steps):
                     failed = operation.closed(
                         FAILED, str(error), failure(ChainUnavailable(f"claim failed: {error}"))
                     )

@@ -146,7 +146,7 @@ class Withdrawals:
             raise InvalidInput.field(("amount",), "Input should be greater than 0", "greater_than")
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, key))
+        done = await self._reconciler.settled(scoped(partner_id, WITHDRAW, key))
         if done is not None:
             return WithdrawalResult.from_json(outcome(done))
         transition(wallet.status, "withdraw")
@@ -155,9 +155,9 @@ class Withdrawals:
             current = books.reread(wallet)
             transition(current.status, "withdraw")
             head = await chain.head()
-            current = await books.close(chain, current, owner)
+            plan_withdrawal(amount, _holdings(await value(chain, current)))  # or refuses
+            current = await books.close(chain, current, owner)  # book what is new first
             valuation = await value(chain, current)
-            plan_withdrawal(amount, _holdings(valuation))  # refuses what cannot be withdrawn
             split = split_withdrawal(
                 amount, valuation.total, current.principal, books.policy.fee_bps
             )
@@ -167,7 +167,7 @@ class Withdrawals:
                 head.number,
                 owner,
                 {"amount": str(amount), "split": _split_json(split)},
-                scoped(partner_id, key),
+                scoped(partner_id, WITHDRAW, key),
             )
             books.operations.start(operation)
             ended = await self._pay(chain, current, operation, owner)
@@ -268,7 +268,7 @@ class Withdrawals:
         payout, if this attempt made one."""
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, key))
+        done = await self._reconciler.settled(scoped(partner_id, DEACTIVATE, key))
         if done is not None:
             return self._payout_of(done)
         transition(wallet.status, "deactivate")
@@ -283,7 +283,7 @@ class Withdrawals:
                 head.number,
                 owner,
                 {"transfer": transfer},
-                scoped(partner_id, key),
+                scoped(partner_id, DEACTIVATE, key),
             )
             deactivating = await books.close(chain, deactivating, owner, operation)
             ended = await self._drain(chain, deactivating, operation, owner)

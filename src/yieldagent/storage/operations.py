@@ -45,6 +45,7 @@ def _step(data: dict[str, Any]) -> Step:
         log_index=data.get("log_index", 0),
         block_number=data.get("block_number"),
         timestamp=data.get("timestamp"),
+        abandoned=data.get("abandoned", False),
     )
 
 
@@ -60,6 +61,7 @@ def _step_json(step: Step) -> dict[str, Any]:
         "log_index": step.log_index or None,
         "block_number": step.block_number,
         "timestamp": step.timestamp,
+        "abandoned": step.abandoned,
     }
     data.update({name: value for name, value in optional.items() if value})
     if step.split is not None:

@@ -238,7 +238,7 @@ class SimSession:
                     (col(SimTransactionRow.sender) == holder)
                     | (col(SimTransactionRow.recipient) == holder),
                 )
-                .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.tx_hash))
+                .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.sequence))
             )
         )
 

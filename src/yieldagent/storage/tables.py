@@ -118,6 +118,9 @@ class SimTransactionRow(SQLModel, table=True):
     chain_id: int = Field(index=True)
     block_number: int = Field(sa_type=BigInteger)
     timestamp: int = Field(sa_type=BigInteger)
+    sequence: int = Field(
+        default=0, sa_type=BigInteger, description="mining order in the simulated world"
+    )
     kind: str = Field(max_length=16)
     token: str = Field(max_length=42)
     sender: str = Field(max_length=42)
@@ -286,7 +289,7 @@ class OperationRow(SQLModel, table=True):
     status: str = Field(max_length=16, index=True)
     params: str = Field(default="{}", sa_type=Text, description="JSON of what was asked")
     steps: str = Field(sa_type=Text, description="JSON list of steps")
-    idempotency_key: str | None = Field(default=None, max_length=300, unique=True)
+    idempotency_key: str | None = Field(default=None, max_length=300, unique=True, index=True)
     result: str | None = Field(default=None, sa_type=Text, description="JSON of the answer")
     reason: str = Field(default="", sa_type=Text)
     retry_at: float | None = None

@@ -252,6 +252,7 @@ class SimulatedMarket:
             chain_id=chain_id,
             block_number=self.block_number(chain_id, now, world.genesis),
             timestamp=now,
+            sequence=sequence,
             kind=kind,
             token=token,
             sender=sender,

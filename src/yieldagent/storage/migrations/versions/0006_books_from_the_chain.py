@@ -6,6 +6,8 @@
 - Deposits and withdrawals are keyed by the chain event that made them, (chain id, tx
   hash, log index), so an event is booked once; withdrawals gain a kind (``withdrawal``
   or ``external``). History entries gain the log index too.
+- Simulated transactions keep their mining order (``sequence``), as a chain's transaction
+  index does, so a holder's history lists one block's transactions in the order mined.
 - Wallets gain ``synced_block`` (the ledger has booked the chain up to there) and
   ``status_reason`` (why a wallet waits, shown to partners).
 
@@ -81,6 +83,9 @@ def upgrade() -> None:
         "UPDATE wallet_withdrawals SET chain_id = "
         "(SELECT chain_id FROM wallets WHERE wallets.id = wallet_withdrawals.wallet_id)"
     )
+
+    with op.batch_alter_table("sim_transactions") as batch:
+        batch.add_column(sa.Column("sequence", sa.BigInteger(), nullable=False, server_default="0"))
 
     with op.batch_alter_table("wallet_transactions") as batch:
         batch.add_column(sa.Column("log_index", sa.Integer(), nullable=False, server_default="0"))
