@@ -47,7 +47,7 @@ class Settings:
     idempotency_wait_seconds: float
     lease_seconds: float = 60.0
     swap_slippage_bps: int = 50
-    stuck_retry_seconds: float = 300.0
+    stuck_retry_seconds: float = 0.0
 
     @property
     def grpc_target(self) -> str:
@@ -115,5 +115,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         idempotency_wait_seconds=_float(env, "YIELDAGENT_IDEMPOTENCY_WAIT_SECONDS", 30.0),
         lease_seconds=_float(env, "YIELDAGENT_LEASE_SECONDS", 60.0),
         swap_slippage_bps=_int(env, "YIELDAGENT_SWAP_SLIPPAGE_BPS", 50),
-        stuck_retry_seconds=_float(env, "YIELDAGENT_STUCK_RETRY_SECONDS", 300.0),
+        stuck_retry_seconds=_float(env, "YIELDAGENT_STUCK_RETRY_SECONDS", 0.0),
     )

@@ -55,6 +55,7 @@ from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.lifecycle import Lifecycle, WithdrawalResult
 from yieldagent.domain.partners import Partner
+from yieldagent.domain.reconciliation import Repair
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Wallet
 from yieldagent.storage.runs import RunStore
@@ -69,15 +70,13 @@ LARGE = 250_000 * USDC
 on this seed): two supplies, and two withdrawals to leave them."""
 
 
-# -- the API issue 10 adds (each ignore goes once it lands) -------------------------------
+# -- reconciliation and idempotency ---------------------------------------------------------
 
 
-async def reconcile(lifecycle: Lifecycle) -> list[object]:
+async def reconcile(lifecycle: Lifecycle) -> list[Repair]:
     """``Lifecycle.reconcile()``: rolls forward or closes every unfinished money operation
     whose lease expired; returns what it repaired."""
-    # until issue 10 lands: Lifecycle.reconcile does not exist yet
-    repaired: list[object] = await lifecycle.reconcile()  # type: ignore[attr-defined]
-    return repaired
+    return await lifecycle.reconcile()
 
 
 async def restarted(engine: Engine, chains: Chains) -> Lifecycle:
@@ -93,8 +92,7 @@ async def withdraw(
     lifecycle: Lifecycle, partner_id: int, address: str, amount: int, key: str
 ) -> WithdrawalResult:
     """A withdrawal under the idempotency key ``key``."""
-    # until issue 10 lands: the key argument does not exist yet
-    return await lifecycle.withdraw(partner_id, BASE, address, amount, key=key)  # type: ignore[call-arg]
+    return await lifecycle.withdraw(partner_id, BASE, address, amount, key=key)
 
 
 # -- reading the chain --------------------------------------------------------------------
@@ -221,8 +219,7 @@ async def test_refresh_credits_a_transfer_nobody_announced_once_by_its_hash(
         (direct.tx_hash, 300 * USDC),
     ]
     assert deposits[-1].block_number == direct.block_number
-    # until issue 10 lands: DepositRecord.log_index does not exist yet
-    assert isinstance(deposits[-1].log_index, int)  # type: ignore[attr-defined]
+    assert deposits[-1].log_index == 0  # the simulator's transfers hold one log each
     saved = stored(engine, wallet.address)
     assert saved.principal == 1300 * USDC
     assert saved.status == WalletStatus.ACTIVATED
@@ -634,8 +631,9 @@ async def test_any_sequence_of_flows_keeps_the_books_balanced(
         if action == "top_up":
             tx = top_up_deposit(market, wallet.address, size * USDC)
             await lifecycle.top_up(owner.id, BASE, wallet.address, tx)
-        elif action == "direct":
+        elif action == "direct":  # booked at the worker's next tick
             market.deposit_from(BASE, BASE_USDC, OTHER_EOA, wallet.address, size * USDC)
+            await lifecycle.refresh(BASE)
         elif action == "withdraw":
             amount = chain_value(market, wallet.address) * size // 100
             if amount > 0:

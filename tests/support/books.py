@@ -123,8 +123,7 @@ def chain_books(market: SimulatedMarket, wallet: Wallet, fee_collector: str = FE
 def withdrawal_kind(record: WithdrawalRecord) -> str:
     """Whether the service made the withdrawal ("withdrawal") or found it on chain
     ("external")."""
-    kind: str = record.kind  # type: ignore[attr-defined]  # until issue 10 lands
-    return kind
+    return record.kind
 
 
 def book_disagreements(

@@ -200,6 +200,11 @@ class CrashingChain:
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return await self._call("withdraw", self._inner.withdraw, holder, protocol, token, amount)
 
+    async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
+        return await self._call(
+            "quote_swap", self._inner.quote_swap, token_in, token_out, amount_in
+        )
+
     async def swap(
         self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int
     ) -> SwapReceipt:

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -40,7 +41,7 @@ from yieldagent.domain.operations import (
     Operation,
     Step,
 )
-from yieldagent.domain.optimizer import Plan, Thresholds, optimize
+from yieldagent.domain.optimizer import Move, Plan, Thresholds, optimize
 from yieldagent.domain.reconciliation import Repair
 from yieldagent.domain.valuation import Valuation, value
 from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
@@ -60,6 +61,28 @@ class RunRepository(Protocol):
 
     def paused(self, chain_id: int) -> frozenset[str]:
         """Protocols the operator paused on ``chain_id``."""
+
+
+def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
+    """A plan's moves as the pools can carry them now. The optimizer does not model a
+    pool's cash: a withdrawal takes at most what its pool can give (leaving a paused or
+    drained protocol partially, rather than failing), and the supplies then place only
+    what came out, the last ones cut first."""
+    shortfall = 0
+    capped: list[Move] = []
+    for move in moves:
+        if move.action == "withdraw" and move.protocol in valuation.quotes:
+            take = min(move.amount, max(valuation.quotes[move.protocol].cash, 0))
+            shortfall += move.amount - take
+            move = Move(move.action, move.protocol, take)
+        capped.append(move)
+    for index in reversed(range(len(capped))):
+        move = capped[index]
+        if shortfall and move.action != "withdraw":
+            cut = min(move.amount, shortfall)
+            shortfall -= cut
+            capped[index] = Move(move.action, move.protocol, move.amount - cut)
+    return [move for move in capped if move.amount > 0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +177,10 @@ class Agent:
                 else (f"planning failed: {refused}")
             )
             return self._log_run(wallet, head.number, owner, FAILED, reason)
-        if not plan.moves:
-            return self._log_run(wallet, head.number, owner, NO_ACTION, plan.reason)
+        moves = within_liquidity(plan.moves, valuation)
+        if not moves:
+            reason = plan.reason if not plan.moves else "the pools lack the cash to move now"
+            return self._log_run(wallet, head.number, owner, NO_ACTION, reason)
         steps = [
             Step(
                 move.action,
@@ -166,7 +191,7 @@ class Agent:
                 if move.protocol in valuation.quotes
                 else None,
             )
-            for move in plan.moves
+            for move in moves
         ]
         operation = books.begin(wallet, RUN, head.number, owner, steps=steps)
         running = replace(wallet, status=transition(wallet.status, "run"))

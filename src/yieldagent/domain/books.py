@@ -59,8 +59,9 @@ class Policy:
     lease_wait_seconds: float = 30.0
     swap_slippage_bps: int = 50
     """How far below its quote a reward swap may fill (0.5%)."""
-    retry_seconds: float = 300.0
-    """How long a wallet whose funds are stuck in a pool waits before the next attempt."""
+    retry_seconds: float = 0.0
+    """How long an operation waiting on the chain (funds stuck in a pool, a fee transfer
+    refused) waits before its next attempt; 0: at the next reconciliation pass."""
 
 
 def valued(wallet: Wallet, valuation: Valuation) -> Wallet:

@@ -14,8 +14,9 @@ operator's emergency exit, an agent run. Like a ledger's two-phase transfer:
 
 A step planned but not marked is *pending*: the process may have died before or after the
 chain mined it. ``attribute`` decides from the chain's history, by kind, counterparty,
-token and amount, which pending steps happened; the others are marked *abandoned*. ``domain.reconciliation`` does that for
-every operation a crash left open, then rolls it forward or closes it.
+token and amount, which pending steps happened; the others are marked *abandoned*.
+``domain.reconciliation`` does that for every operation a crash left open, then rolls it
+forward or closes it.
 """
 
 from __future__ import annotations
