@@ -543,6 +543,7 @@ async def test_a_deactivation_short_of_cash_takes_what_it_can_and_finishes_once_
 
     saved = stored(engine, wallet.address)
     assert saved.status == WalletStatus.DEACTIVATING  # not deactivated with funds in a pool
+    assert f"in {thin}: not enough cash" in saved.status_reason  # the partner sees why
     left = positions(market, wallet.address)
     assert set(left) == {thin}  # the other pool gave everything
     assert 0 <= left[thin] - short <= ROUNDING_PER_MOVE

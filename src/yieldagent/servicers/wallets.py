@@ -159,6 +159,8 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
                 item.block_number = deposit.block_number
         if wallet.last_deactivation_date:
             message.last_deactivation_date = iso(wallet.last_deactivation_date)
+        if wallet.status_reason:
+            message.status_reason = wallet.status_reason
         if wallet.last_reactivation_date:
             message.last_reactivation_date = iso(wallet.last_reactivation_date)
         return message
