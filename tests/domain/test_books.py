@@ -53,6 +53,7 @@ from support.wallet_setup import (
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.accounting import WithdrawalSplit
+from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.lifecycle import Lifecycle, WithdrawalResult
 from yieldagent.domain.partners import Partner
 from yieldagent.domain.reconciliation import Repair
@@ -142,6 +143,35 @@ async def test_a_failed_payout_leaves_the_funds_idle_and_a_top_up_credits_only_i
     assert deposits[-1].tx_hash == top_up
     assert WalletStore(engine).withdrawals(saved.id) == []
     assert_books_balance(engine, market, [saved])
+
+
+async def test_a_withdrawal_the_chain_refused_frees_its_key_for_a_retry(
+    engine: Engine, market: SimulatedMarket, chains: Chains, partner: PartnerKey
+) -> None:
+    """Nothing reached the user, so the same key may try again (as a 5xx leaves an
+    idempotency key free); the retry pays once."""
+    owner, _ = partner
+    wallet = await activated(make_lifecycle(engine, chains), engine, market, owner.id, 1000 * USDC)
+    refusing = CrashingChain(chains[BASE]).fail("transfer", only=to(EOA))
+
+    with pytest.raises(ChainUnavailable):
+        await withdraw(
+            make_lifecycle(engine, with_chain(chains, refusing)),
+            owner.id,
+            wallet.address,
+            500 * USDC,
+            key="k",
+        )
+    result = await withdraw(
+        make_lifecycle(engine, chains), owner.id, wallet.address, 500 * USDC, "k"
+    )
+    again = await withdraw(
+        make_lifecycle(engine, chains), owner.id, wallet.address, 500 * USDC, "k"
+    )
+
+    assert again == result
+    assert [t.amount for t in transfers(market, wallet.address, EOA)] == [result.split.to_user]
+    assert_books_balance(engine, market, [stored(engine, wallet.address)])
 
 
 async def test_money_sent_straight_to_the_account_is_principal_not_yield(

@@ -234,6 +234,13 @@ def failure(error: YieldAgentError) -> dict[str, str]:
     return {"error": type(error).__name__, "detail": error.detail}
 
 
+def retryable(operation: Operation) -> bool:
+    """Whether a failed operation may simply be tried again: the chain refused it before
+    anything reached the user (ChainUnavailable)."""
+    result = operation.result or {}
+    return result.get("error") == "ChainUnavailable" and not operation.payouts()
+
+
 def outcome(operation: Operation) -> Mapping[str, Any]:
     """What a closed operation answered; raises the error it failed with."""
     result = operation.result or {}
@@ -267,6 +274,9 @@ class OperationRepository(Protocol):
 
     def of_wallet(self, wallet_id: int) -> list[Operation]:
         """A wallet's operations, oldest first."""
+
+    def release_key(self, operation_id: str) -> None:
+        """Frees the operation's idempotency key for a new attempt."""
 
     def stuck(self, now: float) -> list[int]:
         """Wallets left ``activating``, ``running`` or ``deactivating`` without a live

@@ -34,7 +34,7 @@ from yieldagent.chain.port import ChainPort
 from yieldagent.domain.books import Books
 from yieldagent.domain.errors import Conflict, NotFound
 from yieldagent.domain.leases import POLL_SECONDS
-from yieldagent.domain.operations import WAITING, Operation
+from yieldagent.domain.operations import FAILED, WAITING, Operation, retryable
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Wallet
 
@@ -182,7 +182,8 @@ class Reconciler:
         """The operation started with idempotency ``key``, once it has ended: waits while
         its process is still running it (at most the lease wait), and finishes it first if
         that process died. A waiting operation (funds stuck) is returned as it is. None if
-        no operation has this key."""
+        no operation has this key, or if it failed on the chain without moving anything (the
+        key is then free for a new attempt, as a 5xx leaves an idempotency key free)."""
         books = self._books
         operation = books.operations.by_key(key) if key else None
         if operation is None:
@@ -201,4 +202,7 @@ class Reconciler:
             if current is None:
                 raise NotFound(f"Operation {operation.id} disappeared")
             operation = current
+        if operation.status == FAILED and retryable(operation):
+            books.operations.release_key(operation.id)  # nothing moved: a retry starts anew
+            return None
         return operation

@@ -215,6 +215,15 @@ class OperationStore:
             ).all()
             return [operation_of(row) for row in rows]
 
+    def release_key(self, operation_id: str) -> None:
+        with Session(self._engine) as session:
+            session.execute(
+                update(OperationRow)
+                .where(col(OperationRow.id) == operation_id)
+                .values(idempotency_key=None)
+            )
+            session.commit()
+
     def stuck(self, now: float) -> list[int]:
         open_ops = select(OperationRow.wallet_id).where(col(OperationRow.status).in_(OPEN))
         with Session(self._engine) as session:
