@@ -47,7 +47,7 @@ EXTERNAL = "external"
 """The kind of a withdrawal the service did not make."""
 SERVICE = "withdrawal"
 """The kind of a withdrawal the service made."""
-EXTERNAL_ACTION = "external_transfer"
+EXTERNAL_ACTION = "external"
 """The history's name for an outflow the service did not make."""
 
 
