@@ -6,13 +6,16 @@ Every storage-touching test runs on SQLite, and also on PostgreSQL whenever
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
+from support.books import assert_books_balance
 from support.databases import BACKENDS, temporary_database
+from support.wallet_setup import BASE, make_lifecycle
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.port import ChainPort
@@ -76,3 +79,20 @@ def market(engine: Engine) -> SimulatedMarket:
 def chains(market: SimulatedMarket) -> dict[int, ChainPort]:
     """A chain port per catalog chain, on the simulated market."""
     return simulated_chains(market, load_catalog())
+
+
+@pytest.fixture
+def books_balance_after(
+    request: pytest.FixtureRequest, engine: Engine, market: SimulatedMarket
+) -> Iterator[None]:
+    """After the test and the worker's next tick (which books deposits nobody announced),
+    the one conservation check (``support.books``) on every wallet of its database: the
+    scenario must leave books that agree with the chain, to the unit. A test that leaves a
+    wallet mid-operation on purpose is marked ``unsettled``."""
+    yield
+    if request.node.get_closest_marker("unsettled"):
+        return
+    asyncio.run(make_lifecycle(engine, simulated_chains(market, load_catalog())).refresh(BASE))
+    with engine.connect() as connection:
+        ids = [row.id for row in connection.execute(text("SELECT id FROM wallets"))]
+    assert_books_balance(engine, market, ids)

@@ -53,6 +53,8 @@ from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
+pytestmark = pytest.mark.usefixtures("books_balance_after")
+
 PartnerKey = tuple[Partner, str]
 
 AMOUNT = 250_000 * USDC
@@ -718,6 +720,7 @@ async def test_reconcile_returns_a_wallet_left_running_to_activated(
     assert (await agent.run(BASE, wallet.address, owner.id)).status == "no_action"
 
 
+@pytest.mark.unsettled
 async def test_reconcile_leaves_a_running_wallet_whose_lease_is_live_alone(
     engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
 ) -> None:

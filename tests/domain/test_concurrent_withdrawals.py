@@ -63,6 +63,8 @@ from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.wallets import WalletStore
 
+pytestmark = pytest.mark.usefixtures("books_balance_after")
+
 PartnerKey = tuple[Partner, str]
 
 REPLICAS = 5

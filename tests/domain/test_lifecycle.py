@@ -52,6 +52,8 @@ from yieldagent.domain.wallets import DepositRecord
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
 
+pytestmark = pytest.mark.usefixtures("books_balance_after")
+
 PartnerKey = tuple[Partner, str]
 
 WELL = REWARD_TOKENS[(BASE, "WELL")].address

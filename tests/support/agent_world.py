@@ -28,6 +28,7 @@ from eth_utils.crypto import keccak
 from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
+from support.books import book_disagreements
 from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
@@ -458,14 +459,16 @@ def ledger_disagreements(
 ) -> list[str]:
     """Every way the stored wallets disagree with the chain; empty when none does.
 
-    For each wallet: it is ``activated`` with no live lease; its stored allocation and idle
+    The one conservation check (``support.books``) comes first. Then, for the agent's
+    moves, for each wallet: it is ``activated`` with no live lease; its stored allocation and idle
     funds are what the chain holds; every supply and withdrawal the chain mined for it is
     in its history exactly once, with the chain's amount and protocol, and its history has
     no supply or withdrawal the chain did not mine; its value on chain is at most what
     was deposited grown by ``growth`` (no funds created), and at least what was deposited
     less rounding (no funds lost).
     """
-    problems: list[str] = []
+    wallets = list(wallets)
+    problems = book_disagreements(world.engine, world.market, wallets)  # the books first
     store = WalletStore(world.engine)
     market = world.market
     with Session(world.engine) as session:

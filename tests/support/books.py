@@ -8,8 +8,7 @@ way they differ. ``assert_books_balance`` fails the test with that list.
 What the simulated chain's history says
 ---------------------------------------
 ``SimulatedMarket.history(chain_id, holder, since_block)`` lists every mined row whose
-``sender`` or ``recipient`` is the holder, ordered by block and then by tx hash (so not
-necessarily in mining order within one block). Each row is one transaction with one
+``sender`` or ``recipient`` is the holder, in mining order. Each row is one transaction with one
 movement; a row's ``kind`` says what moved:
 
 - ``mint``: the faucet (``FAUCET``, the sender) creates ``amount`` of ``token`` for the
@@ -48,8 +47,8 @@ is a *fee*; any other is a *payout*.
     and yield = Σ yield of the withdrawals (realized) + (value − principal) (unrealized).
     The unrealized yield is never negative through our bookkeeping: value ≥ principal,
     less the protocols' own rounding (``ROUNDING_PER_MOVE`` per supply or withdrawal).
-(g) The wallet is not left ``activating`` or ``running``. (``deactivating`` is accepted:
-    the ledger exposes no reason yet to tell funds genuinely stuck from a stuck wallet.)
+(g) The wallet is not left ``activating`` or ``running``, nor ``deactivating`` without a
+    ``status_reason`` (funds genuinely stuck in a pool say so there).
 """
 
 from __future__ import annotations
@@ -241,6 +240,8 @@ def _disagreements(
     # (g) nothing left half done
     if wallet.status in UNFINISHED:
         problems.append(f"(g) left {wallet.status}")
+    if wallet.status == WalletStatus.DEACTIVATING and not wallet.status_reason:
+        problems.append("(g) left deactivating with no reason")
     return problems
 
 
