@@ -15,6 +15,9 @@
 -- protobuf's JSON parser reads a quoted integer into any numeric field, and this
 -- lets arbitrary-precision amounts (decimal-string fields) arrive as numbers.
 --
+-- A gRPC content type of any flavour is normalized to application/grpc, which the
+-- transcoder passes by; the route answers 415 (this port serves no gRPC).
+--
 -- rest_check.lua, listed after the transcoder, checks each request against the
 -- protos' types. It reads the REST path and the body as sent from the stream's
 -- dynamic metadata ("yieldagent": path, body), which this filter records, and
@@ -321,6 +324,13 @@ function envoy_on_request(handle)
   local metadata = handle:streamInfo():dynamicMetadata()
   metadata:set('yieldagent', 'path', headers:get(':path'))
   metadata:set('yieldagent', 'method', method)
+  local content_type = headers:get('content-type')
+  if content_type and find(string.lower(content_type), '^application/grpc') then
+    -- Every gRPC flavour (gRPC-Web, any letter case) as the transcoder knows gRPC,
+    -- so that it passes them by, to the route that answers 415 (404 off /api/v1/).
+    headers:replace('content-type', 'application/grpc')
+    return
+  end
   if headers:get('content-length') == '0' then return end
   local body = handle:body()
   if not body or body:length() == 0 then return end

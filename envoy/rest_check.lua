@@ -28,9 +28,12 @@
 --     strings must be; the service would fail to decode the request), and a
 --     query bool or integer it cannot read exactly (true/false/1/0, digits).
 --
--- It answers 431 when the request's headers would exceed gRPC's metadata limit
--- upstream. Unknown JSON fields and query parameters are left alone: the
--- transcoder ignores them.
+-- Headers go on to the service as gRPC metadata. Those gRPC would refuse or read
+-- as its own are dropped: names outside [0-9a-z_.-], "-bin" and "grpc-*" names,
+-- values that are not printable ASCII (the service reads only the partner
+-- credentials). It answers 431 when the rest would exceed gRPC's metadata limit.
+-- Unknown JSON fields and query parameters are left alone: the transcoder ignores
+-- them.
 
 local byte, sub, find, match, gmatch, gsub, lower, char =
   string.byte, string.sub, string.find, string.match, string.gmatch, string.gsub, string.lower,
@@ -440,7 +443,7 @@ local function check_path_and_query(state, method, request_path)
     local spec = fields.fields[name]
     if spec then check_text(state, spec, percent_decode(raw), { 'path', name }) end
   end
-  if method.body == '*' then return end -- every other field comes from the body
+  -- The transcoder binds query parameters to fields even where the body is "*".
   for pair in gmatch(query, '[^&]+') do
     local key, value = match(pair, '^([^=]*)=?(.*)$')
     local name = fields.names[percent_decode(key)]
@@ -452,6 +455,24 @@ local function check_path_and_query(state, method, request_path)
 end
 
 -- Headers -------------------------------------------------------------------
+
+-- Whether a client header can go on as gRPC metadata: gRPC fails the call on a key
+-- outside [0-9a-z_.-], reads "-bin" values as base64 and "grpc-*" as its own
+-- (grpc-timeout: garbage), and takes printable ASCII values only.
+local function forwardable(name, value)
+  if sub(name, 1, 1) == ':' then return true end
+  if not find(name, '^[0-9a-z_.%-]+$') then return false end
+  if sub(name, -4) == '-bin' or sub(name, 1, 5) == 'grpc-' then return false end
+  return not find(value, '[^\32-\126]')
+end
+
+local function drop_unforwardable(headers)
+  local dropped = {}
+  for name, value in pairs(headers) do
+    if not forwardable(name, value) then dropped[#dropped + 1] = name end
+  end
+  for _, name in ipairs(dropped) do headers:remove(name) end
+end
 
 local function headers_too_large(headers)
   local total = ROUTER_HEADERS
@@ -467,16 +488,18 @@ local function check(handle)
   local meta = handle:streamInfo():dynamicMetadata():get('yieldagent')
   local original = meta and meta.path
   local grpc_path = headers:get(':path')
-  -- Only requests the transcoder turned into a gRPC call of the API.
+  -- Only requests the transcoder turned into a gRPC call (no other reaches the service).
   if not original or original == grpc_path then return nil end
-  local rules = load_schema(handle)
-  local method = rules and rules.methods and rules.methods[grpc_path]
-  if not method or not method.fields_of then return nil end
 
   -- The service reads neither; the REST path may be long.
   headers:remove('x-envoy-original-path')
   headers:remove('x-envoy-original-method')
+  drop_unforwardable(headers)
   if headers_too_large(headers) then return '431' end
+
+  local rules = load_schema(handle)
+  local method = rules and rules.methods and rules.methods[grpc_path]
+  if not method or not method.fields_of then return nil end
 
   local state = { errors = {} }
   check_path_and_query(state, method, original)
