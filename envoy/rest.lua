@@ -15,10 +15,23 @@
 -- protobuf's JSON parser reads a quoted integer into any numeric field, and this
 -- lets arbitrary-precision amounts (decimal-string fields) arrive as numbers.
 --
--- Errors the transcoder raises itself (unknown path, malformed JSON, a value of
--- the wrong type) come as plain text; they are rewritten to {"detail": ...},
--- with a 422 and the field's location for input errors. No grpc-* header and no
--- x-yieldagent-* header reaches a REST client.
+-- A gRPC content type of any flavour is normalized to application/grpc, which the
+-- transcoder passes by; the route answers 415 (this port serves no gRPC).
+--
+-- rest_check.lua, listed after the transcoder, checks each request against the
+-- protos' types. It reads the REST path and the body as sent from the stream's
+-- dynamic metadata ("yieldagent": path, body), which this filter records, and
+-- leaves the fields it refuses there ("errors"), which this filter renders as a
+-- 422. A body sent with GET (or any method but POST, PUT and PATCH) is dropped:
+-- the transcoder would otherwise read it as the call's fields.
+--
+-- Errors Envoy and the transcoder raise themselves (unknown path or method,
+-- malformed JSON, a value of the wrong type, headers too large) come as plain
+-- text; they are rewritten to {"detail": ...}, with a 422 and the field's
+-- location for input errors. Every text is cut as the service cuts it (the first
+-- 200 and last 100 characters around an ellipsis) and made valid UTF-8. No
+-- grpc-* header and no x-yieldagent-* header reaches a REST client; other
+-- response headers (retry-after, say) pass.
 
 local byte, sub, find, gsub, concat = string.byte, string.sub, string.find, string.gsub, table.concat
 
@@ -38,8 +51,55 @@ local function string_end(text, s)
   end
 end
 
+-- Error texts echo input: the first 200 and last 100 bytes around an ellipsis,
+-- as servicers/errors.py cuts them.
+local ECHO_HEAD, ECHO_TAIL = 200, 100
+
+local function cut(value)
+  if #value <= ECHO_HEAD + 3 + ECHO_TAIL then return value end
+  return sub(value, 1, ECHO_HEAD) .. '\226\128\166' .. sub(value, -ECHO_TAIL)
+end
+
+-- `value` with each byte that is not part of valid UTF-8 replaced by U+FFFD.
+local function valid_utf8(value)
+  if not find(value, '[\128-\255]') then return value end
+  local out, n, i, len = {}, 0, 1, #value
+  while i <= len do
+    local c, size, low, high = byte(value, i), 0, 0x80, 0xBF
+    if c < 0x80 then
+      size = 1
+    elseif c >= 0xC2 and c <= 0xDF then
+      size = 2
+    elseif c >= 0xE0 and c <= 0xEF then
+      size = 3
+      if c == 0xE0 then low = 0xA0 elseif c == 0xED then high = 0x9F end
+    elseif c >= 0xF0 and c <= 0xF4 then
+      size = 4
+      if c == 0xF0 then low = 0x90 elseif c == 0xF4 then high = 0x8F end
+    end
+    local good = size > 0 and i + size - 1 <= len
+    if good and size > 1 then
+      local second = byte(value, i + 1)
+      good = second >= low and second <= high
+      for k = i + 2, i + size - 1 do
+        local b = byte(value, k)
+        if b < 0x80 or b > 0xBF then good = false end
+      end
+    end
+    n = n + 1
+    if good then
+      out[n] = sub(value, i, i + size - 1)
+      i = i + size
+    else
+      out[n] = '\239\191\189' -- U+FFFD
+      i = i + 1
+    end
+  end
+  return concat(out)
+end
+
 local function json_string(value)
-  value = gsub(value, '[%c"\\]', function(c)
+  value = gsub(valid_utf8(cut(value)), '[%c"\\]', function(c)
     if c == '"' then return '\\"' end
     if c == '\\' then return '\\\\' end
     if c == '\n' then return '\\n' end
@@ -181,7 +241,10 @@ local function error_location(field, value, request_path)
   local first = string.match(field, '^[^.%[]+')
   local query = string.match(request_path, '%?(.*)$')
   if query and find('&' .. query, '&' .. first .. '=', 1, true) then return 'query' end
-  if value and find(request_path, '/' .. value, 1, true) then return 'path' end
+  if value and (find(request_path, '/' .. value, 1, true)
+      or find(unescape_percent(request_path), '/' .. value, 1, true)) then
+    return 'path'
+  end
   return 'body'
 end
 
@@ -194,10 +257,13 @@ local function loc_json(kind, field)
   return '[' .. concat(parts, ',') .. ']'
 end
 
--- The transcoder's own plain-text errors, as the contract's error bodies.
-local function plain_text_error(status, text, request_path)
+-- The plain-text errors of Envoy and the transcoder, as the contract's error
+-- bodies. `seen`: whether this filter saw the request (a request the HTTP parser
+-- refuses never reaches the filters).
+local function plain_text_error(status, text, request_path, seen)
   text = string.match(text, '^[^\n]*') or ''
   if status == '404' then return '404', detail('Not Found') end
+  if status == '400' and not seen then return '400', detail('Bad Request') end
   if status == '400' then
     local field, message = string.match(text, '^([%w_.%[%]]+): (.*)$')
     if field then
@@ -213,6 +279,20 @@ local function plain_text_error(status, text, request_path)
   return status, detail(text)
 end
 
+-- The fields rest_check.lua refused, as a 422 body.
+local function errors_body(errors)
+  local items = {}
+  for i, item in ipairs(errors) do
+    local loc = {}
+    for j, part in ipairs(item.loc) do
+      loc[j] = type(part) == 'number' and string.format('%d', part) or json_string(tostring(part))
+    end
+    items[i] = '{"loc":[' .. concat(loc, ',') .. '],"msg":' .. json_string(item.msg)
+      .. ',"type":' .. json_string(item.type) .. '}'
+  end
+  return '{"detail":[' .. concat(items, ',') .. ']}'
+end
+
 local function read_body(handle)
   local body = handle:body(true)
   return body:getBytes(0, body:length())
@@ -224,15 +304,44 @@ local HIDDEN = {
   'x-yieldagent-nulls', 'x-yieldagent-error',
 }
 
+local REASONS = {
+  ['400'] = 'Bad Request', ['404'] = 'Not Found', ['405'] = 'Method Not Allowed',
+  ['408'] = 'Request Timeout', ['411'] = 'Length Required', ['413'] = 'Payload Too Large',
+  ['414'] = 'URI Too Long', ['415'] = 'Unsupported Media Type', ['426'] = 'Upgrade Required',
+  ['431'] = 'Request Header Fields Too Large',
+}
+
+local GRPC_TO_HTTP = {
+  ['3'] = '400', ['4'] = '504', ['5'] = '404', ['7'] = '403', ['8'] = '429', ['9'] = '409',
+  ['12'] = '404', ['14'] = '503', ['16'] = '401',
+}
+
+local TAKES_BODY = { POST = true, PUT = true, PATCH = true }
+
 function envoy_on_request(handle)
   local headers = handle:headers()
-  handle:streamInfo():dynamicMetadata():set('yieldagent', 'path', headers:get(':path'))
   local method = headers:get(':method')
-  if method ~= 'POST' and method ~= 'PUT' and method ~= 'PATCH' then return end
+  local metadata = handle:streamInfo():dynamicMetadata()
+  metadata:set('yieldagent', 'path', headers:get(':path'))
+  metadata:set('yieldagent', 'method', method)
+  local content_type = headers:get('content-type')
+  if content_type and find(string.lower(content_type), '^application/grpc') then
+    -- Every gRPC flavour (gRPC-Web, any letter case) as the transcoder knows gRPC,
+    -- so that it passes them by, to the route that answers 415 (404 off /api/v1/).
+    headers:replace('content-type', 'application/grpc')
+    return
+  end
   if headers:get('content-length') == '0' then return end
   local body = handle:body()
   if not body or body:length() == 0 then return end
+  if not TAKES_BODY[method] then
+    body:setBytes('')
+    handle:headers():replace('content-length', '0')
+    return
+  end
   local text = body:getBytes(0, body:length())
+  -- Wrappers taken before handle:body() are stale once it returns.
+  handle:streamInfo():dynamicMetadata():set('yieldagent', 'body', text)
   local quoted = quote_integers(text)
   if quoted ~= text then
     body:setBytes(quoted)
@@ -251,22 +360,37 @@ function envoy_on_response(handle)
   local integers = headers:get('x-yieldagent-integers')
   local nulls = headers:get('x-yieldagent-nulls')
 
+  local meta = handle:streamInfo():dynamicMetadata():get('yieldagent')
   local new_status, new_body = wanted, nil
-  if error_body then
+  if meta and meta.errors then
+    new_status, new_body = '422', errors_body(meta.errors)
+  elseif error_body then
     new_status, new_body = wanted or status, error_body
   elseif grpc_status and grpc_status ~= '0' then
-    new_status, new_body = status, detail(unescape_percent(grpc_message or ''))
+    -- A failure outside the service's error mapping: gRPC's own, or Envoy's
+    -- answer to a gRPC request (which it words in gRPC, with HTTP 200; the route
+    -- names the status). Its HTTP status, and no internals for a 500.
+    new_status = wanted or (status == '200' and (GRPC_TO_HTTP[grpc_status] or '500') or status)
+    new_body = detail(new_status == '500' and 'Internal server error'
+      or unescape_percent(grpc_message or ''))
   elseif wanted == '204' then
     new_body = ''
-  elseif not wanted and find(content_type, 'text/plain', 1, true) then
-    local meta = handle:streamInfo():dynamicMetadata():get('yieldagent')
-    new_status, new_body = plain_text_error(status, read_body(handle), meta and meta.path or '')
+  elseif find(content_type, 'text/plain', 1, true) then
+    new_status, new_body = plain_text_error(
+      wanted or status, read_body(handle), meta and meta.path or '', meta ~= nil)
+  elseif not wanted and tonumber(status) >= 400 and content_type == ''
+      and read_body(handle) == '' then
+    -- Envoy's bare refusals (a request line it cannot read, say).
+    new_body = detail(REASONS[status] or 'Error')
   elseif integers or nulls then
     local text = read_body(handle)
     local shaped = reshape(text, integers and integer_set(integers), nulls and null_set(nulls))
     if shaped ~= text then new_body = shaped end
   end
 
+  if new_body and meta and meta.method == 'HEAD' then
+    new_body = nil -- a response to HEAD has no body
+  end
   if new_body then handle:body(true):setBytes(new_body) end
   headers = handle:headers() -- touching the body may rebuild the header map
   for _, name in ipairs(HIDDEN) do headers:remove(name) end

