@@ -494,14 +494,24 @@ local function check(handle)
   -- The service reads neither; the REST path may be long.
   headers:remove('x-envoy-original-path')
   headers:remove('x-envoy-original-method')
+  local state = { errors = {} }
+  -- A key the client sent must never be dropped silently: the call would run without it.
+  local key = headers:get('idempotency-key')
+  if key and not forwardable('idempotency-key', key) then
+    refuse(state, { 'header', 'Idempotency-Key' }, 'value_error.idempotency_key',
+      'Idempotency-Key must be 1 to 255 printable ASCII characters')
+  end
   drop_unforwardable(headers)
   if headers_too_large(headers) then return '431' end
 
   local rules = load_schema(handle)
   local method = rules and rules.methods and rules.methods[grpc_path]
+  if #state.errors > 0 then
+    handle:streamInfo():dynamicMetadata():set('yieldagent', 'errors', state.errors)
+    return '422'
+  end
   if not method or not method.fields_of then return nil end
 
-  local state = { errors = {} }
   check_path_and_query(state, method, original)
   if #state.errors == 0 and meta.body then check_body(state, method, meta.body) end
   if #state.errors == 0 then return nil end

@@ -104,8 +104,10 @@ def test_wallet_record_has_every_field_of_the_contract(
         "last_deactivation_date",
         "last_reactivation_date",
         "eoa",
+        "status_reason",  # ours, beyond the contract: why a wallet waits, when it does
     }
     assert body["last_deactivation_date"] is None and body["last_reactivation_date"] is None
+    assert body["status_reason"] is None
     assert body["withdraws"] == []
     [deposit] = body["deposits"]
     assert deposit["amount"] == 1_000 * 10**6 and isinstance(deposit["amount"], int)
