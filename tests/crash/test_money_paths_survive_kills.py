@@ -542,6 +542,8 @@ class Round:
     key: str
     kills: list[Kill] = field(default_factory=list)
     answer: Any = None
+    left: tuple[str, str] | None = None
+    """The operation's status and steps as the last kill left them (None: not stored)."""
 
 
 class Crashes:
@@ -578,7 +580,9 @@ class Crashes:
 
     def _kill(self, round_: Round, moment: str) -> None:
         running = self.servers.kill()
-        kill = Kill(round_.index, moment, running, _describe(self.row(round_)))
+        row = self.row(round_)
+        round_.left = (row.status, row.steps) if row is not None else None
+        kill = Kill(round_.index, moment, running, _describe(row))
         round_.kills.append(kill)
         self.kills.append(kill)
         expire_idempotency_leases(self.world.engine)  # as 20 s after the kill
@@ -619,13 +623,11 @@ class Crashes:
         """Kills the restarted service while it finishes what the first kill left: as the
         retry settles it, or the worker's reconciliation."""
         future = self._send(round_) if self.rng.random() < 0.5 else None
-        before = self.row(round_)
-        snapshot = (before.status, before.steps) if before is not None else None
         deadline = time.monotonic() + 15.0
         while time.monotonic() < deadline and (future is None or not future.done()):
             row = self.row(round_)
-            if row is not None and (row.status, row.steps) != snapshot:
-                break
+            if row is not None and (row.status, row.steps) != round_.left:
+                break  # it began (or already finished)
             time.sleep(0.001)
         time.sleep(self.rng.uniform(0.0, 0.002))
         self._kill(round_, "recovery" + (", retry sent" if future is not None else ""))
@@ -636,8 +638,7 @@ class Crashes:
         round_ = Round(index, call, f"{self.path.name}:{index}:{self.rng.getrandbits(32):08x}")
         self.first_kill(round_)
         self.servers.start()
-        row = self.row(round_)
-        left_open = row is not None and row.status in OPEN
+        left_open = round_.left is not None and round_.left[0] in OPEN
         if left_open and len(self.kills) < KILLS and self.rng.random() < RECOVERY_KILLS:
             self.recovery_kill(round_)
             self.servers.start()
