@@ -11,13 +11,19 @@ DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 
-.PHONY: run test lint format protos check-protos bench install clean
+.PHONY: run test crash lint format protos check-protos bench install clean
 
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
 
 test: $(VENV)/.installed $(DESCRIPTOR)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend
+# (`make test` runs them with 3).
+CRASH_KILLS ?= 20
+crash: $(VENV)/.installed $(DESCRIPTOR)
+	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
 
 install: $(VENV)/.installed
 

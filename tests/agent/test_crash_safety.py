@@ -20,6 +20,8 @@ out at once, as they would ``lease_seconds`` later.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -52,10 +54,14 @@ from yieldagent.domain.wallets import Wallet
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import OperationRow, WalletRow
 
-pytestmark = pytest.mark.timeout(240)
+ROUNDS = 15
+KILLS = int(os.environ.get("YIELDAGENT_CRASH_KILLS", "0"))
+"""Kills the first test makes at least (``make crash`` sets 20): rounds go on past
+``ROUNDS`` until there were this many."""
+
+pytestmark = [pytest.mark.crash, pytest.mark.timeout(240 + 15 * max(0, KILLS - 15))]
 
 WALLETS = 20
-ROUNDS = 15
 SEED = 20_260_101
 GROUPS = (("aave", "compound"), ("moonwell", "morpho_gauntlet_usdc_prime"))
 """Each round pauses one group, so every wallet must move its funds to the other."""
@@ -186,7 +192,9 @@ def test_killed_cycles_leave_a_ledger_that_agrees_with_the_chain(
         env = cycle_env(database_url, tmp_path, YIELDAGENT_AGENT_INTERVAL_SECONDS=INTERVAL)
         kills: list[Kill] = []
         recovered: list[int] = []
-        for round_ in range(ROUNDS):
+        for round_ in itertools.count():
+            if round_ >= ROUNDS and len(kills) >= KILLS:
+                break
             leave, enter = GROUPS[round_ % 2], GROUPS[1 - round_ % 2]
             for protocol in leave:
                 runs.pause(BASE, protocol)
@@ -216,8 +224,9 @@ def test_killed_cycles_leave_a_ledger_that_agrees_with_the_chain(
 
         mid_run = [kill for kill in kills if kill.mid_run]
         print(
-            f"{len(kills)} kills in {ROUNDS} rounds, {sum(k.running for k in kills)} of running"
-            f" processes, {len(mid_run)} mid-run ({sorted(k.moment for k in mid_run)});"
+            f"{len(kills)} kills in {len(recovered)} rounds,"
+            f" {sum(k.running for k in kills)} of running processes,"
+            f" {len(mid_run)} mid-run ({sorted(k.moment for k in mid_run)});"
             f" recovered per round: {recovered}"
         )
         assert len(mid_run) >= 2, kills

@@ -51,6 +51,7 @@ from support.wallet_setup import (
     top_up_deposit,
 )
 from yieldagent.chain.port import ChainPort
+from yieldagent.chain.simulated.genesis import REWARD_TOKENS
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.errors import ChainUnavailable
@@ -509,6 +510,35 @@ async def test_one_key_pays_once_and_another_key_pays_again(
 
 
 # -- a reactivation racing a rule change ---------------------------------------------------------
+
+
+async def test_a_claim_killed_before_its_claim_was_mined_claims_when_retried(
+    engine: Engine, market: SimulatedMarket, chains: Chains, partner: PartnerKey
+) -> None:
+    """Found by the SIGKILL tests: the claim step is stored, the process dies before the
+    chain mines it, and reconciliation must make the claim (not close it with nothing)."""
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    wallet = await activated(
+        lifecycle, engine, market, owner.id, 1000 * USDC, protocols=("moonwell",)
+    )
+    market.advance(7 * DAY)
+    well = REWARD_TOKENS[(BASE, "WELL")].address
+    owed = market.accrued_rewards(BASE, wallet.address)[well]
+    crashing = CrashingChain(chains[BASE]).crash("claim_rewards", 1, "before")
+    with pytest.raises(SimulatedCrash):
+        await make_lifecycle(engine, with_chain(chains, crashing)).claim_rewards(
+            owner.id, BASE, wallet.address, key="k"
+        )
+
+    expire_leases(engine)  # a new process, lease_seconds later
+    claimed = await make_lifecycle(engine, chains).claim_rewards(
+        owner.id, BASE, wallet.address, key="k"
+    )
+
+    assert [(c.token, c.amount) for c in claimed] == [(well, owed)]
+    assert market.balance(BASE, well, EOA) == owed
+    assert_books_balance(engine, market, [stored(engine, wallet.address)])
 
 
 @pytest.mark.parametrize("method", ["head", "quotes"])  # reads every activation makes early

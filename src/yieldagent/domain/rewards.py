@@ -10,7 +10,6 @@ or sends whatever was claimed and not yet handled.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -57,12 +56,10 @@ class Rewards:
         books: Books,
         reconciler: Reconciler,
         deposits: Deposits,
-        is_staked: Callable[[Wallet], bool] = lambda wallet: wallet.is_staked,
     ) -> None:
         self._books = books
         self._reconciler = reconciler
         self._deposits = deposits
-        self._is_staked = is_staked
         reconciler.register(CLAIM, self._resume)
 
     async def claim_rewards(
@@ -96,33 +93,54 @@ class Rewards:
                 [Step(CLAIM_STEP, r.token, r.amount) for r in accrued],
             )
             books.operations.start(operation)
-            try:
-                receipt = await chain.claim_rewards(current.address)
-            except Exception as error:
-                operation = await books.recover_steps(chain, current, operation)
-                if not any(s.done for s in operation.steps):
-                    failed = operation.closed(
-                        FAILED, str(error), failure(ChainUnavailable(f"claim failed: {error}"))
-                    )
-                    await books.close(chain, current, owner, failed)
-                    return _claimed_of(outcome(failed))
-            else:
-                claimed = {r.token: r.amount for r in receipt.rewards}
-                operation = replace(
-                    operation,
-                    steps=tuple(
-                        s.mined(receipt.receipt, amount=claimed.get(s.token, 0))
-                        for s in operation.steps
-                    ),
-                )
-                books.operations.save(operation)
-            ended = await self._handle(chain, current, operation, owner)
+            ended = await self._collect_and_handle(chain, current, operation, owner)
             return _claimed_of(outcome(ended))
+
+    async def _collect_and_handle(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """Makes the claim its steps plan (stored before the call), then handles what it
+        collected; fails, moving nothing, if the chain refused the claim."""
+        books = self._books
+        try:
+            receipt = await chain.claim_rewards(wallet.address)
+        except Exception as error:
+            operation = await books.recover_steps(chain, wallet, operation)
+            if not any(s.done for s in operation.steps):
+                failed = operation.closed(
+                    FAILED, str(error), failure(ChainUnavailable(f"claim failed: {error}"))
+                )
+                await books.close(chain, wallet, owner, failed)
+                return failed
+        else:
+            claimed = {r.token: r.amount for r in receipt.rewards}
+            operation = replace(
+                operation,
+                steps=tuple(
+                    s.mined(receipt.receipt, amount=claimed.get(s.token, 0))
+                    if s.action == CLAIM_STEP
+                    else s
+                    for s in operation.steps
+                ),
+            )
+            books.operations.save(operation)
+        return await self._handle(chain, wallet, operation, owner)
 
     async def _resume(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
-        """After a crash: handles what was claimed and not yet swapped or sent."""
+        """After a crash: claims, if the claim never reached the chain, then swaps or sends
+        what was claimed and not handled yet."""
+        claims = [s for s in operation.steps if s.action == CLAIM_STEP]
+        if claims and all(s.abandoned for s in claims):
+            replanned = replace(  # planned again, and stored, before the chain call
+                operation,
+                steps=tuple(
+                    replace(s, abandoned=False) if s in claims else s for s in operation.steps
+                ),
+            )
+            self._books.operations.save(replanned)
+            return await self._collect_and_handle(chain, wallet, replanned, owner)
         return await self._handle(chain, wallet, operation, owner)
 
     async def _handle(
