@@ -1,4 +1,5 @@
-"""The operator's wallet commands: block, unblock, emergency and resume."""
+"""The operator's wallet commands: block, unblock, emergency and resume; and the books'
+commands: unfinished operations, reconciling a wallet, the chain's own balance."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
+from yieldagent.domain.accounting import WithdrawalSplit
+from yieldagent.domain.operations import EXECUTING, PAYOUT, WITHDRAW, Operation, Step
 from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.withdrawals import split_json
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
+from yieldagent.storage.wallets import WalletStore
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, str]]:
@@ -72,3 +78,71 @@ def test_unknown_wallets_and_bad_addresses(wallet: str, capsys: pytest.CaptureFi
     assert code == 1 and "not found" in error["error"]
     code, error = _run(capsys, "wallet", "block", "nope")
     assert code == 1 and "address" in error["error"]
+
+
+# -- the books: operations, reconciliation, the chain's own balance ---------------------------
+
+USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+
+
+def _crashed_withdrawal(tmp_path: Path, wallet: str) -> str:
+    """Leaves a withdrawal as a process killed right after storing its intent would: the
+    split and its payout planned, nothing on chain yet, the lease lapsed. Returns the
+    operation's id."""
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'yieldagent.db'}")
+    try:
+        market = _market(tmp_path)
+        store = WalletStore(engine)
+        stored = store.get(BASE, wallet)
+        assert stored is not None
+        split = WithdrawalSplit(100 * 10**6, 100 * 10**6, 0, 0)
+        head, _ = market.head(BASE)
+        operation = Operation(
+            "crashed-withdrawal",
+            stored.id,
+            BASE,
+            WITHDRAW,
+            EXECUTING,
+            (Step(PAYOUT, USDC, split.to_user, recipient=stored.eoa, split=split),),
+            head,
+            "dead-process",
+            {"amount": str(split.amount), "split": split_json(split)},
+        )
+        OperationStore(engine).start(operation)
+        assert store.acquire_lease(stored.id, "dead-process", 0.0, 0.0)  # lapsed at once
+        return operation.id
+    finally:
+        engine.dispose()
+
+
+def test_ops_list_shows_what_a_dead_process_left_and_reconcile_finishes_it(
+    wallet: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    operation_id = _crashed_withdrawal(tmp_path, wallet)
+
+    code, listed = _run(capsys, "ops", "list", "--stuck")
+    assert code == 0
+    [stuck] = listed["operations"]
+    assert (stuck["id"], stuck["kind"], stuck["status"]) == (operation_id, "withdraw", "executing")
+
+    code, reconciled = _run(capsys, "wallet", "reconcile", wallet)
+    assert code == 0
+    repair = reconciled["repairs"][0]  # rolled forward: the stored split is paid
+    assert (repair["operation"], repair["outcome"]) == (operation_id, "completed")
+    assert repair["principal_after"] == repair["principal_before"] - 100 * 10**6
+    assert _run(capsys, "ops", "list", "--stuck")[1] == {"operations": []}
+
+
+def test_sim_balance_reads_the_chain(
+    wallet: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    market = _market(tmp_path)
+    expected = market.balance(BASE, USDC, wallet)
+
+    assert _run(
+        capsys, "sim", "balance", "--chain", "8453", "--token", USDC, "--holder", wallet
+    ) == (0, {"amount": expected})
+    code, error = _run(
+        capsys, "sim", "balance", "--chain", "8453", "--token", "x", "--holder", wallet
+    )
+    assert code == 1 and "token" in error["error"]

@@ -79,7 +79,7 @@ class WithdrawalResult:
         return {
             "date": iso(self.date),
             "token": self.token,
-            "split": _split_json(self.split),
+            "split": split_json(self.split),
             "value": self.value,
             "value_in_usd": self.value_in_usd,
             "tx_hash": self.tx_hash,
@@ -100,7 +100,7 @@ class WithdrawalResult:
         )
 
 
-def _split_json(split: WithdrawalSplit) -> dict[str, str]:
+def split_json(split: WithdrawalSplit) -> dict[str, str]:
     return {
         "amount": str(split.amount),
         "principal": str(split.principal),
@@ -166,7 +166,7 @@ class Withdrawals:
                 WITHDRAW,
                 head.number,
                 owner,
-                {"amount": str(amount), "split": _split_json(split)},
+                {"amount": str(amount), "split": split_json(split)},
                 scoped(partner_id, WITHDRAW, key),
             )
             books.operations.start(operation)
@@ -386,4 +386,4 @@ class Withdrawals:
         return closed
 
 
-__all__ = ["WalletStatus", "WithdrawalResult", "Withdrawals", "split_of"]
+__all__ = ["WalletStatus", "WithdrawalResult", "Withdrawals", "split_json", "split_of"]
