@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.wallets import WalletStore
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, str]]:
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, json.loads(out if code == 0 else err)
