@@ -280,13 +280,13 @@ class Deposits:
         """Books a further deposit, verified on chain, and places it."""
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
+        done = await self._reconciler.settled(scoped(partner_id, TOP_UP, key))
+        if done is not None:  # a retry answers what the first call did, whatever came since
+            outcome(done)
+            return
         transition(wallet.status, "top_up")
         chain = books.chain(chain_id)
         token = books.token_info(wallet)
-        done = await self._reconciler.settled(scoped(partner_id, TOP_UP, key))
-        if done is not None:
-            outcome(done)
-            return
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
             transition(current.status, "top_up")
