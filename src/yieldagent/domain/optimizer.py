@@ -173,7 +173,9 @@ def optimize(
     gas = costs.gas_usd_per_move * len(moves)
     baseline = _idle_only(current, idle, target) if idle > 0 else dict(current)
     required = violations(baseline, total, candidates, rules)
-    gain = after - _weighted(baseline, total, candidates)
+    # A rebalance must beat both keeping things as they are and placing idle funds only:
+    # placing a large idle amount can lower a pool's rate below doing nothing at all.
+    gain = after - max(before, _weighted(baseline, total, candidates))
     daily_gain = costs.usd(total) * gain / 100 / 365
     break_even = gas / daily_gain if daily_gain > 0 else None
     pays = (
