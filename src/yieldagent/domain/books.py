@@ -169,6 +169,7 @@ class Books:
     ) -> Operation:
         """Makes the chain call of the stored step ``index`` and marks it mined."""
         step = operation.steps[index]
+        await self.clock.sleep(0)  # a turn for lease keepers: adapters may never suspend
         try:
             receipt = await self._call(chain, wallet, step)
         except Exception as error:
@@ -249,6 +250,7 @@ class Books:
         operation: Operation | None,
         rewards: Sequence[RewardRecord],
     ) -> tuple[Wallet, Journal]:
+        await self.clock.sleep(0)  # a turn for lease keepers before the reads below
         head = await chain.head()
         events = await chain.history(wallet.address, wallet.synced_block)
         ours = [
