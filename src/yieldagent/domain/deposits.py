@@ -179,19 +179,12 @@ class Deposits:
 
     async def _check_announced(
         self, chain: ChainPort, address: str, token: TokenInfo, tx_hash: str
-    ) -> Transfer:
-        """The announced deposit: a mined transfer of the token to the account; Conflict if
-        an earlier call already booked it."""
-        transfer = await chain.find_transfer(tx_hash)
-        if transfer is None:
-            raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
-        if transfer.recipient != address or transfer.token != token.address:
-            raise InvalidRequest(
-                f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}"
-            )
+    ) -> None:
+        """An activation's announced deposit: mined to the account, and not booked before
+        (Conflict)."""
+        await _announced(chain, address, token, tx_hash)
         if self._books.wallets.deposit_known(chain.chain_id, tx_hash):
             raise Conflict(f"Deposit {tx_hash} was already credited")
-        return transfer
 
     async def _check_funds(
         self, chain: ChainPort, wallet: Wallet, token: TokenInfo, request: ActivationRequest
@@ -290,13 +283,7 @@ class Deposits:
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
             transition(current.status, "top_up")
-            transfer = await chain.find_transfer(tx_hash)
-            if transfer is None:
-                raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
-            if transfer.recipient != current.address or transfer.token != current.token:
-                raise InvalidRequest(
-                    f"Transaction {tx_hash} is not a {token.symbol} transfer to {current.address}"
-                )
+            transfer = await _announced(chain, current.address, token, tx_hash)
             if books.wallets.deposit_known(chain_id, tx_hash):
                 if (await value(chain, current)).idle == 0:
                     return  # booked already, and nothing waits to be placed: nothing to do
@@ -324,3 +311,14 @@ class Deposits:
         closed = operation.closed(COMPLETED, reason, {"tx_hash": operation.params.get("tx_hash")})
         await self._books.close(chain, wallet, owner, closed)
         return closed
+
+
+async def _announced(chain: ChainPort, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
+    """The announced deposit: a mined transfer of ``token`` to ``address``; InvalidRequest
+    otherwise."""
+    transfer = await chain.find_transfer(tx_hash)
+    if transfer is None:
+        raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
+    if transfer.recipient != address or transfer.token != token.address:
+        raise InvalidRequest(f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}")
+    return transfer

@@ -120,10 +120,6 @@ class Step:
             timestamp=receipt.timestamp,
         )
 
-    def counterparty(self) -> str:
-        """Who the chain shows on the other side: the protocol or the recipient."""
-        return self.protocol or self.recipient
-
     def matches(self, event: ChainTx, holder: str) -> bool:
         """Whether ``event`` is what this step, planned for ``holder``, would have mined."""
         if event.kind != CHAIN_KIND[self.action] or event.token != self.token:

@@ -25,7 +25,7 @@ ACTIVATED = "activated"
 
 
 class RunStore:
-    """Reads and writes runs, the schedule and protocol pauses."""
+    """Reads and writes the schedule and protocol pauses, and lists a wallet's runs."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
