@@ -4,32 +4,19 @@ and each test run inside an anvil snapshot that is reverted afterwards."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from web3 import HTTPProvider, Web3
+from web3.types import RPCEndpoint
 
+from support.devnet import Devnet
 from yieldagent.devnet.anvil import Anvil, free_port
 from yieldagent.devnet.compound import deploy_compound
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.moonwell import deploy_moonwell
 from yieldagent.devnet.morpho import deploy_morpho
 from yieldagent.devnet.swap import deploy_swap_router
 from yieldagent.devnet.tokens import deploy_token
-
-
-@dataclass(frozen=True)
-class Devnet:
-    """The deployed devnet the tests share."""
-
-    w3: Web3
-    d: Deployer
-    usdc: str
-    compound: ProtocolDeployment
-    moonwell: ProtocolDeployment
-    morpho: ProtocolDeployment
-    router: str
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +36,6 @@ def devnet_session() -> Iterator[Devnet]:
 @pytest.fixture
 def devnet(devnet_session: Devnet) -> Iterator[Devnet]:
     """The shared devnet, restored to its deployed state after the test."""
-    snapshot = devnet_session.w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    snapshot = devnet_session.w3.provider.make_request(RPCEndpoint("evm_snapshot"), [])["result"]
     yield devnet_session
-    devnet_session.w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+    devnet_session.w3.provider.make_request(RPCEndpoint("evm_revert"), [snapshot])

@@ -16,6 +16,7 @@ from enum import IntEnum
 from typing import Any
 
 from web3 import Web3
+from web3.types import RPCEndpoint
 
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.manifest import ProtocolDeployment
@@ -98,7 +99,7 @@ def _word(address: str) -> str:
 
 
 def _rpc(w3: Web3, method: str, params: list[Any]) -> Any:
-    response = w3.provider.make_request(method, params)  # type: ignore[arg-type]
+    response = w3.provider.make_request(RPCEndpoint(method), params)
     if "error" in response:
         raise RuntimeError(f"{method} failed: {response['error']}")
     return response.get("result")

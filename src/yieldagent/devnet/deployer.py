@@ -11,7 +11,7 @@ from web3 import Web3
 from web3.contract import Contract
 from web3.contract.contract import ContractFunction
 from web3.exceptions import ContractCustomError, ContractLogicError
-from web3.types import TxReceipt
+from web3.types import RPCEndpoint, TxReceipt
 
 from yieldagent.devnet.toolchain import Artifact
 
@@ -63,4 +63,4 @@ class Deployer:
 
     def fund(self, address: str, wei: int) -> None:
         """Sets the ether balance of ``address``."""
-        self.w3.provider.make_request("anvil_setBalance", [address, hex(wei)])  # type: ignore[arg-type]
+        self.w3.provider.make_request(RPCEndpoint("anvil_setBalance"), [address, hex(wei)])
