@@ -54,13 +54,14 @@ def selector(signature: str) -> str:
 
 
 def revert_data(fn: ContractFunction, sender: str) -> str:
-    """The revert data of ``fn`` called from ``sender`` (fails the test if it does not revert)."""
+    """The revert data of ``fn`` called from ``sender``: the raw data of a custom error, or a
+    reason string followed by its raw data (fails the test if the call does not revert)."""
     try:
         fn.call({"from": sender})
     except ContractCustomError as exc:
         return str(exc.data)
-    except ContractLogicError as exc:
-        return str(exc.data) if exc.data else str(exc.message)
+    except ContractLogicError as exc:  # Error(string): the reason, then the raw data
+        return f"{exc.message} {exc.data}"
     raise AssertionError("the call did not revert")
 
 
