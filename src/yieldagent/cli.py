@@ -39,13 +39,13 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import FieldViolation, InvalidInput, InvalidRequest, YieldAgentError
 from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.market import MarketError
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.logs import configure_logging
 from yieldagent.storage.db import create_db_engine, migrate

@@ -54,8 +54,8 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.lifecycle import Lifecycle, WithdrawalResult
-from yieldagent.domain.market import PoolQuote
 from yieldagent.domain.partners import Partner
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal
 from yieldagent.storage.db import create_db_engine

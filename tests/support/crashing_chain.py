@@ -44,7 +44,7 @@ from yieldagent.chain.port import (
     Transfer,
     TxReceipt,
 )
-from yieldagent.domain.market import PoolQuote
+from yieldagent.domain.quotes import PoolQuote
 
 T = TypeVar("T")
 When = Literal["before", "after"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from yieldagent.domain.market import PoolQuote
+from yieldagent.domain.quotes import PoolQuote
 
 
 @dataclass(frozen=True, slots=True)

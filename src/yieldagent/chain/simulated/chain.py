@@ -17,7 +17,8 @@ from yieldagent.chain.port import (
 )
 from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.domain.market import PoolQuote
+from yieldagent.chain.simulated.pools import quote_of
+from yieldagent.domain.quotes import PoolQuote
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -104,7 +105,7 @@ class SimulatedChain:
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         wanted = set(protocols)
         return [
-            PoolQuote(pool.protocol, token, pool)
+            quote_of(pool)
             for pool in self.market.pools_now(self.chain_id, token)
             if pool.protocol in wanted
         ]
