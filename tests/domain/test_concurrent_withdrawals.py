@@ -109,6 +109,10 @@ class YieldingChain:
         await asyncio.sleep(0)
         return await self._inner.quotes(token, protocols)
 
+    async def prepare_account(self, account: str, owner: str) -> None:
+        await asyncio.sleep(0)
+        await self._inner.prepare_account(account, owner)
+
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         await asyncio.sleep(0)
         return await self._inner.supply(holder, protocol, token, amount)

@@ -194,6 +194,9 @@ class CrashingChain:
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         return await self._call("quotes", self._inner.quotes, token, protocols)
 
+    async def prepare_account(self, account: str, owner: str) -> None:
+        await self._inner.prepare_account(account, owner)
+
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return await self._call("supply", self._inner.supply, holder, protocol, token, amount)
 

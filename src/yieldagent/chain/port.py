@@ -23,6 +23,15 @@ class Block:
 
     number: int
     timestamp: int
+    final: int | None = None
+    """The newest block with enough confirmations (``YIELDAGENT_CONFIRMATIONS``) that a
+    reorganisation is not expected to undo it; None means this block itself (a chain that
+    does not reorganise, like the simulator)."""
+
+    @property
+    def final_number(self) -> int:
+        """The newest block whose events the books may take as final."""
+        return self.number if self.final is None else self.final
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +149,10 @@ class ChainPort(Protocol):
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         """Each protocol's pool as it is now, able to quote its supply APR after adding or
         removing an amount: our own rate impact."""
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Makes sure the smart account ``account`` of ``owner`` exists on chain, with the
+        operator as its session key, before the service first acts through it."""
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""

@@ -110,6 +110,9 @@ class SimulatedChain:
             if pool.protocol in wanted
         ]
 
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Nothing to do: simulated accounts need no code."""
+
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.supply(self.chain_id, holder, protocol, token, amount))
 
