@@ -126,6 +126,20 @@ class GasCost:
     usd: float
 
 
+@dataclass(frozen=True, slots=True)
+class ContractCall:
+    """One contract call of a plan: where, which function with which arguments (ABI values
+    as strings), and its ABI-encoded data."""
+
+    contract: str
+    function: str
+    arguments: tuple[str, ...]
+    data: str
+    """Selector and arguments, 0x-prefixed hex."""
+    description: str
+    value: int = 0
+
+
 class ChainPort(Protocol):
     """One EVM chain, as the service uses it."""
 
@@ -159,6 +173,13 @@ class ChainPort(Protocol):
 
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """The contract calls ``holder`` makes to ``action`` (deposit or withdraw)
+        ``amount`` of ``token`` into or from ``protocol``, approval included; none on a
+        chain without contracts (the simulator)."""
 
     async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
         """What swapping ``amount_in`` of ``token_in`` would give of ``token_out`` now."""
