@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from eth_abi.abi import decode
+from eth_typing import ChecksumAddress
 from eth_utils.abi import function_signature_to_4byte_selector
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
@@ -83,7 +84,7 @@ class Deployer:
             raise DeployError(f"{method}: {response['error']}")
         return response.get("result")
 
-    def actor(self, label: str) -> str:
+    def actor(self, label: str) -> ChecksumAddress:
         """The devnet actor named ``label``: a fixed address, impersonated and funded."""
         address = to_checksum_address(keccak(text=f"yieldagent.devnet:{label}")[12:])
         self._sender(address)
@@ -142,7 +143,7 @@ class Deployer:
             raise DeployError(f"{label} failed in block {receipt['blockNumber']}: {tx_hash.hex()}")
         return receipt
 
-    def _sender(self, address: str) -> str:
+    def _sender(self, address: str) -> ChecksumAddress:
         checksummed = to_checksum_address(address)
         if checksummed not in self._impersonated:
             self.anvil("anvil_impersonateAccount", checksummed)
