@@ -8,8 +8,7 @@ import urllib.error
 
 import pytest
 
-from support.service import free_port
-from yieldagent.devnet.anvil import Anvil, AnvilError, rpc
+from yieldagent.devnet.anvil import Anvil, AnvilError, free_port, rpc
 
 pytestmark = pytest.mark.evm
 

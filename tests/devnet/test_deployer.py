@@ -78,4 +78,5 @@ def test_deploys_fresh_contracts_and_funds(devnet_snapshot: Devnet) -> None:
     mint(d, fresh.address, d.accounts[7], 1)
     assert fresh.functions.balanceOf(d.accounts[7]).call() == 1
     d.fund(d.accounts[7], 12345)
+    assert Deployer(d.w3).admin == d.admin  # over an existing Web3 too
     assert d.w3.eth.get_balance(d.w3.to_checksum_address(d.accounts[7])) == 12345

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 
-from support.service import free_port
-from yieldagent.devnet.anvil import rpc
+from yieldagent.devnet.anvil import free_port, rpc
 from yieldagent.devnet.manifest import Manifest
 
 pytestmark = pytest.mark.evm

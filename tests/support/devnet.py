@@ -13,8 +13,7 @@ from typing import NamedTuple
 
 import pytest
 
-from support.service import free_port
-from yieldagent.devnet.anvil import Anvil, rpc
+from yieldagent.devnet.anvil import Anvil, free_port, rpc
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.manifest import Manifest
 

@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import json
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,13 @@ class AnvilError(RuntimeError):
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 def rpc(url: str, method: str, params: list[Any] | None = None, timeout: float = 10.0) -> Any:

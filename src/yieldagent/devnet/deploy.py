@@ -1,9 +1,10 @@
 """Deploys the whole devnet on a running anvil and describes it in a ``Manifest``.
 
 The order: USDC, Aave v3, then Compound v3, Moonwell and Morpho Blue with its vault, the
-smart account's session-key policy, and last the borrowers that give every pool a realistic
-utilization. Compound, Moonwell, Morpho, the policy and the borrowers of those pools come
-from their own modules (``compound.py``, ``moonwell.py``, ``morpho.py``, ``accounts.py``,
+swap router for the reward token, the smart account's session-key policy, and last the
+borrowers that give every pool a realistic utilization. Compound, Moonwell, Morpho, the
+router, the policy and the borrowers of those pools come from their own modules
+(``compound.py``, ``moonwell.py``, ``morpho.py``, ``swap.py``, ``accounts.py``,
 ``borrowing.py``); a module that is not there yet is skipped with a log line.
 """
 
@@ -37,7 +38,7 @@ UTILIZATION = {
     "moonwell": 0.75,
     "morpho_gauntlet_usdc_prime": 0.90,
 }
-# module, function, catalog name of what it deploys
+# module and its deploy function, in deployment order
 PROTOCOL_MODULES = (
     ("compound", "deploy_compound"),
     ("moonwell", "deploy_moonwell"),
@@ -91,19 +92,25 @@ def deploy_all(
             with _timed(module_name, timings):
                 protocols.append(getattr(module, function)(d, usdc))
 
+    reward_token = _role(protocols, "reward_token")
+    swap_router = _role(protocols, "swap_router")
+    swap = _optional("swap") if reward_token and not swap_router else None
+    if swap is not None and reward_token is not None:
+        with _timed("swap", timings):
+            swap_router = swap.deploy_swap_router(d, usdc, reward_token)
+
     policy = ZERO_ADDRESS
     accounts = _optional("accounts")
     if accounts is not None:
         with _timed("policy", timings):
             policy = accounts.deploy_policy(
-                d, usdc, protocols, fee_collector or d.admin, MAX_FEE_BPS
+                d, usdc, protocols, fee_collector or d.admin, MAX_FEE_BPS, swap_router=swap_router
             )
 
     with _timed("borrowers", timings):
         _borrow_everywhere(d, usdc, protocols)
 
     runtime = artifacts[SMART_ACCOUNT].deployed_bytecode if SMART_ACCOUNT in artifacts else "0x"
-    extras = _extras(protocols)
     manifest = Manifest(
         chain_id=int(d.w3.eth.chain_id),
         rpc_url=url,
@@ -114,8 +121,8 @@ def deploy_all(
         protocols=tuple(protocols),
         account_runtime=runtime,
         account_policy=policy,
-        reward_token=extras.get("reward_token"),
-        swap_router=extras.get("swap_router"),
+        reward_token=reward_token,
+        swap_router=swap_router,
         borrower=d.actor("aave-borrower"),
         extras={"fee_collector": fee_collector or d.admin, "admin": d.admin},
     )
@@ -144,11 +151,6 @@ def _borrow_everywhere(d: Deployer, usdc: str, protocols: list[ProtocolDeploymen
         borrow(d, deployment, usdc, utilization)
 
 
-def _extras(protocols: list[ProtocolDeployment]) -> dict[str, str]:
-    """The reward token and swap router, from whichever deployment recorded them."""
-    found: dict[str, str] = {}
-    for deployment in protocols:
-        for role in ("reward_token", "swap_router"):
-            if role in deployment.contracts:
-                found.setdefault(role, deployment.contracts[role])
-    return found
+def _role(protocols: list[ProtocolDeployment], role: str) -> str | None:
+    """The first contract any deployment records under ``role`` (``reward_token``, ...)."""
+    return next((p.contracts[role] for p in protocols if role in p.contracts), None)

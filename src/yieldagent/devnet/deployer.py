@@ -66,11 +66,13 @@ def _reason(error: Exception, abi: list[dict[str, Any]]) -> str:
 
 
 class Deployer:
-    """Deploys contracts and sends transactions on an anvil node at ``url``."""
+    """Deploys contracts and sends transactions on an anvil node at ``url`` (or over ``w3``)."""
 
-    def __init__(self, url: str, *, timeout: float = 60.0) -> None:
-        self.url = url
-        self.w3 = Web3(HTTPProvider(url, request_kwargs={"timeout": timeout}))
+    def __init__(self, url: str | Web3, *, timeout: float = 60.0) -> None:
+        if isinstance(url, Web3):
+            self.w3 = url
+        else:
+            self.w3 = Web3(HTTPProvider(url, request_kwargs={"timeout": timeout}))
         self.accounts: list[str] = [to_checksum_address(a) for a in self.w3.eth.accounts]
         if not self.accounts:
             raise DeployError(f"{url} has no unlocked accounts (is it anvil?)")
