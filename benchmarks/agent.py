@@ -27,12 +27,12 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.pools import copy_pool, quote_of
 from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.lifecycle import Lifecycle, Policy
-from yieldagent.domain.market import PoolQuote, copy_pool
 from yieldagent.domain.optimizer import Costs, optimize
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
@@ -63,7 +63,7 @@ def solve_times() -> None:
     costs = Costs(0.0054, 1.0, 6)
     for count in (5, 10, 20):
         pools = [replace(copy_pool(base[i % 4]), protocol=f"p{i}") for i in range(count)]
-        candidates = [Candidate(p.protocol, PoolQuote(p.protocol, USDC, p)) for p in pools]
+        candidates = [Candidate(p.protocol, quote_of(p)) for p in pools]
         for label, rules, usdc in (
             ("unconstrained", Constraints(), 10_000),
             ("min_protocols=3", Constraints(min_protocols=3), 10_000),

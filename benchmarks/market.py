@@ -18,7 +18,7 @@ from sqlalchemy import text
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.market import PoolQuote, PoolState, advance, copy_pool
+from yieldagent.chain.simulated.pools import PoolState, advance, copy_pool, quote_of
 from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
@@ -50,7 +50,7 @@ def fifty_pools() -> list[PoolState]:
 
 def quotes_per_second() -> None:
     for pool in _base_pools():
-        quote = PoolQuote(pool.protocol, pool.token, pool)
+        quote = quote_of(pool)
         amounts = [10**6 * (1 + i * 7919 % 5_000_000) for i in range(2000)]
         start = time.perf_counter()
         for amount in amounts:

@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.market import MarketError
+from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.domain.rate_models import RAY
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore

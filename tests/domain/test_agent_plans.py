@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from typing import cast
 
 from yieldagent.domain.agent import within_liquidity
-from yieldagent.domain.market import PoolQuote
 from yieldagent.domain.optimizer import Move
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.valuation import Valuation
 
 

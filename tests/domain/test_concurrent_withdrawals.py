@@ -43,6 +43,7 @@ from yieldagent.chain.port import (
     ChainPort,
     ChainTx,
     ClaimReceipt,
+    ContractCall,
     GasCost,
     Position,
     RewardAmount,
@@ -54,8 +55,8 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.lifecycle import Lifecycle, WithdrawalResult
-from yieldagent.domain.market import PoolQuote
 from yieldagent.domain.partners import Partner
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal
 from yieldagent.storage.db import create_db_engine
@@ -108,6 +109,15 @@ class YieldingChain:
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         await asyncio.sleep(0)
         return await self._inner.quotes(token, protocols)
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        return await self._inner.plan_calls(holder, action, protocol, token, amount)
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        await asyncio.sleep(0)
+        await self._inner.prepare_account(account, owner)
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         await asyncio.sleep(0)

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
+from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.domain.allocation import Candidate, allocate
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.market import PoolQuote, copy_pool
 from yieldagent.domain.optimizer import Costs, Move, Plan, Thresholds, optimize
 
 BASE = 8453
@@ -56,7 +56,7 @@ def _candidate(name: str, current: int = 0) -> Candidate:
     info = TOKEN.protocol(name)
     assert info is not None
     pool = genesis_pool(BASE, TOKEN, info, SEED, GENESIS)
-    return Candidate(name, PoolQuote(name, TOKEN.address, pool), current)
+    return Candidate(name, quote_of(pool), current)
 
 
 def _candidates(names: Sequence[str], current: Mapping[str, int]) -> list[Candidate]:
@@ -139,15 +139,15 @@ def _kink_points(candidate: Candidate) -> list[int]:
     """Holdings at which one of the pool's markets reaches a kink or fills up (a deposit
     spreads over a vault's markets in proportion to their supply): a yield curve's narrow
     peaks lie there, where a plain grid can miss them."""
-    pool = candidate.quote.pool
-    total = pool.total_supply()
+    quote = candidate.quote
+    total = quote.total_supply
     points = []
-    for market in pool.markets:
-        if market.supply <= 0 or market.borrows <= 0:
+    for market in quote.markets:
+        if market.held <= 0 or market.borrows <= 0:
             continue
-        for kink in (*KINKS[pool.kind], 1.0):
+        for kink in (*KINKS[quote.model.kind], 1.0):
             needed = Fraction(market.borrows) / Fraction(str(kink)) - market.supply
-            middle = candidate.current + math.floor(needed * total / market.supply)
+            middle = candidate.current + math.floor(needed * total / market.held)
             points += [middle + offset for offset in (-1, 0, 1, 2) if middle + offset > 0]
     return points
 
@@ -610,10 +610,10 @@ def test_plans_net_to_their_target_and_decide_consistently(
         assert sum(_deposits(plan).values()) <= idle
         assert set(plan.target) <= allowed | set(current)
     # deterministic: fresh pools, the same inputs, the same plan; the pools are not touched
-    pools = [copy_pool(c.quote.pool) for c in candidates]
+    quotes = [c.quote for c in candidates]
     again = optimize(dict(current), idle, instance.candidates(), instance.rules, costs, thresholds)
     assert again == plan
-    assert [c.quote.pool for c in candidates] == pools
+    assert [c.quote for c in candidates] == quotes
 
 
 # -- optimize: the decision ------------------------------------------------------------------------

@@ -32,9 +32,9 @@ from support.books import book_disagreements
 from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
+from yieldagent.chain.simulated.pools import PoolState, advance, deposit, quote_of, value_of
 from yieldagent.domain.allocation import Candidate, allocate
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.market import PoolQuote, PoolState, advance, deposit, value_of
 from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
 from yieldagent.domain.valuation import moment_of
@@ -155,7 +155,7 @@ def bulk_activated(
 
         for eoa, address, amount in zip(eoas, addresses, amounts, strict=True):
             mine("mint", FAUCET, eoa, amount)
-            quotes = {p: PoolQuote(p, BASE_USDC, pools[p]) for p in protocols}
+            quotes = {p: quote_of(pools[p]) for p in protocols}
             target = allocate(amount, [Candidate(p, q) for p, q in quotes.items()], Constraints())
             wallet = _Placed(
                 eoa,
@@ -281,7 +281,7 @@ def bulk_activated(
 
 def quote_apr(pool: PoolState) -> float:
     """The pool's supply APR in percent now."""
-    return PoolQuote(pool.protocol, pool.token, pool).apr()
+    return quote_of(pool).apr()
 
 
 # -- the agent cycle in a process of its own -----------------------------------------------

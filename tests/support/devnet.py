@@ -1,108 +1,77 @@
-"""The devnet the ``evm`` tests share, and helpers to drive its smart account: execution modes,
-encodings, reverts."""
+"""The devnet for tests marked ``evm``: one anvil per test session, everything deployed.
+
+``devnet`` (session scope) starts anvil on a free port, runs ``deploy_all`` and yields a
+``Devnet`` (unpacks as ``manifest, url``); anvil stops when the session ends. Tests share
+that chain: one that must leave no trace asks for ``devnet_snapshot`` instead, which reverts
+the chain to where the test found it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import NamedTuple
 
-from eth_abi.abi import encode
-from web3 import Web3
-from web3.contract import Contract
-from web3.contract.contract import ContractFunction
-from web3.exceptions import ContractCustomError, ContractLogicError
+import pytest
+from web3 import HTTPProvider, Web3
 
-from yieldagent.devnet.accounts import deploy_policy, install_account
+from yieldagent.devnet.anvil import Anvil, free_port, rpc
+from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
-from yieldagent.devnet.toolchain import compile_project
+from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
 
 
-@dataclass(frozen=True)
-class Devnet:
-    """The deployed devnet the tests share."""
+class Devnet(NamedTuple):
+    """A running devnet: what was deployed, and its RPC URL; shortcuts to drive it."""
 
-    w3: Web3
-    d: Deployer
-    usdc: str
-    compound: ProtocolDeployment
-    moonwell: ProtocolDeployment
-    morpho: ProtocolDeployment
-    router: str
-
-
-SINGLE = bytes(32)  # call type 0x00, exec type 0x00
-BATCH = bytes([1]) + bytes(31)  # call type 0x01, exec type 0x00
-USDC_UNIT = 10**6
-
-
-def packed(target: str, value: int, data: str | bytes) -> bytes:
-    """ERC-7579 single execution: abi.encodePacked(target, value, callData)."""
-    raw = bytes.fromhex(data[2:]) if isinstance(data, str) else data
-    return bytes.fromhex(target[2:]) + value.to_bytes(32, "big") + raw
-
-
-def batched(calls: Sequence[tuple[str, int, str]]) -> bytes:
-    """ERC-7579 batch execution: abi.encode(Execution[])."""
-    rows = [(target, value, bytes.fromhex(data[2:])) for target, value, data in calls]
-    return bytes(encode(["(address,uint256,bytes)[]"], [rows]))
-
-
-def selector(signature: str) -> str:
-    """The 4-byte selector of a function or error signature, 0x hex."""
-    return Web3.keccak(text=signature)[:4].to_0x_hex()
-
-
-def revert_data(fn: ContractFunction, sender: str) -> str:
-    """The revert data of ``fn`` called from ``sender``: the raw data of a custom error, or a
-    reason string followed by its raw data (fails the test if the call does not revert)."""
-    try:
-        fn.call({"from": sender})
-    except ContractCustomError as exc:
-        return str(exc.data)
-    except ContractLogicError as exc:  # Error(string): the reason, then the raw data
-        return f"{exc.message} {exc.data}"
-    raise AssertionError("the call did not revert")
-
-
-@dataclass(frozen=True)
-class Wallet:
-    """A smart account installed on the devnet, with its policy and its parties."""
-
-    account: Contract
-    policy: Contract
-    owner: str
-    session_key: str
-    fee_collector: str
+    manifest: Manifest
+    url: str
 
     @property
-    def address(self) -> str:
-        return str(self.account.address)
+    def d(self) -> Deployer:
+        """A deployer on this devnet (anvil's unlocked accounts, actors)."""
+        return Deployer(self.url)
 
-    def execute(self, target: str, data: str, value: int = 0) -> ContractFunction:
-        """``execute`` of one call, ready to send or to call."""
-        return self.account.functions.execute(SINGLE, packed(target, value, data))
+    @property
+    def w3(self) -> Web3:
+        """A synchronous Web3 on this devnet."""
+        return Web3(HTTPProvider(self.url))
 
-    def execute_batch(self, calls: Sequence[tuple[str, int, str]]) -> ContractFunction:
-        """``execute`` of a batch of calls."""
-        return self.account.functions.execute(BATCH, batched(calls))
+    @property
+    def usdc(self) -> str:
+        """The devnet USDC's address."""
+        return self.manifest.token
+
+    @property
+    def compound(self) -> ProtocolDeployment:
+        """The Comet deployment."""
+        return self.manifest.protocol("compound")
+
+    @property
+    def moonwell(self) -> ProtocolDeployment:
+        """The mToken deployment."""
+        return self.manifest.protocol("moonwell")
+
+    @property
+    def morpho(self) -> ProtocolDeployment:
+        """The Morpho Blue vault deployment."""
+        return self.manifest.protocol("morpho_gauntlet_usdc_prime")
+
+    @property
+    def router(self) -> str | None:
+        """The reward token's swap router."""
+        return self.manifest.swap_router
 
 
-def install_wallet(devnet: Devnet, address: str, fee_collector: str | None = None) -> Wallet:
-    """Deploys a policy over the devnet's protocols and installs an account at ``address``
-    (owner: anvil account 3, session key: account 4, fee collector: account 5)."""
-    d = devnet.d
-    artifacts = compile_project()
-    collector = fee_collector or d.accounts[5]
-    protocols = [devnet.compound, devnet.moonwell, devnet.morpho]
-    policy = deploy_policy(d, devnet.usdc, protocols, collector, 2000, swap_router=devnet.router)
-    owner, session_key = d.accounts[3], d.accounts[4]
-    runtime = artifacts["SmartAccount"].deployed_bytecode
-    install_account(d.w3, address, owner, session_key, policy, runtime)
-    return Wallet(
-        account=d.at(artifacts["SmartAccount"], address),
-        policy=d.at(artifacts["SessionPolicy"], policy),
-        owner=owner,
-        session_key=session_key,
-        fee_collector=collector,
-    )
+@pytest.fixture(scope="session")
+def devnet() -> Iterator[Devnet]:
+    """The session's devnet (anvil on a free port, chain id 8453)."""
+    with Anvil.start(free_port()) as anvil:
+        yield Devnet(deploy_all(anvil.url), anvil.url)
+
+
+@pytest.fixture
+def devnet_snapshot(devnet: Devnet) -> Iterator[Devnet]:
+    """The session's devnet, reverted after the test to the state it had before."""
+    snapshot = rpc(devnet.url, "evm_snapshot")
+    yield devnet
+    assert rpc(devnet.url, "evm_revert", [snapshot]) is True

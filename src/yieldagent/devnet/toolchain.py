@@ -1,29 +1,74 @@
-"""STAND-IN (devnet-contracts branch): the solc-js compile of ``contracts/src``, cached.
+"""The devnet's toolchain: the pinned npm packages under ``contracts/`` and what they build.
 
-devnet-core owns this module; this minimal version follows the shared interface so the
-devnet-contracts work can be tested before that branch lands. On merge, keep devnet-core's.
+- ``anvil_binary()``: the anvil executable of ``@foundry-rs/anvil``.
+- ``compile_project()``: every ``contracts/src/**/*.sol`` plus the package sources they import
+  (``@morpho-org/morpho-blue/src/...``, resolved from ``contracts/node_modules``), compiled by
+  solc-js 0.8.19 through its standard JSON interface (optimizer on, 200 runs, evmVersion
+  ``paris``). The output is cached in ``build/contracts/<sha256 of the inputs>.json``, so a
+  second call, or a second process, reads it back instead of compiling.
+- ``aave_artifact(name)``: a contract of ``@aave/core-v3`` from the Hardhat artifacts it ships.
+
+Artifacts carry hex strings with ``0x``; unlinked library placeholders stay in ``bytecode``
+until ``Artifact.linked_bytecode`` fills them in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import posixpath
 import re
 import subprocess
-from dataclasses import dataclass
+import tempfile
+from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
-CONTRACTS = ROOT / "contracts"
+REPO = Path(__file__).resolve().parents[3]
+CONTRACTS = REPO / "contracts"
 NODE_MODULES = CONTRACTS / "node_modules"
-BUILD = ROOT / "build" / "contracts"
-_IMPORT = re.compile(r'^\s*import\s+(?:[^"\']*from\s+)?["\']([^"\']+)["\']', re.MULTILINE)
+SOURCES = CONTRACTS / "src"
+BUILD = REPO / "build" / "contracts"
+
+SOLC_SETTINGS: dict[str, Any] = {
+    "optimizer": {"enabled": True, "runs": 200},
+    "evmVersion": "paris",
+    "outputSelection": {
+        "*": {
+            "*": [
+                "abi",
+                "evm.bytecode.object",
+                "evm.bytecode.linkReferences",
+                "evm.deployedBytecode.object",
+            ]
+        }
+    },
+}
+
+_IMPORT = re.compile(r"""\bimport\s+(?:[^;"']*?\bfrom\s+)?["']([^"']+)["']""")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_COMPILE_JS = """
+const solc = require(%s);
+let input = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => { input += chunk; });
+process.stdin.on('end', () => { process.stdout.write(solc.compile(input)); });
+"""
+
+
+class ToolchainError(RuntimeError):
+    """The toolchain is missing, or a source does not compile."""
 
 
 @dataclass(frozen=True)
 class Artifact:
-    """A compiled contract: its ABI and bytecode (0x hex), with unlinked library references."""
+    """A compiled contract: its ABI and its creation and runtime code (0x hex).
+
+    ``link_references`` is solc's ``{source: {library: [{"start", "length"}]}}`` map of the
+    library placeholders in ``bytecode`` (byte offsets).
+    """
 
     name: str
     abi: list[dict[str, Any]]
@@ -31,103 +76,204 @@ class Artifact:
     deployed_bytecode: str
     link_references: dict[str, Any]
 
+    def libraries(self) -> set[str]:
+        """The names of the libraries the creation code must be linked with."""
+        return {name for by_name in self.link_references.values() for name in by_name}
+
+    def linked_bytecode(self, libraries: dict[str, str] | None = None) -> str:
+        """The creation code with each library placeholder replaced by its address."""
+        code = self.bytecode.removeprefix("0x")
+        given = libraries or {}
+        missing = self.libraries() - set(given)
+        if missing:
+            raise ToolchainError(f"{self.name} needs libraries {sorted(missing)}")
+        for by_name in self.link_references.values():
+            for library, places in by_name.items():
+                address = given[library].removeprefix("0x").lower()
+                for place in places:
+                    start, length = 2 * int(place["start"]), 2 * int(place["length"])
+                    if len(address) != length:
+                        raise ToolchainError(f"{library}: {given[library]!r} is not an address")
+                    code = code[:start] + address + code[start + length :]
+        if "__" in code:
+            raise ToolchainError(f"{self.name} has library placeholders no reference names")
+        return "0x" + code
+
 
 def anvil_binary() -> Path:
-    """The anvil binary the npm package ``@foundry-rs/anvil`` ships."""
-    return NODE_MODULES / "@foundry-rs" / "anvil-linux-amd64" / "bin" / "anvil"
+    """The anvil executable that ``@foundry-rs/anvil`` installs (linux-amd64)."""
+    path = NODE_MODULES / "@foundry-rs" / "anvil-linux-amd64" / "bin" / "anvil"
+    if not path.is_file():
+        raise ToolchainError(f"{path} is missing: run `npm ci --prefix contracts`")
+    return path
 
 
-def _resolve(unit: str, target: str) -> str:
-    if target.startswith("."):
-        return str((Path(unit).parent / target).as_posix()).replace("/./", "/")
-    return target
+def _solc_package() -> Path:
+    path = NODE_MODULES / "solc"
+    if not (path / "package.json").is_file():
+        raise ToolchainError(f"{path} is missing: run `npm ci --prefix contracts`")
+    return path
 
 
-def _normalize(path: str) -> str:
-    parts: list[str] = []
-    for part in path.split("/"):
-        if part == "..":
-            parts.pop()
-        elif part not in ("", "."):
-            parts.append(part)
-    return "/".join(parts)
+def _resolve(unit: str, imported: str) -> str:
+    """The source unit name an import statement in ``unit`` refers to (solc's rules)."""
+    if imported.startswith(("./", "../")):
+        return posixpath.normpath(posixpath.join(posixpath.dirname(unit), imported))
+    return imported
 
 
-def _read(unit: str) -> str:
-    if unit.startswith("@"):
-        return (NODE_MODULES / unit).read_text()
-    return (CONTRACTS / unit).read_text()
+def _source_file(unit: str) -> Path:
+    for root in (CONTRACTS, NODE_MODULES):
+        path = root / unit
+        if path.is_file():
+            return path
+    raise ToolchainError(f"cannot find the Solidity source {unit!r}")
 
 
-def _sources() -> dict[str, str]:
-    pending = [p.relative_to(CONTRACTS).as_posix() for p in sorted(CONTRACTS.glob("src/**/*.sol"))]
+def project_sources() -> dict[str, str]:
+    """Every source unit the project compiles: ``src/**/*.sol`` and what they import."""
+    pending = [f"src/{p.relative_to(SOURCES).as_posix()}" for p in sorted(SOURCES.rglob("*.sol"))]
     sources: dict[str, str] = {}
     while pending:
         unit = pending.pop()
         if unit in sources:
             continue
-        text = _read(unit)
+        text = _source_file(unit).read_text()
         sources[unit] = text
-        for target in _IMPORT.findall(text):
-            pending.append(_normalize(_resolve(unit, target)))
+        for imported in _IMPORT.findall(_COMMENT.sub("", text)):
+            pending.append(_resolve(unit, imported))
     return dict(sorted(sources.items()))
 
 
-def compile_project() -> dict[str, Artifact]:
-    """Every contract of ``contracts/src`` (and what it imports), by contract name; cached."""
-    sources = _sources()
-    standard = {
-        "language": "Solidity",
-        "sources": {unit: {"content": text} for unit, text in sources.items()},
-        "settings": {
-            "optimizer": {"enabled": True, "runs": 200},
-            "evmVersion": "paris",
-            "outputSelection": {
-                "*": {
-                    "*": [
-                        "abi",
-                        "evm.bytecode.object",
-                        "evm.bytecode.linkReferences",
-                        "evm.deployedBytecode.object",
-                    ]
-                }
-            },
-        },
-    }
-    payload = json.dumps(standard, sort_keys=True)
-    digest = hashlib.sha256(payload.encode()).hexdigest()[:16]
-    cache = BUILD / f"standin-{digest}.json"
-    if cache.exists():
-        output = json.loads(cache.read_text())
-    else:
-        BUILD.mkdir(parents=True, exist_ok=True)
-        scratch = BUILD / f"standin-{digest}.input.json"
-        scratch.write_text(payload)
-        script = (
-            "const fs = require('fs'); const solc = require(process.argv[1]);"
-            "const input = fs.readFileSync(process.argv[2], 'utf8');"
-            "fs.writeFileSync(process.argv[3], solc.compile(input));"
-        )
-        output_path = BUILD / f"standin-{digest}.output.json"
-        subprocess.run(
-            ["node", "-e", script, str(NODE_MODULES / "solc"), str(scratch), str(output_path)],
-            check=True,
-        )
-        output = json.loads(output_path.read_text())
-        scratch.unlink()
-        output_path.unlink()
-        errors = [e for e in output.get("errors", []) if e["severity"] == "error"]
-        if errors:
-            raise RuntimeError("\n".join(e["formattedMessage"] for e in errors))
-        cache.write_text(json.dumps(output))
-    artifacts: dict[str, Artifact] = {}
-    for unit in sorted(output["contracts"]):
-        for name, data in output["contracts"][unit].items():
-            artifacts[name] = Artifact(
+def _input_digest(standard_input: str) -> str:
+    version = json.loads((_solc_package() / "package.json").read_text())["version"]
+    return hashlib.sha256(f"solc-js {version}\n{standard_input}".encode()).hexdigest()
+
+
+def _run_solc(standard_input: str) -> dict[str, Any]:
+    script = _COMPILE_JS % json.dumps(str(_solc_package()))
+    done = subprocess.run(
+        ["node", "-e", script],
+        input=standard_input,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=CONTRACTS,
+    )
+    if done.returncode != 0:
+        raise ToolchainError(f"solc-js failed: {done.stderr.strip()[-2000:]}")
+    output: dict[str, Any] = json.loads(done.stdout)
+    errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
+    if errors:
+        raise ToolchainError("\n".join(e.get("formattedMessage", e["message"]) for e in errors))
+    return output
+
+
+def _artifacts(output: dict[str, Any]) -> dict[str, Artifact]:
+    """Artifacts by contract name and by ``unit:name``.
+
+    A bare name that two contracts share goes to the one with code when only one has code,
+    and is left out otherwise (its qualified names stay).
+    """
+    qualified: dict[str, Artifact] = {}
+    for unit, contracts in output.get("contracts", {}).items():
+        for name, compiled in contracts.items():
+            evm = compiled["evm"]
+            qualified[f"{unit}:{name}"] = Artifact(
                 name=name,
-                abi=data["abi"],
-                bytecode="0x" + data["evm"]["bytecode"]["object"],
-                deployed_bytecode="0x" + data["evm"]["deployedBytecode"]["object"],
-                link_references=data["evm"]["bytecode"].get("linkReferences", {}),
+                abi=compiled["abi"],
+                bytecode="0x" + evm["bytecode"]["object"],
+                deployed_bytecode="0x" + evm["deployedBytecode"]["object"],
+                link_references=evm["bytecode"]["linkReferences"],
             )
+    by_name: dict[str, list[Artifact]] = {}
+    for artifact in qualified.values():
+        by_name.setdefault(artifact.name, []).append(artifact)
+    result = dict(qualified)
+    for name, candidates in by_name.items():
+        with_code = [a for a in candidates if a.bytecode != "0x"]
+        if len(candidates) == 1:
+            result[name] = candidates[0]
+        elif len(with_code) == 1:
+            result[name] = with_code[0]
+    return result
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(temporary, path)  # atomic: concurrent compilations keep one file
+
+
+def _fingerprint() -> tuple[object, ...]:
+    """What the project's own sources look like on disk (paths, sizes, modification times)."""
+    files = sorted(SOURCES.rglob("*.sol"))
+    return (str(SOURCES), *((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+
+
+_by_fingerprint: dict[tuple[object, ...], dict[str, Artifact]] = {}
+
+
+def compile_project() -> dict[str, Artifact]:
+    """The project's contracts compiled (or read back from the cache), keyed by name.
+
+    Each contract is also under ``"<unit>:<name>"`` (for example ``"src/USDC.sol:USDC"``),
+    which stays unambiguous when two sources declare the same name. Within a process, a
+    call whose sources have not changed on disk returns the previous result at once.
+    """
+    fingerprint = _fingerprint()
+    if fingerprint not in _by_fingerprint:
+        _by_fingerprint[fingerprint] = _compile_sources()
+    return _by_fingerprint[fingerprint]
+
+
+def _compile_sources() -> dict[str, Artifact]:
+    standard_input = json.dumps(
+        {
+            "language": "Solidity",
+            "sources": {unit: {"content": text} for unit, text in project_sources().items()},
+            "settings": SOLC_SETTINGS,
+        },
+        sort_keys=True,
+    )
+    return _compiled(_input_digest(standard_input), standard_input)
+
+
+def _compiled(digest: str, standard_input: str) -> dict[str, Artifact]:
+    cached = BUILD / f"{digest}.json"
+    if cached.is_file():
+        return {key: Artifact(**value) for key, value in json.loads(cached.read_text()).items()}
+    artifacts = _artifacts(_run_solc(standard_input))
+    _write_atomically(cached, json.dumps({key: asdict(a) for key, a in artifacts.items()}))
     return artifacts
+
+
+@cache
+def _aave_index() -> dict[str, list[Path]]:
+    root = NODE_MODULES / "@aave" / "core-v3" / "artifacts" / "contracts"
+    if not root.is_dir():
+        raise ToolchainError(f"{root} is missing: run `npm ci --prefix contracts`")
+    index: dict[str, list[Path]] = {}
+    for path in sorted(root.rglob("*.json")):
+        if not path.name.endswith(".dbg.json"):
+            index.setdefault(path.stem, []).append(path)
+    return index
+
+
+@cache
+def aave_artifact(name: str) -> Artifact:
+    """The contract ``name`` from the artifacts ``@aave/core-v3`` ships (Hardhat format)."""
+    paths = _aave_index().get(name, [])
+    if len(paths) != 1:
+        found = [str(p) for p in paths]
+        raise ToolchainError(f"@aave/core-v3 has {len(paths)} artifacts named {name!r}: {found}")
+    raw = json.loads(paths[0].read_text())
+    return Artifact(
+        name=raw["contractName"],
+        abi=raw["abi"],
+        bytecode=raw["bytecode"],
+        deployed_bytecode=raw["deployedBytecode"],
+        link_references=raw["linkReferences"],
+    )

@@ -43,7 +43,7 @@ from itertools import combinations, pairwise
 
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.market import PoolQuote
+from yieldagent.domain.quotes import PoolQuote
 
 MOVES_PER_STEP = 8
 """Refinement moves at one step size before halving it."""

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from yieldagent.chain.port import ChainPort
 from yieldagent.domain.allocation import Candidate
-from yieldagent.domain.market import PoolQuote
 from yieldagent.domain.optimizer import Costs, Move, optimize
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.wallets import Wallet
 
 

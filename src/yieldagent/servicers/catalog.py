@@ -9,7 +9,7 @@ import grpc
 from yieldagent.chain.port import ChainPort
 from yieldagent.domain.addresses import parse_address
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
-from yieldagent.domain.market import PoolQuote, market_apys
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
 
 
@@ -38,7 +38,7 @@ def _protocol(
         message.apr = quote.apr()
         message.tvl = quote.total_supply / 10**token.decimals * token.price_usd
         message.pools.extend(
-            catalog_pb2.Pool(name=name, apy=apy) for name, apy in market_apys(quote.pool)
+            catalog_pb2.Pool(name=name, apy=apy) for name, apy in quote.market_apys()
         )
     return message
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from yieldagent.domain.market import MarketError, MarketState, PoolState
+from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
 from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.tables import (
     SimBalanceRow,

@@ -8,6 +8,7 @@ from yieldagent.chain.port import (
     Block,
     ChainTx,
     ClaimReceipt,
+    ContractCall,
     GasCost,
     Position,
     RewardAmount,
@@ -17,7 +18,8 @@ from yieldagent.chain.port import (
 )
 from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.domain.market import PoolQuote
+from yieldagent.chain.simulated.pools import quote_of
+from yieldagent.domain.quotes import PoolQuote
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -104,16 +106,25 @@ class SimulatedChain:
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         wanted = set(protocols)
         return [
-            PoolQuote(pool.protocol, token, pool)
+            quote_of(pool)
             for pool in self.market.pools_now(self.chain_id, token)
             if pool.protocol in wanted
         ]
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Nothing to do: simulated accounts need no code."""
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.supply(self.chain_id, holder, protocol, token, amount))
 
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.withdraw(self.chain_id, holder, protocol, token, amount))
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """None: the simulated market has no contracts to call."""
+        return []
 
     async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
         return self.market.quote_swap(self.chain_id, token_in, token_out, amount_in)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from eth_utils.address import to_checksum_address
 
+from yieldagent.chain.simulated.pools import MarketState, PoolState, first_step_after
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
-from yieldagent.domain.market import MarketState, PoolState, first_step_after
 from yieldagent.domain.rate_models import RAY, model_for
 
 

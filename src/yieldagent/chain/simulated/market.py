@@ -16,9 +16,7 @@ from decimal import Decimal
 from eth_utils.crypto import keccak
 
 from yieldagent.chain.simulated.genesis import TIMING, genesis_pools, reward_token
-from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.market import (
+from yieldagent.chain.simulated.pools import (
     STEP_SECONDS,
     MarketError,
     PoolState,
@@ -29,6 +27,8 @@ from yieldagent.domain.market import (
     value_of,
     withdraw,
 )
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.simulation import SimSession, SimulationStore
 from yieldagent.storage.tables import SimPositionRow, SimTransactionRow

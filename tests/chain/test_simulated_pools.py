@@ -1,4 +1,4 @@
-"""The pure market engine: exact accounting, rate impact, accrual, rewards, determinism."""
+"""The simulated pools: exact accounting, rate impact, accrual, rewards, determinism."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool, genesis_pools
-from yieldagent.domain.market import (
+from yieldagent.chain.simulated.pools import (
     STEP_SECONDS,
     MarketError,
     MarketState,
-    PoolQuote,
     PoolState,
     accrue,
     advance,
@@ -23,7 +22,7 @@ from yieldagent.domain.market import (
     copy_pool,
     deposit,
     first_step_after,
-    kink_deltas,
+    quote_of,
     rewards_owed,
     supply_rate,
     take_step,
@@ -215,7 +214,7 @@ def test_a_vault_withdrawal_beyond_a_markets_cash_is_made_up_by_the_others() -> 
 def test_supplying_lowers_the_quoted_apr(protocol: str) -> None:
     pool = _genesis(protocol)
     before = copy_pool(pool)
-    quote = PoolQuote(protocol, USDC, pool)
+    quote = quote_of(pool)
     deltas = [0, 10**9, 10**11, 10**13, 10**14]
     aprs = [quote.apr(delta) for delta in deltas]
     assert aprs == sorted(aprs, reverse=True)
@@ -259,7 +258,7 @@ def test_a_vault_deposit_lowers_every_markets_rate() -> None:
         old_rate = pool.model.rates(old.supply, old.borrows, old.rate_at_target).supply
         new_rate = pool.model.rates(new.supply, new.borrows, new.rate_at_target).supply
         assert new_rate < old_rate
-    assert supply_rate(pool) == PoolQuote("m", USDC, before).rate(5_000_000 * UNIT)
+    assert supply_rate(pool) == quote_of(before).rate(5_000_000 * UNIT)
 
 
 @pytest.mark.parametrize("protocol", BASE_PROTOCOLS)
@@ -267,7 +266,7 @@ def test_the_rate_bends_where_a_market_reaches_a_kink_or_fills_up(protocol: str)
     """The optimizer looks at these changes of position: each puts some market of the pool
     at a kink of its rate model (or full), to within a unit's rounding."""
     pool = _genesis(protocol)
-    deltas = kink_deltas(pool)
+    deltas = quote_of(pool).kinks()
     total = pool.total_supply()
     kinks = [Fraction(k, RAY) for k in pool.model.kinks]
     assert len(deltas) >= len(kinks)
@@ -277,8 +276,6 @@ def test_the_rate_bends_where_a_market_reaches_a_kink_or_fills_up(protocol: str)
         ]
         closest = min(abs(u - k) for u in utilizations for k in kinks)
         assert closest < Fraction(1, 10**9), (delta, closest)
-    quote = PoolQuote(protocol, USDC, pool)
-    assert quote.kinks() == deltas
 
 
 # -- accrual ------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""The simulated lending market: pools, interest accrual, borrow demand, rate quotes.
+"""The simulated lending market's pools: interest accrual, borrow demand, suppliers.
 
-Pure state transitions, no I/O. A *pool* is what an agent supplies to (Aave's USDC
-reserve, Compound's cUSDCv3, a Morpho vault). It lends through one or more
-*markets* (a Morpho vault's Morpho Blue markets; every other protocol has one),
-each with its own supply, borrows and rate model state.
+Pure state transitions, no I/O. What a quote of a pool says (its rate after our own
+deposit) comes from ``yieldagent.domain.quotes``, as it does for a real chain. A *pool* is
+what an agent supplies to (Aave's USDC reserve, Compound's cUSDCv3, a Morpho vault). It
+lends through one or more *markets* (a Morpho vault's Morpho Blue markets; every other
+protocol has one), each with its own supply, borrows and rate model state.
 
 Accounting is exact, as on chain:
 - A supplier holds *scaled* units; the pool's liquidity index (RAY) turns them into
@@ -27,14 +28,8 @@ import hashlib
 import random
 from dataclasses import dataclass, field, replace
 
-from yieldagent.domain.rate_models import (
-    RAY,
-    SECONDS_PER_YEAR,
-    RateModel,
-    apr_percent,
-    apy_from_apr,
-    model_for,
-)
+from yieldagent.domain.quotes import MarketQuote, PoolQuote, pool_rate, spread
+from yieldagent.domain.rate_models import RAY, SECONDS_PER_YEAR, RateModel, model_for
 
 STEP_SECONDS = 3600
 """Borrow demand changes at every multiple of this many seconds of simulated time."""
@@ -60,6 +55,12 @@ class MarketState:
     rate_at_target: int
     mean_utilization: float
     target_utilization: float
+
+    @property
+    def held(self) -> int:
+        """What the pool holds of the market: all of it (a simulated market lends for one
+        pool only)."""
+        return self.supply
 
     def cash(self) -> int:
         """What can be withdrawn from the market now."""
@@ -104,101 +105,17 @@ class PoolState:
 # -- rates -------------------------------------------------------------------
 
 
-def _spread(markets: list[MarketState], amount: int) -> list[int]:
-    """Splits ``amount`` (may be negative) over markets in proportion to their supply."""
-    total = sum(m.supply for m in markets)
-    if total == 0:
-        return [amount] + [0] * (len(markets) - 1)
-    parts = [amount * m.supply // total for m in markets]
-    parts[0] += amount - sum(parts)
-    return parts
-
-
 def supply_rate(pool: PoolState, delta: int = 0) -> int:
-    """The pool's supply rate (annual, RAY) net of fee, after adding ``delta`` (negative:
-    removing) spread over its markets in proportion to their supply."""
-    if len(pool.markets) == 1:  # most pools: no spreading
-        [market] = pool.markets
-        supply = market.supply + delta
-        if supply <= 0:
-            return 0
-        gross = pool.model.rates(supply, market.borrows, market.rate_at_target).supply
-        return gross * (RAY - pool.fee) // RAY
-    supplies = [
-        m.supply + d for m, d in zip(pool.markets, _spread(pool.markets, delta), strict=True)
-    ]
-    total = sum(supplies)
-    if total <= 0:
-        return 0
-    gross = (
-        sum(
-            s * pool.model.rates(s, m.borrows, m.rate_at_target).supply
-            for s, m in zip(supplies, pool.markets, strict=True)
-            if s > 0
-        )
-        // total
+    """The pool's supply rate (annual, RAY) net of fee, after adding ``delta``."""
+    return pool_rate(pool.model, pool.fee, pool.markets, delta)
+
+
+def quote_of(pool: PoolState) -> PoolQuote:
+    """What a chain would tell of the pool now: its rate model, fee and markets."""
+    markets = tuple(
+        MarketQuote(m.name, m.supply, m.borrows, m.rate_at_target) for m in pool.markets
     )
-    return gross * (RAY - pool.fee) // RAY
-
-
-def kink_deltas(pool: PoolState) -> list[int]:
-    """The changes of position (negative: removing) at which one of the pool's markets
-    reaches a kink of its rate model or becomes full: between two of them every market's
-    rate follows one smooth piece of its curve. Rounded both ways, as ``_spread`` splits
-    an amount in whole units."""
-    total = pool.total_supply()
-    found: set[int] = set()
-    for market in pool.markets:
-        if market.borrows <= 0 or (market.supply <= 0 < total):
-            continue
-        for kink in pool.model.kinks:
-            # the market's supply at which borrows / supply is the kink
-            needed = -(-market.borrows * RAY // kink) - market.supply
-            if total <= 0:
-                found.add(needed)
-                continue
-            delta, exact = divmod(needed * total, market.supply)
-            found.update((delta, delta + 1) if exact else (delta,))
-    return sorted(found)
-
-
-def market_apys(pool: PoolState) -> list[tuple[str, float]]:
-    """Each market's current supply APY in percent."""
-    return [
-        (m.name, apy_from_apr(pool.model.rates(m.supply, m.borrows, m.rate_at_target).supply))
-        for m in pool.markets
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class PoolQuote:
-    """A pool frozen at one moment, able to say what rate an added amount would earn."""
-
-    protocol: str
-    token: str
-    pool: PoolState
-
-    @property
-    def total_supply(self) -> int:
-        """Underlying supplied to the pool now."""
-        return self.pool.total_supply()
-
-    @property
-    def cash(self) -> int:
-        """What can be withdrawn now."""
-        return self.pool.cash()
-
-    def apr(self, delta: int = 0) -> float:
-        """Supply APR in percent after adding ``delta`` (negative: removing)."""
-        return apr_percent(supply_rate(self.pool, delta))
-
-    def rate(self, delta: int = 0) -> int:
-        """Supply rate (annual, RAY) after adding ``delta``."""
-        return supply_rate(self.pool, delta)
-
-    def kinks(self) -> list[int]:
-        """The changes of position at which the rate's curve bends (see ``kink_deltas``)."""
-        return kink_deltas(self.pool)
+    return PoolQuote(pool.protocol, pool.token, pool.model, markets, pool.fee)
 
 
 # -- time --------------------------------------------------------------------
@@ -277,7 +194,7 @@ def deposit(pool: PoolState, amount: int) -> int:
     if amount <= 0:
         raise MarketError("amount must be positive")
     scaled = amount * RAY // pool.liquidity_index
-    for market, part in zip(pool.markets, _spread(pool.markets, amount), strict=True):
+    for market, part in zip(pool.markets, spread(pool.markets, amount), strict=True):
         market.supply += part
     pool.scaled_supply += scaled
     return scaled
@@ -295,7 +212,7 @@ def withdraw(pool: PoolState, amount: int, holder_scaled: int) -> int:
         raise MarketError("not enough liquidity in the pool")
     burned = min(-(-amount * RAY // pool.liquidity_index), holder_scaled)
     remaining = amount
-    parts = _spread(pool.markets, -amount)
+    parts = spread(pool.markets, -amount)
     for market, part in zip(pool.markets, parts, strict=True):
         take = min(-part, market.cash(), remaining)
         market.supply -= take
