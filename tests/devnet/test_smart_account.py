@@ -129,22 +129,43 @@ def test_session_key_deposits_withdraws_and_redeems_on_the_vault(
     assert revert_data(wallet.execute(address, other), wallet.session_key).startswith(FORBIDDEN)
 
 
-def test_policy_allows_aave_calls_for_the_account_only(net: Devnet, wallet: Wallet) -> None:
-    pool = Web3.to_checksum_address("0x" + "a2" * 20)
-    net.d.transact(wallet.policy.functions.setTarget(pool, 1))
-    check = wallet.policy.functions.check
-    aave = net.w3.eth.contract(abi=AAVE_ABI)
-    ok = aave.encode_abi("supply", [net.usdc, 5, ACCOUNT, 0])
-    assert check(ACCOUNT, wallet.owner, pool, 0, ok).call() == [0, 0]
-    ok = aave.encode_abi("withdraw", [net.usdc, 5, ACCOUNT])
-    assert check(ACCOUNT, wallet.owner, pool, 0, ok).call() == [0, 0]
+def test_session_key_supplies_and_withdraws_on_aave(net: Devnet, wallet: Wallet) -> None:
+    d, aave = net.d, net.manifest.protocol("aave")
+    pool = net.w3.eth.contract(address=Web3.to_checksum_address(aave.address), abi=AAVE_ABI)
+    a_token = contract(net, "DevToken", aave.contracts["a_token"])  # balanceOf is ERC-20's
+    amount = 4_000 * USDC_UNIT
+    calls = [
+        (net.usdc, 0, usdc(net).encode_abi("approve", [aave.address, amount])),
+        (aave.address, 0, pool.encode_abi("supply", [net.usdc, amount, ACCOUNT, 0])),
+    ]
+    d.transact(wallet.execute_batch(calls), sender=wallet.session_key)
+    assert a_token.functions.balanceOf(ACCOUNT).call() in (amount - 1, amount)
+    withdraw = pool.encode_abi("withdraw", [net.usdc, MAX, ACCOUNT])
+    d.transact(wallet.execute(aave.address, withdraw), sender=wallet.session_key)
+    assert a_token.functions.balanceOf(ACCOUNT).call() == 0
+    assert usdc(net).functions.balanceOf(ACCOUNT).call() >= 10_000 * USDC_UNIT
     for bad in (
-        aave.encode_abi("supply", [net.usdc, 5, wallet.owner, 0]),
-        aave.encode_abi("supply", [net.usdc, 5, ACCOUNT, 7]),
-        aave.encode_abi("withdraw", [net.usdc, 5, wallet.owner]),
+        pool.encode_abi("supply", [net.usdc, 5, wallet.owner, 0]),
+        pool.encode_abi("supply", [net.usdc, 5, ACCOUNT, 7]),
+        pool.encode_abi("withdraw", [net.usdc, 5, wallet.owner]),
     ):
-        data = revert_data(check(ACCOUNT, wallet.owner, pool, 0, bad), wallet.session_key)
-        assert data.startswith(FORBIDDEN)
+        assert revert_data(wallet.execute(aave.address, bad), wallet.session_key).startswith(
+            FORBIDDEN
+        )
+
+
+def test_the_deployed_policy_lists_every_protocol(net: Devnet) -> None:
+    policy = contract(net, "SessionPolicy", net.manifest.account_policy)
+    kinds = {p.name: policy.functions.kindOf(p.address).call() for p in net.manifest.protocols}
+    assert kinds == {"aave": 1, "compound": 2, "moonwell": 3, "morpho_gauntlet_usdc_prime": 4}
+    assert policy.functions.kindOf(net.compound.contracts["rewards"]).call() == 5
+    assert net.router is not None
+    assert policy.functions.kindOf(net.router).call() == 6
+    assert policy.functions.isToken(net.usdc).call()
+    assert policy.functions.isToken(net.compound.contracts["reward_token"]).call()
+    assert policy.functions.feeToken().call() == net.usdc
+    assert policy.functions.feeCollector().call() == net.manifest.extras["fee_collector"]
+    assert policy.functions.maxFeeBps().call() == 2000
 
 
 def test_transfer_to_owner_works_and_to_anyone_else_reverts(net: Devnet, wallet: Wallet) -> None:

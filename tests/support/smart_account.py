@@ -74,12 +74,13 @@ class Wallet:
 
 
 def install_wallet(devnet: Devnet, address: str, fee_collector: str | None = None) -> Wallet:
-    """Deploys a policy over the devnet's protocols and installs an account at ``address``
-    (owner: anvil account 3, session key: account 4, fee collector: account 5)."""
+    """Deploys a policy over all the devnet's protocols (as ``deploy_all`` does, with its own
+    fee collector) and installs an account at ``address`` (owner: anvil account 3, session key:
+    account 4, fee collector: account 5)."""
     d = devnet.d
     artifacts = compile_project()
     collector = fee_collector or d.accounts[5]
-    protocols = [devnet.compound, devnet.moonwell, devnet.morpho]
+    protocols = list(devnet.manifest.protocols)
     policy = deploy_policy(d, devnet.usdc, protocols, collector, 2000, swap_router=devnet.router)
     owner, session_key = d.accounts[3], d.accounts[4]
     runtime = artifacts["SmartAccount"].deployed_bytecode
