@@ -48,6 +48,7 @@ from yieldagent.chain.web3.node_answers import (
     TRANSPORT_ERRORS,
     Broadcast,
     classify_refusal,
+    node_message,
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
@@ -335,7 +336,7 @@ class TransactionSender:
             except TRANSPORT_ERRORS as error:
                 detail = f"{type(error).__name__}: {error}"
             except Web3RPCError as error:
-                return classify_refusal(error), str(error.message)
+                return classify_refusal(error), node_message(error)
             if attempt == 0:
                 await self._sleep(self.settings.poll_seconds)
         return Broadcast.UNKNOWN, detail
@@ -355,17 +356,21 @@ class TransactionSender:
     async def _replayed_reason(self, call: dict[str, Any], gas: int, mined: TxReceipt) -> str:
         """Why a mined transaction reverted: its call replayed at its block."""
         replay = cast(TxParams, {**call, "gas": gas})
+        said = ""
         try:
             await self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
         except ContractLogicError as error:
-            return revert_reason(revert_data(error.data), str(error.message or ""))
+            data = revert_data(error.data)
+            if data:
+                return revert_reason(data)
+            said = str(error.message or "")
         except Web3RPCError as error:
-            return str(error.message)
+            said = node_message(error)
         except CHAIN_ERRORS:
-            return "unknown (the replay of the call failed)"
+            said = "unknown (the replay of the call failed)"
         if mined["gasUsed"] >= gas:
-            return "out of gas"
-        return "unknown (the call succeeds when replayed)"
+            return f"out of gas (all {gas} gas used)"
+        return said or "unknown (the call succeeds when replayed)"
 
     async def _receipt(self, mined: TxReceipt) -> Receipt:
         block = await self._rpc(
