@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import TransactionNotFound
 
-from support.anvil import CHAIN_ID, Anvil, Deployed, dev_key
+from support.anvil import CHAIN_ID, Anvil, Deployed, dev_key, free_port
 from yieldagent.chain.web3.fees import FeeSettings
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.evm, pytest.mark.sqlite_only]
 
 FAST = SendSettings(receipt_timeout_seconds=5.0, poll_seconds=0.05)
 FLOOR = FeeSettings().priority_floor
+OPERATOR_9 = Account.from_key(dev_key(9)).address
 
 
 @pytest.fixture
@@ -248,3 +249,33 @@ async def test_a_nonce_another_transaction_took_is_given_up_for_a_new_one(
     assert await mined_or_none(w3, ours["hash"]) is None
     assert (await w3.eth.get_transaction(HexBytes(receipt.tx_hash)))["nonce"] == ours["nonce"] + 1
     assert NonceStore(engine).leased(CHAIN_ID, operator.address) == {}
+
+
+async def test_a_transaction_counts_once_confirmed(
+    w3: AsyncWeb3[Any], engine: Engine, anvil: Anvil, reverter: Deployed
+) -> None:
+    operator = sender(w3, engine, 9, SendSettings(confirmations=3, poll_seconds=0.05))
+    broadcasts = spy_broadcasts(w3)
+    sending = asyncio.create_task(operator.send(reverter.address, reverter.calldata("succeed", 3)))
+    await broadcasts.wait_for(1)
+    mined = await w3.eth.wait_for_transaction_receipt(broadcasts[0]["hash"], timeout=10)
+    anvil.rpc("evm_mine")
+    await asyncio.sleep(0.3)
+    assert not sending.done()  # mined, and one block on top: two confirmations of three
+    anvil.rpc("evm_mine")
+    receipt = await asyncio.wait_for(sending, 10)
+    assert receipt.block_number == mined["blockNumber"]
+    assert await w3.eth.block_number == receipt.block_number + 2
+
+
+async def test_a_node_that_does_not_answer_is_unavailable(engine: Engine) -> None:
+    silent = AsyncWeb3(AsyncHTTPProvider(f"http://127.0.0.1:{free_port()}"))
+    operator = TransactionSender(
+        silent, CHAIN_ID, lambda: dev_key(9), NonceStore(engine), FAST, address=OPERATOR_9
+    )
+    with pytest.raises(ChainUnavailable, match="reading the fees failed"):
+        await operator.send(OPERATOR_9, b"", gas=21_000)
+    with pytest.raises(ChainUnavailable, match="estimating gas failed"):
+        await operator.send(OPERATOR_9, b"")
+    assert NonceStore(engine).leased(CHAIN_ID, OPERATOR_9) == {}
+    await silent.provider.disconnect()

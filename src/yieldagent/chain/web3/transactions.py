@@ -21,7 +21,9 @@ signing failed), and otherwise left to its lease, which lapses after the whole w
 nonce another transaction took (the node says "nonce too low", or a stranger was mined
 with it while we waited) is consumed, and the transaction is sent again with a new nonce.
 
-RPC failures and timeouts raise ``ChainUnavailable``.
+RPC failures and timeouts raise ``ChainUnavailable``. A transaction still unmined after
+its last replacement raises it too, though one of its versions may be mined later: the
+caller settles such a step from the chain's history (``Books.recover_steps``).
 """
 
 from __future__ import annotations
@@ -123,9 +125,14 @@ class SendSettings:
             raise ValueError("the receipt timeout and the poll interval are positive")
 
     @property
+    def wait_seconds(self) -> float:
+        """The longest a send waits: a timeout per version sent, and one per confirmation."""
+        return self.receipt_timeout_seconds * (self.max_replacements + 1 + self.confirmations)
+
+    @property
     def hold_seconds(self) -> float:
-        """How long a nonce is leased: the whole wait for its receipt, and a margin."""
-        return self.receipt_timeout_seconds * (self.max_replacements + 1) + 120.0
+        """How long a nonce is leased: the whole wait, and a margin."""
+        return self.wait_seconds + 120.0
 
 
 @dataclass(slots=True)
@@ -218,20 +225,20 @@ class TransactionSender:
         try:
             raw, tx_hash = self._sign(tx, fees)
         except BaseException:
-            self._nonces.release(self.chain_id, self.address, nonce)
+            self._settle(self._nonces.release, nonce)
             raise
         answer, detail = await self._broadcast(raw)
         if answer is Broadcast.NONCE_USED or answer is Broadcast.UNDERPRICED:
             if answer is Broadcast.NONCE_USED:  # else: another transaction holds it in the pool
-                self._nonces.consume(self.chain_id, self.address, nonce)
+                self._settle(self._nonces.consume, nonce)
             log.warning("nonce taken by another transaction", extra={"nonce": nonce})
             raise _NonceTaken
         if answer is Broadcast.REFUSED:
-            self._nonces.release(self.chain_id, self.address, nonce)
+            self._settle(self._nonces.release, nonce)
             raise ChainUnavailable(f"the node refused the transaction: {detail}")
         sent.hashes.append(tx_hash)  # SENT, or UNKNOWN: it may have arrived, so watch it
         mined = await self._await_receipt(sent)
-        self._nonces.consume(self.chain_id, self.address, nonce)
+        self._settle(self._nonces.consume, nonce)
         if mined["status"] != 1:
             reason = await self._replayed_reason(call, gas, mined)
             raise ChainRejected(
@@ -245,13 +252,20 @@ class TransactionSender:
         settings = self.settings
         replacements = 0
         deadline = self._monotonic() + settings.receipt_timeout_seconds
+        give_up = self._monotonic() + settings.wait_seconds
         while True:
             mined = await self._first_mined(sent.hashes)
             if mined is not None:
                 if await self._confirmed(mined):
                     return mined
+                if self._monotonic() >= give_up:
+                    raise ChainUnavailable(
+                        f"transaction {mined['transactionHash'].to_0x_hex()} was mined in block "
+                        f"{mined['blockNumber']} but not confirmed by {settings.confirmations} "
+                        "blocks in time"
+                    )
             elif await self._taken_by_a_stranger(sent):
-                self._nonces.consume(self.chain_id, self.address, sent.tx["nonce"])
+                self._settle(self._nonces.consume, sent.tx["nonce"])
                 log.warning("nonce used by another transaction", extra={"nonce": sent.tx["nonce"]})
                 raise _NonceTaken
             elif self._monotonic() >= deadline:
@@ -311,6 +325,14 @@ class TransactionSender:
         if mined_count <= sent.tx["nonce"]:
             return False
         return await self._first_mined(sent.hashes) is None  # ours may have just been mined
+
+    def _settle(self, action: Callable[[int, str, int], None], nonce: int) -> None:
+        """Consumes or releases ``nonce``; a failure only leaves its lease to lapse, which
+        is safe, so it never hides what the chain did."""
+        try:
+            action(self.chain_id, self.address, nonce)
+        except Exception:
+            log.warning("nonce lease not settled", extra={"nonce": nonce}, exc_info=True)
 
     # -- signing and broadcasting -------------------------------------------------------
 
