@@ -61,9 +61,11 @@ def test_borrower_gives_the_reserve_its_utilization_and_a_supply_rate(devnet: De
     # Aave's own model, below the kink: borrow = slope1 * U / optimal; supply = borrow * U * 0.9
     usage = Fraction(reserve[3] + reserve[4], reserve[2])
     borrow = Fraction(4, 100) * usage / Fraction(9, 10)
-    assert abs(Fraction(variable_rate, RAY) / borrow - 1) < Fraction(1, 10**9)
+    # The rates were set at the reserve's last update; the debt read now has accrued since
+    # (a second or so of interest): hence 1e-7, not the adapter's 1e-9 at the touched block.
+    assert abs(Fraction(variable_rate, RAY) / borrow - 1) < Fraction(1, 10**7)
     assert abs(Fraction(liquidity_rate, RAY) / (borrow * usage * Fraction(9, 10)) - 1) < Fraction(
-        1, 10**9
+        1, 10**7
     )
 
 
