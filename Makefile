@@ -11,12 +11,12 @@ DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 
-.PHONY: run test crash lint format protos check-protos bench install clean
+.PHONY: run test crash lint format protos check-protos bench install clean devnet
 
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
 
-test: $(VENV)/.installed $(DESCRIPTOR)
+test: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend
@@ -26,6 +26,16 @@ crash: $(VENV)/.installed $(DESCRIPTOR)
 	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
 
 install: $(VENV)/.installed
+
+# A local EVM devnet in the foreground: anvil on 127.0.0.1:8545 (chain id 8453) with USDC,
+# Aave v3, Compound, Moonwell and Morpho deployed; the manifest goes to var/devnet.json.
+devnet: $(VENV)/.installed contracts/node_modules/.installed
+	$(PY) -m yieldagent.devnet
+
+# The pinned npm packages of contracts/package-lock.json (anvil, solc-js, protocol code).
+contracts/node_modules/.installed: contracts/package.json contracts/package-lock.json
+	npm ci --no-audit --no-fund --prefix contracts
+	touch $@
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -1,7 +1,8 @@
-"""Fixtures shared by the whole suite: databases, engines and partners.
+"""Fixtures shared by the whole suite: databases, engines, partners and the devnet.
 
 Every storage-touching test runs on SQLite, and also on PostgreSQL whenever
-``YIELDAGENT_TEST_DATABASE_URL`` is set (each test then gets a schema of its own).
+``YIELDAGENT_TEST_DATABASE_URL`` is set (each test then gets a schema of its own). Tests
+marked ``evm`` share one anvil devnet per session (``support.devnet``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import Engine, text
 
 from support.books import assert_books_balance
 from support.databases import BACKENDS, temporary_database
+from support.devnet import devnet, devnet_snapshot
 from support.wallet_setup import BASE, make_lifecycle
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
@@ -24,6 +26,8 @@ from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
+
+__all__ = ["devnet", "devnet_snapshot"]  # the evm tests' fixtures, for every folder
 
 GENESIS_WALL = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 SEED = 7

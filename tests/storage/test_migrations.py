@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0006"
+HEAD = "0007"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -35,6 +35,8 @@ TABLES = {
     "operations",
     "protocol_pauses",
     "idempotency_keys",
+    "chain_nonces",
+    "chain_nonce_leases",
 }
 _MIGRATE = (
     "import sys\n"

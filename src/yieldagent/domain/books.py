@@ -28,7 +28,7 @@ from yieldagent.chain.port import ChainPort, TxReceipt
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.clock import Clock
-from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound
+from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound, YieldAgentError
 from yieldagent.domain.leases import Leases
 from yieldagent.domain.ledger import Booking, book, key_of
 from yieldagent.domain.operations import (
@@ -158,7 +158,8 @@ class Books:
     ) -> Operation:
         """Stores ``step`` as planned, makes its chain call, and marks it mined. A chain
         error leaves the step pending (``recover_steps`` settles it) and is raised as
-        ChainUnavailable."""
+        ChainUnavailable, unless the adapter already named it as a domain error (a revert
+        is ChainRejected, with its reason), which is raised unchanged."""
         index = len(operation.steps)
         operation = operation.with_step(index, step)
         self.operations.save(operation)
@@ -172,6 +173,8 @@ class Books:
         await self.clock.sleep(0)  # a turn for lease keepers: adapters may never suspend
         try:
             receipt = await self._call(chain, wallet, step)
+        except YieldAgentError:
+            raise
         except Exception as error:
             raise ChainUnavailable(f"{step.action} of {step.amount} failed: {error}") from error
         operation = operation.with_step(index, step.mined(receipt))

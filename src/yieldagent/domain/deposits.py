@@ -27,6 +27,7 @@ from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import (
     AccessDenied,
+    ChainRejected,
     ChainUnavailable,
     Conflict,
     InvalidRequest,
@@ -260,7 +261,7 @@ class Deposits:
                     apr=quote.apr() if quote else None,
                 )
                 operation = await books.perform(chain, wallet, operation, step)
-        except ChainUnavailable as refused:
+        except (ChainUnavailable, ChainRejected) as refused:
             operation = await books.recover_steps(chain, wallet, operation)
             return operation, f"placement stopped: {refused.detail}; the agent places the rest"
         return operation, ""

@@ -7,7 +7,9 @@
     ├── AccessDenied          credentials are fine but not for this (REST 403)
     ├── NotFound              the thing asked for does not exist (REST 404)
     ├── Conflict              the resource's state forbids the call now (REST 409),
-    │                         possibly with a retry hint (Retry-After)
+    │   │                     possibly with a retry hint (Retry-After)
+    │   └── ChainRejected     the chain refused the transaction: it reverted (reason attached)
+    ├── ChainUnavailable      the chain refused or did not answer a call (REST 503)
     ├── NotImplementedYet     a documented call the service does not offer yet (REST 501)
     └── ConfigurationError    the service was started with unusable settings
 
@@ -88,6 +90,19 @@ class Conflict(YieldAgentError):
             raise ValueError("retry_after_seconds cannot be negative")
         super().__init__(detail)
         self.retry_after_seconds = retry_after_seconds
+
+
+class ChainRejected(Conflict):
+    """The chain refused the transaction: it reverted; the reason is attached.
+
+    ``reason`` is the decoded revert reason: the message of ``Error(string)``, a
+    ``Panic(uint256)`` with its code, or a custom error's selector (hex). Sending again
+    would revert again until the chain's state changes, so this is not a passing conflict.
+    """
+
+    def __init__(self, detail: str, reason: str = "") -> None:
+        super().__init__(detail)
+        self.reason = reason or detail
 
 
 class ChainUnavailable(YieldAgentError):

@@ -39,7 +39,12 @@ from yieldagent.domain.accounting import (
 )
 from yieldagent.domain.books import Books
 from yieldagent.domain.dates import iso
-from yieldagent.domain.errors import ChainUnavailable, InvalidInput, YieldAgentError
+from yieldagent.domain.errors import (
+    ChainRejected,
+    ChainUnavailable,
+    InvalidInput,
+    YieldAgentError,
+)
 from yieldagent.domain.operations import (
     COMPLETED,
     DEACTIVATE,
@@ -354,7 +359,7 @@ class Withdrawals:
             step = self._take(wallet, holding.protocol, take, valuation)
             try:
                 operation = await self._books.perform(chain, wallet, operation, step)
-            except ChainUnavailable as refused:
+            except (ChainUnavailable, ChainRejected) as refused:
                 problems.append(refused.detail)
         return operation
 

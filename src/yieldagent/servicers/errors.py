@@ -25,6 +25,7 @@ from grpc_status import rpc_status
 from yieldagent.domain.errors import (
     AccessDenied,
     AuthenticationFailed,
+    ChainRejected,
     ChainUnavailable,
     Conflict,
     InvalidInput,
@@ -67,6 +68,7 @@ STATUS_OF: dict[type[YieldAgentError], tuple[grpc.StatusCode, int]] = {
     AccessDenied: (grpc.StatusCode.PERMISSION_DENIED, 403),
     NotFound: (grpc.StatusCode.NOT_FOUND, 404),
     Conflict: (grpc.StatusCode.FAILED_PRECONDITION, 409),
+    ChainRejected: (grpc.StatusCode.FAILED_PRECONDITION, 409),  # the revert reason in detail
     ChainUnavailable: (grpc.StatusCode.UNAVAILABLE, 503),
     NotImplementedYet: (grpc.StatusCode.UNIMPLEMENTED, 501),
 }

@@ -337,3 +337,33 @@ class IdempotencyKeyRow(SQLModel, table=True):
     rest_status: int | None = None
     rest_body: str | None = Field(default=None, sa_type=Text)
     created_at: datetime = Field(sa_column=utc_column())
+
+
+# -- the operator's nonces -----------------------------------------------------------------
+
+
+class ChainNonceRow(SQLModel, table=True):
+    """The nonce counter of one sending address on one chain (``storage.nonces``):
+    ``next_nonce`` was never handed out; ``holder`` made the latest reservation, whose
+    lease runs until ``held_until``."""
+
+    __tablename__ = "chain_nonces"
+
+    chain_id: int = Field(primary_key=True)
+    address: str = Field(max_length=42, primary_key=True)
+    next_nonce: int = Field(sa_type=BigInteger)
+    holder: str | None = Field(default=None, max_length=64)
+    held_until: float = Field(description="wall-clock unix time the latest lease ends")
+
+
+class ChainNonceLeaseRow(SQLModel, table=True):
+    """A nonce handed out and not yet seen used on the chain: ``holder`` sends with it
+    until ``held_until``; no holder means it was given back unsent."""
+
+    __tablename__ = "chain_nonce_leases"
+
+    chain_id: int = Field(primary_key=True)
+    address: str = Field(max_length=42, primary_key=True)
+    nonce: int = Field(sa_type=BigInteger, primary_key=True)
+    holder: str | None = Field(default=None, max_length=64)
+    held_until: float = Field(description="wall-clock unix time the lease ends")

@@ -1,0 +1,395 @@
+"""Sending the operator's transactions: fees, nonce, signature, broadcast, receipt.
+
+``TransactionSender.send`` makes one transaction happen, or says why it did not:
+
+1. Gas: the node's estimate plus a margin (20%), unless the caller gives it. An estimate
+   that reverts raises ``ChainRejected`` with the decoded reason; nothing is signed.
+2. Fees: EIP-1559, from the fee history (``fees``).
+3. Nonce: leased from the nonce source (``storage.nonces``), so that replicas sending
+   from the one operator key never collide.
+4. Signature: the key is asked of ``signer`` for each signature and dropped at once;
+   it is never logged or kept.
+5. Broadcast, then the receipt is awaited. A transaction not mined within the receipt
+   timeout is signed again with the SAME nonce and fees raised by 12.5%, and sent again,
+   up to ``max_replacements`` times. Every hash sent is watched: whichever is mined wins.
+6. A mined transaction that reverted (status 0) is replayed with ``eth_call`` at its
+   block to read its revert reason, and raises ``ChainRejected``.
+
+The nonce is settled on every path: consumed once a transaction with it is mined (or the
+chain shows it used), given back when nothing was broadcast (the node refused it, or
+signing failed), and otherwise left to its lease, which lapses after the whole wait. A
+nonce another transaction took (the node says "nonce too low", or a stranger was mined
+with it while we waited) is consumed, and the transaction is sent again with a new nonce.
+
+RPC failures and timeouts raise ``ChainUnavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, cast
+
+from eth_account import Account
+from eth_typing import ChecksumAddress
+from eth_utils.address import to_checksum_address
+from hexbytes import HexBytes
+from web3 import AsyncWeb3
+from web3.exceptions import ContractLogicError, TransactionNotFound, Web3RPCError
+from web3.types import TxParams, TxReceipt
+
+from yieldagent.chain.web3.fees import Fees, FeeSettings, bumped, suggest_fees
+from yieldagent.chain.web3.node_answers import (
+    CHAIN_ERRORS,
+    TRANSPORT_ERRORS,
+    Broadcast,
+    classify_refusal,
+)
+from yieldagent.chain.web3.reverts import revert_data, revert_reason
+from yieldagent.domain.errors import ChainRejected, ChainUnavailable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+Signer = Callable[[], bytes]
+"""Returns the operator's private key, to sign one transaction (``OperatorWallet.private_key``)."""
+
+
+class NonceSource(Protocol):
+    """Where nonces come from: ``storage.nonces.NonceStore``."""
+
+    def reserve(
+        self,
+        chain_id: int,
+        address: str,
+        chain_pending_nonce: int,
+        hold_seconds: float | None = None,
+    ) -> int:
+        """A nonce for ``address``'s next transaction, held for ``hold_seconds``."""
+
+    def consume(self, chain_id: int, address: str, nonce: int) -> None:
+        """The chain has ``nonce``."""
+
+    def release(self, chain_id: int, address: str, nonce: int) -> None:
+        """``nonce`` was never broadcast: hand it out again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """One log of a mined transaction."""
+
+    address: str
+    topics: tuple[str, ...]
+    data: str
+    log_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A mined, successful transaction."""
+
+    tx_hash: str
+    block_number: int
+    timestamp: int
+    logs: tuple[Log, ...]
+    gas_used: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendSettings:
+    """How transactions are sent and awaited."""
+
+    confirmations: int = 1
+    """Blocks that must hold the transaction (1: mined) before it counts."""
+    receipt_timeout_seconds: float = 60.0
+    """How long a broadcast waits to be mined before it is replaced."""
+    max_replacements: int = 3
+    poll_seconds: float = 1.0
+    gas_margin_percent: int = 20
+    max_nonce_attempts: int = 3
+    """How many nonces one send may use up when other transactions take them."""
+    fees: FeeSettings = field(default_factory=FeeSettings)
+
+    def __post_init__(self) -> None:
+        if self.confirmations < 1 or self.max_replacements < 0 or self.max_nonce_attempts < 1:
+            raise ValueError("confirmations >= 1, max_replacements >= 0, max_nonce_attempts >= 1")
+        if self.receipt_timeout_seconds <= 0 or self.poll_seconds <= 0:
+            raise ValueError("the receipt timeout and the poll interval are positive")
+
+    @property
+    def hold_seconds(self) -> float:
+        """How long a nonce is leased: the whole wait for its receipt, and a margin."""
+        return self.receipt_timeout_seconds * (self.max_replacements + 1) + 120.0
+
+
+@dataclass(slots=True)
+class _Sent:
+    """One nonce's transaction and every signed version of it that went out."""
+
+    tx: dict[str, Any]
+    fees: Fees
+    hashes: list[str] = field(default_factory=list)
+
+
+class _NonceTaken(Exception):
+    """Another transaction took the nonce: send again with a new one."""
+
+
+class TransactionSender:
+    """Sends the operator's transactions on one chain (see the module's docstring)."""
+
+    def __init__(
+        self,
+        w3: AsyncWeb3[Any],
+        chain_id: int,
+        signer: Signer,
+        nonces: NonceSource,
+        settings: SendSettings | None = None,
+        *,
+        address: str | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._w3 = w3
+        self.chain_id = chain_id
+        self._signer = signer
+        self._nonces = nonces
+        self.settings = settings or SendSettings()
+        self._address = to_checksum_address(address) if address else None
+        self._sleep = sleep
+        self._monotonic = monotonic
+
+    @property
+    def address(self) -> ChecksumAddress:
+        """The operator's address, the sender of every transaction."""
+        if self._address is None:
+            self._address = to_checksum_address(Account.from_key(self._signer()).address)
+        return self._address
+
+    async def send(
+        self, to: str, data: bytes | str, *, gas: int | None = None, value: int = 0
+    ) -> Receipt:
+        """Sends a call of ``data`` to ``to`` and returns its receipt once it is mined and
+        confirmed. Raises ChainRejected if it reverts (when estimated or once mined), and
+        ChainUnavailable if the node fails or the transaction is not mined in time."""
+        call: dict[str, Any] = {
+            "from": self.address,
+            "to": to_checksum_address(to),
+            "data": HexBytes(data).to_0x_hex(),
+            "value": value,
+        }
+        if gas is None:
+            gas = await self._estimate(call)
+        for _ in range(self.settings.max_nonce_attempts):
+            try:
+                return await self._send_with_a_nonce(call, gas)
+            except _NonceTaken:
+                continue
+        raise ChainUnavailable(
+            f"other transactions took {self.settings.max_nonce_attempts} nonces in a row "
+            f"from {self.address}: is the operator key used outside this service?"
+        )
+
+    # -- one nonce ---------------------------------------------------------------------
+
+    async def _send_with_a_nonce(self, call: dict[str, Any], gas: int) -> Receipt:
+        settings = self.settings
+        fees = await self._rpc(suggest_fees(self._w3, settings.fees), "reading the fees")
+        pending = await self._rpc(
+            self._w3.eth.get_transaction_count(self.address, "pending"), "reading the nonce"
+        )
+        nonce = self._nonces.reserve(self.chain_id, self.address, pending, settings.hold_seconds)
+        tx = {
+            "type": 2,
+            "chainId": self.chain_id,
+            "nonce": nonce,
+            "to": call["to"],
+            "value": call["value"],
+            "data": call["data"],
+            "gas": gas,
+        }
+        sent = _Sent(tx, fees)
+        try:
+            raw, tx_hash = self._sign(tx, fees)
+        except BaseException:
+            self._nonces.release(self.chain_id, self.address, nonce)
+            raise
+        answer, detail = await self._broadcast(raw)
+        if answer is Broadcast.NONCE_USED or answer is Broadcast.UNDERPRICED:
+            if answer is Broadcast.NONCE_USED:  # else: another transaction holds it in the pool
+                self._nonces.consume(self.chain_id, self.address, nonce)
+            log.warning("nonce taken by another transaction", extra={"nonce": nonce})
+            raise _NonceTaken
+        if answer is Broadcast.REFUSED:
+            self._nonces.release(self.chain_id, self.address, nonce)
+            raise ChainUnavailable(f"the node refused the transaction: {detail}")
+        sent.hashes.append(tx_hash)  # SENT, or UNKNOWN: it may have arrived, so watch it
+        mined = await self._await_receipt(sent)
+        self._nonces.consume(self.chain_id, self.address, nonce)
+        if mined["status"] != 1:
+            reason = await self._replayed_reason(call, gas, mined)
+            raise ChainRejected(
+                f"transaction {mined['transactionHash'].to_0x_hex()} reverted: {reason}", reason
+            )
+        return await self._receipt(mined)
+
+    async def _await_receipt(self, sent: _Sent) -> TxReceipt:
+        """The receipt of whichever of ``sent``'s hashes is mined and confirmed,
+        replacing the transaction each time the timeout passes."""
+        settings = self.settings
+        replacements = 0
+        deadline = self._monotonic() + settings.receipt_timeout_seconds
+        while True:
+            mined = await self._first_mined(sent.hashes)
+            if mined is not None:
+                if await self._confirmed(mined):
+                    return mined
+            elif await self._taken_by_a_stranger(sent):
+                self._nonces.consume(self.chain_id, self.address, sent.tx["nonce"])
+                log.warning("nonce used by another transaction", extra={"nonce": sent.tx["nonce"]})
+                raise _NonceTaken
+            elif self._monotonic() >= deadline:
+                if replacements == settings.max_replacements:
+                    raise ChainUnavailable(
+                        f"transaction with nonce {sent.tx['nonce']} not mined after "
+                        f"{replacements} replacements: {', '.join(sent.hashes)}"
+                    )
+                replacements += 1
+                await self._replace(sent)
+                deadline = self._monotonic() + settings.receipt_timeout_seconds
+                continue
+            await self._sleep(settings.poll_seconds)
+
+    async def _replace(self, sent: _Sent) -> None:
+        """Signs the transaction again, same nonce, with higher fees, and sends it."""
+        fees = bumped(sent.fees)
+        with contextlib.suppress(*CHAIN_ERRORS):  # the bumped fees replace without it
+            fees = fees.at_least(await suggest_fees(self._w3, self.settings.fees))
+        raw, tx_hash = self._sign(sent.tx, fees)
+        answer, detail = await self._broadcast(raw)
+        log.info(
+            "transaction replaced",
+            extra={"nonce": sent.tx["nonce"], "tx_hash": tx_hash, "answer": answer.value},
+        )
+        sent.fees = fees  # the next replacement outbids this one, even if it was refused
+        if answer in (Broadcast.SENT, Broadcast.UNKNOWN):
+            sent.hashes.append(tx_hash)
+        elif answer is Broadcast.REFUSED:
+            log.warning("replacement refused", extra={"nonce": sent.tx["nonce"], "detail": detail})
+
+    async def _first_mined(self, hashes: Sequence[str]) -> TxReceipt | None:
+        for tx_hash in hashes:
+            try:
+                return await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash))
+            except TransactionNotFound:
+                continue
+            except CHAIN_ERRORS:
+                continue  # the node may come back before the deadline
+        return None
+
+    async def _confirmed(self, mined: TxReceipt) -> bool:
+        if self.settings.confirmations == 1:
+            return True
+        try:
+            head = await self._w3.eth.block_number
+        except CHAIN_ERRORS:
+            return False
+        return head >= mined["blockNumber"] + self.settings.confirmations - 1
+
+    async def _taken_by_a_stranger(self, sent: _Sent) -> bool:
+        """Whether the chain mined another transaction with our nonce (none of ours)."""
+        try:
+            mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
+        except CHAIN_ERRORS:
+            return False
+        if mined_count <= sent.tx["nonce"]:
+            return False
+        return await self._first_mined(sent.hashes) is None  # ours may have just been mined
+
+    # -- signing and broadcasting -------------------------------------------------------
+
+    def _sign(self, tx: dict[str, Any], fees: Fees) -> tuple[bytes, str]:
+        signed = Account.sign_transaction(
+            {
+                **tx,
+                "maxFeePerGas": fees.max_fee_per_gas,
+                "maxPriorityFeePerGas": fees.max_priority_fee_per_gas,
+            },
+            self._signer(),
+        )
+        return bytes(signed.raw_transaction), HexBytes(signed.hash).to_0x_hex()
+
+    async def _broadcast(self, raw: bytes) -> tuple[Broadcast, str]:
+        """Hands ``raw`` to the node; a failure to reach it is tried once more (sending
+        the same bytes twice is harmless: the node knows them)."""
+        detail = ""
+        for attempt in range(2):
+            try:
+                await self._w3.eth.send_raw_transaction(raw)
+                return Broadcast.SENT, ""
+            except TRANSPORT_ERRORS as error:
+                detail = f"{type(error).__name__}: {error}"
+            except Web3RPCError as error:
+                return classify_refusal(error), str(error.message)
+            if attempt == 0:
+                await self._sleep(self.settings.poll_seconds)
+        return Broadcast.UNKNOWN, detail
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def _estimate(self, call: dict[str, Any]) -> int:
+        try:
+            estimate = await self._w3.eth.estimate_gas(cast(TxParams, call))
+        except ContractLogicError as error:
+            reason = revert_reason(revert_data(error.data), str(error.message or ""))
+            raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
+        except CHAIN_ERRORS as error:
+            raise ChainUnavailable(f"estimating gas failed: {error}") from error
+        return estimate + estimate * self.settings.gas_margin_percent // 100
+
+    async def _replayed_reason(self, call: dict[str, Any], gas: int, mined: TxReceipt) -> str:
+        """Why a mined transaction reverted: its call replayed at its block."""
+        replay = cast(TxParams, {**call, "gas": gas})
+        try:
+            await self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
+        except ContractLogicError as error:
+            return revert_reason(revert_data(error.data), str(error.message or ""))
+        except Web3RPCError as error:
+            return str(error.message)
+        except CHAIN_ERRORS:
+            return "unknown (the replay of the call failed)"
+        if mined["gasUsed"] >= gas:
+            return "out of gas"
+        return "unknown (the call succeeds when replayed)"
+
+    async def _receipt(self, mined: TxReceipt) -> Receipt:
+        block = await self._rpc(
+            self._w3.eth.get_block(mined["blockNumber"]), "reading the transaction's block"
+        )
+        logs = tuple(
+            Log(
+                address=to_checksum_address(entry["address"]),
+                topics=tuple(HexBytes(topic).to_0x_hex() for topic in entry["topics"]),
+                data=HexBytes(entry["data"]).to_0x_hex(),
+                log_index=int(entry["logIndex"]),
+            )
+            for entry in mined["logs"]
+        )
+        return Receipt(
+            tx_hash=HexBytes(mined["transactionHash"]).to_0x_hex(),
+            block_number=int(mined["blockNumber"]),
+            timestamp=int(block["timestamp"]),
+            logs=logs,
+            gas_used=int(mined["gasUsed"]),
+        )
+
+    async def _rpc(self, call: Awaitable[T], what: str) -> T:
+        try:
+            return await call
+        except CHAIN_ERRORS as error:
+            raise ChainUnavailable(f"{what} failed: {error}") from error

@@ -1,0 +1,138 @@
+"""The devnet's deployment manifest: what was deployed where, as one JSON file.
+
+``make devnet`` writes it to ``var/devnet.json`` (or ``YIELDAGENT_DEVNET_MANIFEST``); the
+web3 adapter, the tests and the CLI read it back with ``Manifest.load``. Addresses are
+EIP-55 checksummed hex strings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST_ENV = "YIELDAGENT_DEVNET_MANIFEST"
+DEFAULT_MANIFEST = Path("var") / "devnet.json"
+
+
+def manifest_path() -> Path:
+    """Where the manifest lives: ``$YIELDAGENT_DEVNET_MANIFEST``, else ``var/devnet.json``."""
+    return Path(os.environ.get(MANIFEST_ENV) or DEFAULT_MANIFEST)
+
+
+@dataclass(frozen=True)
+class ProtocolDeployment:
+    """One protocol of the devnet, under its catalog name.
+
+    ``address`` is the contract an account supplies to (Aave's Pool, a Comet, an mToken, an
+    ERC-4626 vault); ``contracts`` holds what else an adapter needs, by role (``a_token``,
+    ``data_provider``, ``rate_strategy``, ``morpho``, ``irm``, ``rewards``, ...); ``markets``
+    the Morpho Blue market ids (0x hex) of a vault.
+    """
+
+    name: str
+    kind: str
+    address: str
+    contracts: dict[str, str] = field(default_factory=dict)
+    markets: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        data = asdict(self)
+        data["markets"] = list(self.markets)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProtocolDeployment:
+        """The deployment a ``to_dict`` gave."""
+        return cls(
+            name=str(data["name"]),
+            kind=str(data["kind"]),
+            address=str(data["address"]),
+            contracts={str(k): str(v) for k, v in data.get("contracts", {}).items()},
+            markets=tuple(str(m) for m in data.get("markets", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything deployed on one devnet.
+
+    ``deployed_block`` is the block at which the deployment was complete (borrowers
+    included): what happens after it is the service's. ``account_runtime`` is the smart
+    account's runtime code (0x hex), installed at each account's address; ``account_policy``
+    the session-key policy contract it consults; ``borrower`` the address of the devnet's
+    Aave borrower (each pool's borrower is its own actor).
+    """
+
+    chain_id: int
+    rpc_url: str
+    deployed_block: int
+    token: str
+    token_symbol: str
+    token_decimals: int
+    protocols: tuple[ProtocolDeployment, ...]
+    account_runtime: str
+    account_policy: str
+    reward_token: str | None
+    swap_router: str | None
+    borrower: str
+    extras: dict[str, str] = field(default_factory=dict)
+
+    def protocol(self, name: str) -> ProtocolDeployment:
+        """The protocol deployed under catalog name ``name``."""
+        for deployment in self.protocols:
+            if deployment.name == name:
+                return deployment
+        raise KeyError(f"the devnet has no protocol {name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        data = asdict(self)
+        data["protocols"] = [p.to_dict() for p in self.protocols]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        """The manifest a ``to_dict`` gave."""
+        return cls(
+            chain_id=int(data["chain_id"]),
+            rpc_url=str(data["rpc_url"]),
+            deployed_block=int(data["deployed_block"]),
+            token=str(data["token"]),
+            token_symbol=str(data["token_symbol"]),
+            token_decimals=int(data["token_decimals"]),
+            protocols=tuple(ProtocolDeployment.from_dict(p) for p in data["protocols"]),
+            account_runtime=str(data["account_runtime"]),
+            account_policy=str(data["account_policy"]),
+            reward_token=None if data.get("reward_token") is None else str(data["reward_token"]),
+            swap_router=None if data.get("swap_router") is None else str(data["swap_router"]),
+            borrower=str(data["borrower"]),
+            extras={str(k): str(v) for k, v in data.get("extras", {}).items()},
+        )
+
+    def to_json(self) -> str:
+        """The manifest as JSON text."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Manifest:
+        """The manifest ``to_json`` gave."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a devnet manifest is a JSON object")
+        return cls.from_dict(data)
+
+    def write(self, path: Path) -> None:
+        """Writes the manifest to ``path`` atomically (readers never see half a file)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(self.to_json())
+        os.replace(temporary, path)
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        """The manifest written at ``path``."""
+        return cls.from_json(path.read_text())

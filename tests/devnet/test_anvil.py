@@ -1,0 +1,47 @@
+"""The anvil runner: it starts on a port with Base's chain id and stops by its own pid."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.error
+
+import pytest
+
+from yieldagent.devnet.anvil import Anvil, AnvilError, free_port, rpc
+
+pytestmark = pytest.mark.evm
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_starts_answers_and_stops() -> None:
+    with Anvil.start(free_port()) as anvil:
+        pid = anvil.pid
+        assert int(rpc(anvil.url, "eth_chainId"), 16) == 8453
+        assert int(rpc(anvil.url, "eth_blockNumber"), 16) == 0
+        url = anvil.url
+    assert not _alive(pid)
+    with pytest.raises(urllib.error.URLError):
+        rpc(url, "eth_chainId", timeout=1.0)
+
+
+def test_a_taken_port_is_an_error_not_a_hang() -> None:
+    with Anvil.start(free_port(), chain_id=31337) as first:
+        second = Anvil(first.port)
+        with pytest.raises(AnvilError, match=r"exited|chain id 31337"):
+            second.launch(timeout=10)
+        assert second.process is None  # the failed start cleaned up after itself
+
+
+def test_block_time_mines_without_transactions() -> None:
+    with Anvil.start(free_port(), block_time=1) as anvil:
+        first = int(rpc(anvil.url, "eth_blockNumber"), 16)
+        time.sleep(2.2)
+        assert int(rpc(anvil.url, "eth_blockNumber"), 16) >= first + 2

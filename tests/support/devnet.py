@@ -1,0 +1,40 @@
+"""The devnet for tests marked ``evm``: one anvil per test session, everything deployed.
+
+``devnet`` (session scope) starts anvil on a free port, runs ``deploy_all`` and yields a
+``Devnet`` (unpacks as ``manifest, url``); anvil stops when the session ends. Tests share
+that chain: one that must leave no trace asks for ``devnet_snapshot`` instead, which reverts
+the chain to where the test found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import pytest
+
+from yieldagent.devnet.anvil import Anvil, free_port, rpc
+from yieldagent.devnet.deploy import deploy_all
+from yieldagent.devnet.manifest import Manifest
+
+
+class Devnet(NamedTuple):
+    """A running devnet: what was deployed, and its RPC URL."""
+
+    manifest: Manifest
+    url: str
+
+
+@pytest.fixture(scope="session")
+def devnet() -> Iterator[Devnet]:
+    """The session's devnet (anvil on a free port, chain id 8453)."""
+    with Anvil.start(free_port()) as anvil:
+        yield Devnet(deploy_all(anvil.url), anvil.url)
+
+
+@pytest.fixture
+def devnet_snapshot(devnet: Devnet) -> Iterator[Devnet]:
+    """The session's devnet, reverted after the test to the state it had before."""
+    snapshot = rpc(devnet.url, "evm_snapshot")
+    yield devnet
+    assert rpc(devnet.url, "evm_revert", [snapshot]) is True
