@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eth_abi import decode, encode
+from eth_abi.abi import decode, encode
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 

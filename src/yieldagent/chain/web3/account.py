@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eth_abi import encode
+from eth_abi.abi import encode
 from eth_utils.address import to_canonical_address
 
 from yieldagent.chain.web3.abis import ACCOUNT_EXECUTE

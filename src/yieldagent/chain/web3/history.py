@@ -144,9 +144,7 @@ async def transfer_logs(
     unique = {(_hex(log["transactionHash"]), _int(log["logIndex"])): log for log in raw}
     stamps = await _timestamps(reader, unique.values())
     parsed = (parse_transfer(log, stamps.get(_int(log["blockNumber"]))) for log in unique.values())
-    return sorted(
-        (t for t in parsed if t is not None), key=lambda t: (t.block_number, t.log_index)
-    )
+    return sorted((t for t in parsed if t is not None), key=lambda t: (t.block_number, t.log_index))
 
 
 async def _timestamps(reader: RpcReader, logs: Iterable[Mapping[str, Any]]) -> dict[int, int]:
@@ -156,7 +154,9 @@ async def _timestamps(reader: RpcReader, logs: Iterable[Mapping[str, Any]]) -> d
     return {b.number: b.timestamp for b in blocks}
 
 
-def classify(holder: str, transfers: Sequence[TransferLog], parties: Counterparties) -> list[ChainTx]:
+def classify(
+    holder: str, transfers: Sequence[TransferLog], parties: Counterparties
+) -> list[ChainTx]:
     """The holder's ``ChainTx`` from its transfers (in chain order)."""
     holder = to_checksum_address(holder)
     swaps = _swaps(holder, transfers, parties)
@@ -209,8 +209,8 @@ def _swap(paid: TransferLog, got: TransferLog) -> ChainTx:
 
 def _single(holder: str, t: TransferLog, parties: Counterparties) -> ChainTx:
     kind, sender, recipient = "transfer", t.sender, t.recipient
-    custodies = {to_checksum_address(a): n for a, n in parties.custodies.items()}
-    rewards = {to_checksum_address(a) for a in parties.rewards}
+    custodies = {str(to_checksum_address(a)): n for a, n in parties.custodies.items()}
+    rewards = {str(to_checksum_address(a)) for a in parties.rewards}
     reward = parties.reward_token is not None and t.token == to_checksum_address(
         parties.reward_token
     )

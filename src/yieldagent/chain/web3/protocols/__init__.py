@@ -17,7 +17,16 @@ from yieldagent.chain.web3.protocols.morpho import VaultPool
 from yieldagent.chain.web3.reader import RpcReader
 from yieldagent.domain.errors import ConfigurationError
 
-__all__ = ["AavePool", "Call", "CometPool", "LendingPool", "MTokenPool", "VaultPool", "approve", "pool_for"]
+__all__ = [
+    "AavePool",
+    "Call",
+    "CometPool",
+    "LendingPool",
+    "MTokenPool",
+    "VaultPool",
+    "approve",
+    "pool_for",
+]
 
 KINDS: dict[str, type[AavePool | CometPool | MTokenPool | VaultPool]] = {
     "aave_v3": AavePool,

@@ -108,7 +108,9 @@ class AavePool:
 
     async def contract_rate(self, block: BlockId) -> int:
         """The reserve's ``currentLiquidityRate`` (set at its last update)."""
-        data = await self._reader.call(self.config.address, AAVE_RESERVE_DATA, self.token, block=block)
+        data = await self._reader.call(
+            self.config.address, AAVE_RESERVE_DATA, self.token, block=block
+        )
         return int(data[2])
 
     def supply_calls(self, account: str, amount: int) -> list[Call]:

@@ -95,7 +95,9 @@ class MTokenPool:
             self._rate_model = str(current_model)
             return await self.quote(block)
         base, kink, multiplier, jump = values[7:]
-        borrows, reserves = accrue(borrows, reserves, borrow_rate, factor, block.timestamp - accrued_at)
+        borrows, reserves = accrue(
+            borrows, reserves, borrow_rate, factor, block.timestamp - accrued_at
+        )
         model = Moonwell(
             base * PER_SECOND_WAD_TO_ANNUAL_RAY,
             kink * WAD_TO_RAY,

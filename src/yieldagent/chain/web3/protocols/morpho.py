@@ -14,6 +14,7 @@ deposit spread over the markets in proportion to what it holds in each) is the q
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from yieldagent.chain.port import Block
@@ -122,17 +123,31 @@ class VaultPool:
         )
         symbols = await self._symbols([str(t) for p in params for t in p[:2]])
         self._markets = tuple(
-            MarketParams(i, *p, name=_market_name(symbols[p[1]], symbols[p[0]], p[4]))
-            for i, p in zip(ids, params, strict=True)
+            MarketParams(
+                i,
+                loan,
+                collateral,
+                oracle,
+                irm,
+                lltv,
+                _market_name(symbols[collateral], symbols[loan], lltv),
+            )
+            for i, (loan, collateral, oracle, irm, lltv) in zip(ids, params, strict=True)
         )
 
     async def _symbols(self, tokens: list[str]) -> dict[str, str]:
+        """Each token's symbol; its address's first digits if it has none."""
         unique = list(dict.fromkeys(tokens))
-        try:
-            symbols = await self._reader.call_many([read(t, SYMBOL) for t in unique], "latest")
-        except ReadReverted:  # a collateral without symbol(): name markets by address
-            symbols = [t[:10] for t in unique]
-        return dict(zip(unique, (str(s) for s in symbols), strict=True))
+        answers = await asyncio.gather(
+            *(self._reader.call(t, SYMBOL) for t in unique), return_exceptions=True
+        )
+        for answer in answers:
+            if isinstance(answer, BaseException) and not isinstance(answer, ReadReverted):
+                raise answer
+        return {
+            t: t[:10] if isinstance(a, BaseException) else str(a)
+            for t, a in zip(unique, answers, strict=True)
+        }
 
     async def read_markets(self, block: BlockId) -> tuple[int, list[MarketRead]]:
         """The vault's fee (WAD) and each market's stored state, at ``block``."""
@@ -160,9 +175,7 @@ class VaultPool:
             state, rate_at_target = mm.accrued(
                 m.state, m.rate_at_target, block.timestamp, has_irm=int(m.params.irm, 16) != 0
             )
-            held = mm.to_assets_down(
-                m.shares, state.total_supply_assets, state.total_supply_shares
-            )
+            held = mm.to_assets_down(m.shares, state.total_supply_assets, state.total_supply_shares)
             fees.add(state.fee)
             quoted.append(
                 MarketQuote(
