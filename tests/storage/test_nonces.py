@@ -92,9 +92,7 @@ print(" ".join(str(nonces.reserve(8453, sys.argv[2], 0)) for _ in range(int(sys.
 """
 
 
-def test_processes_reserving_at_once_never_share_a_nonce(
-    database_url: str, engine: Engine
-) -> None:
+def test_processes_reserving_at_once_never_share_a_nonce(database_url: str, engine: Engine) -> None:
     """Four processes, each with its own engine, reserve 40 nonces each at the same time."""
     processes = [
         subprocess.Popen(

@@ -173,3 +173,47 @@ ROUTER_SWAP = Fn("swap(address,address,uint256,uint256,address)", "uint256")
 
 # -- ERC-7579 smart account ------------------------------------------------------------
 ACCOUNT_EXECUTE = Fn("execute(bytes32,bytes)")
+
+# -- custom errors the adapter can name -------------------------------------------------
+CUSTOM_ERRORS = {
+    e.selector: e
+    for e in (
+        Fn("SessionKeyForbidden(address,bytes4)"),
+        Fn("SessionKeyValueForbidden(address,uint256)"),
+        Fn("Unauthorized(address)"),
+        Fn("UnsupportedExecutionMode(bytes32)"),
+        Fn("FeeCapExceeded(uint256,uint256,uint256,uint256)"),
+        Fn("NotEnoughLiquidity(uint256)"),
+        Fn("InsufficientCash()"),
+        Fn("ZeroAmount()"),
+        Fn("NoPool(address,address)"),
+    )
+}
+"""The smart account's, its session policy's and the pools' custom errors, by selector."""
+
+
+def custom_error(data: bytes | None) -> str | None:
+    """``Name(arg, ...)`` of a known custom error's revert data; None for others."""
+    if not data or data[:4] not in CUSTOM_ERRORS:
+        return None
+    error = CUSTOM_ERRORS[data[:4]]
+    try:
+        args = decode(list(error.inputs), data[4:])
+    except Exception:
+        return f"{error.name}(…)"
+    values = (_checksummed(t, a) for t, a in zip(error.inputs, args, strict=True))
+    shown = (f"0x{a.hex()}" if isinstance(a, bytes) else str(a) for a in values)
+    return f"{error.name}({', '.join(shown)})"
+
+
+def custom_error_named(reason: str) -> str | None:
+    """The name of the known custom error a reason ``custom error 0x…`` gives by selector."""
+    prefix = "custom error 0x"
+    if not reason.startswith(prefix):
+        return None
+    try:
+        selector = bytes.fromhex(reason[len(prefix) : len(prefix) + 8])
+    except ValueError:
+        return None
+    error = CUSTOM_ERRORS.get(selector)
+    return None if error is None else f"{error.name} (0x{selector.hex()})"

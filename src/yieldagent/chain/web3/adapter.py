@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from eth_utils.address import to_checksum_address
+from hexbytes import HexBytes
 from web3 import AsyncWeb3, HTTPProvider, Web3
+from web3.exceptions import ContractLogicError
+from web3.types import TxParams
 
 from yieldagent.chain.port import (
     Block,
@@ -41,6 +44,8 @@ from yieldagent.chain.web3.abis import (
     ROUTER_SWAP,
     SYMBOL,
     TRANSFER,
+    custom_error,
+    custom_error_named,
 )
 from yieldagent.chain.web3.account import execute_calldata
 from yieldagent.chain.web3.config import Web3ChainConfig
@@ -53,9 +58,11 @@ from yieldagent.chain.web3.history import (
     parse_transfer,
     transfer_logs,
 )
+from yieldagent.chain.web3.node_answers import CHAIN_ERRORS
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.base import Call, approve
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
+from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.chain.web3.transactions import Receipt
 from yieldagent.domain.errors import (
     ChainRejected,
@@ -75,6 +82,8 @@ GAS_UNITS = {
 """Gas units of each action before one was measured on this chain (an account's execute
 included)."""
 WEI_PER_ETHER = 10**18
+GAS_MARGIN_PERCENT = 150
+GAS_HEADROOM = 30_000
 
 
 class Sender(Protocol):
@@ -317,9 +326,33 @@ class Web3Chain:
 
     async def _execute(self, account: str, calls: Sequence[Call], action: str) -> Receipt:
         """``calls`` from ``account``, in one transaction through its ``execute``."""
-        receipt = await self._sender.send(account, execute_calldata(calls))
+        data = execute_calldata(calls)
+        gas = await self._gas(account, data)
+        try:
+            receipt = await self._sender.send(account, data, gas=gas)
+        except ChainRejected as error:  # name the account's and the pools' custom errors
+            named = custom_error_named(error.reason)
+            if named is None:
+                raise
+            raise ChainRejected(f"{action} reverted: {named}", named) from error
         self.gas_used[action] = receipt.gas_used
         return receipt
+
+    async def _gas(self, account: str, data: bytes) -> int:
+        """The gas limit of a call: the node's estimate with room for the interest accrual
+        the estimate may not see. A node estimates on the latest block's state and time;
+        mined a second later, Moonwell and Morpho first accrue interest (and Morpho's IRM
+        adapts), which costs up to a third more gas than estimated."""
+        call: TxParams = {"from": self._sender.address, "to": account, "data": HexBytes(data)}
+        try:
+            estimate = await self.w3.eth.estimate_gas(call)
+        except ContractLogicError as error:
+            returned = revert_data(error.data)
+            reason = custom_error(returned) or revert_reason(returned, str(error.message or ""))
+            raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
+        except CHAIN_ERRORS as error:
+            raise ChainUnavailable(f"estimating gas failed: {error}") from error
+        return estimate * GAS_MARGIN_PERCENT // 100 + GAS_HEADROOM
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         pool = self._pool(protocol, token)

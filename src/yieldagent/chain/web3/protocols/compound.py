@@ -29,9 +29,9 @@ from yieldagent.chain.web3.abis import (
 )
 from yieldagent.chain.web3.config import ProtocolConfig
 from yieldagent.chain.web3.protocols.base import PER_SECOND_WAD_TO_ANNUAL_RAY, Call, approve
+from yieldagent.chain.web3.protocols.onchain_models import CometModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
-from yieldagent.domain.rate_models import CompoundV3
 
 WAD_TO_RAY = 10**9
 CURVE = (
@@ -72,7 +72,7 @@ class CometPool:
             block.number,
         )
         supply, borrows = values[:2]
-        model = CompoundV3(*_curve(values[2:6]), *_curve(values[6:10]))
+        model = CometModel(*_curve(values[2:6]), *_curve(values[6:10]))
         market = MarketQuote(self.config.title or "Compound v3", supply, borrows)
         return PoolQuote(self.name, self.token, model, (market,))
 

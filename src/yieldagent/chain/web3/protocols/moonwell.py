@@ -30,9 +30,9 @@ from yieldagent.chain.web3.abis import (
 )
 from yieldagent.chain.web3.config import ProtocolConfig
 from yieldagent.chain.web3.protocols.base import PER_SECOND_WAD_TO_ANNUAL_RAY, Call, approve
+from yieldagent.chain.web3.protocols.onchain_models import JumpRateModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
-from yieldagent.domain.rate_models import Moonwell
 
 WAD = 10**18
 WAD_TO_RAY = 10**9
@@ -98,7 +98,7 @@ class MTokenPool:
         borrows, reserves = accrue(
             borrows, reserves, borrow_rate, factor, block.timestamp - accrued_at
         )
-        model = Moonwell(
+        model = JumpRateModel(
             base * PER_SECOND_WAD_TO_ANNUAL_RAY,
             kink * WAD_TO_RAY,
             multiplier * PER_SECOND_WAD_TO_ANNUAL_RAY,

@@ -35,10 +35,10 @@ from yieldagent.chain.web3.abis import (
 from yieldagent.chain.web3.config import ProtocolConfig
 from yieldagent.chain.web3.protocols import morpho_math as mm
 from yieldagent.chain.web3.protocols.base import PER_SECOND_WAD_TO_ANNUAL_RAY, Call, approve
+from yieldagent.chain.web3.protocols.onchain_models import AdaptiveCurveModel
 from yieldagent.chain.web3.reader import BlockId, ReadReverted, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
-from yieldagent.domain.rate_models import MorphoBlue
 
 WAD_TO_RAY = 10**9
 VAULT_MORPHO = Fn("MORPHO()", "address")
@@ -187,7 +187,7 @@ class VaultPool:
                 )
             )
         market_fee = _common_fee(fees, quoted, markets)
-        model = MorphoBlue(fee=market_fee * WAD_TO_RAY)
+        model = AdaptiveCurveModel(fee=market_fee * WAD_TO_RAY)
         return PoolQuote(self.name, self.token, model, tuple(quoted), fee * WAD_TO_RAY)
 
     async def position(self, holder: str, block: BlockId) -> int:
