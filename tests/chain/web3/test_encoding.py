@@ -5,8 +5,8 @@ from __future__ import annotations
 from eth_abi.abi import decode, encode
 from eth_utils.address import to_checksum_address
 
-from yieldagent.chain.web3.abis import AAVE_RESERVE_DATA, APPROVE, TRANSFER, Fn
-from yieldagent.chain.web3.account import ACCOUNT_EXECUTE, execute_calldata
+from yieldagent.chain.web3.abis import AAVE_RESERVE_DATA, ACCOUNT_EXECUTE, APPROVE, TRANSFER, Fn
+from yieldagent.chain.web3.account import execute_calldata
 from yieldagent.chain.web3.protocols.base import Call
 
 TOKEN = str(to_checksum_address("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"))

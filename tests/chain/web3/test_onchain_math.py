@@ -15,7 +15,7 @@ from yieldagent.chain.web3.protocols.onchain_models import (
     JumpRateModel,
     annual,
 )
-from yieldagent.domain.rate_models import CompoundV3, Moonwell, MorphoBlue, percent
+from yieldagent.domain.rate_models import CompoundV3, Moonwell, MorphoBlue, RateModel, percent
 
 YEAR = 31_536_000
 
@@ -74,7 +74,7 @@ def test_a_fee_mints_shares_to_the_fee_recipient() -> None:
 )
 def test_per_second_models_agree_with_the_domain_models(supply: int, share: float) -> None:
     borrows = int(supply * share)
-    cases = [
+    cases: list[tuple[RateModel, RateModel]] = [
         (_comet(), CompoundV3.base_usdc()),
         (_jump(), Moonwell.base_usdc()),
         (AdaptiveCurveModel(), MorphoBlue()),

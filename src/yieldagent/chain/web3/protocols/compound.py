@@ -1,10 +1,11 @@
 """Compound v3 (Comet): the base token's pool, quoted from Comet's own curve getters.
 
 Comet's supply and borrow curves are per-second rates scaled by 1e18 (kinks are 1e18
-fractions); times 31,536,000 and 1e9 they become the annual RAY rates of the domain's
-``CompoundV3`` model. ``totalSupply`` and ``totalBorrow`` are present values with the
-interest accrued to the block, as Comet's views compute them. The Comet holds the base
-token: it is its own custody. Its rewards are a CometRewards contract (role ``rewards``).
+fractions); times 31,536,000 and 1e9 they become the annual RAY parameters of the domain's
+``CompoundV3`` model, here its subclass ``CometModel`` that computes as Comet does.
+``totalSupply`` and ``totalBorrow`` are present values with the interest accrued to the
+block, as Comet's views compute them. The Comet holds the base token: it is its own
+custody. Its rewards are a CometRewards contract (role ``rewards``).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ Each of the vault's markets is read from Morpho Blue (``market``, the vault's
 block as Morpho's next accrual would (``morpho_math.accrued``): totals with the interest
 since ``lastUpdate``, the rate at target adapted over that time. The vault's holding in
 each market is its supply shares in assets. The model is the domain's ``MorphoBlue``
-with the markets' fee; the pool's own fee is the vault's ``fee()``. Per-second WAD rates
-times 31,536,000 and 1e9 are the domain's annual RAY rates.
+with the markets' fee, here its subclass ``AdaptiveCurveModel`` that computes as the IRM
+does; the pool's own fee is the vault's ``fee()``. Per-second WAD rates times 31,536,000
+and 1e9 are the domain's annual RAY rates.
 
 The vault holds the token between calls, so it is the custody. Its allocation rule (a
 deposit spread over the markets in proportion to what it holds in each) is the quote's.
