@@ -1,8 +1,9 @@
 """Moonwell: an mToken (Compound v2) with its JumpRateModel, quoted from both.
 
 The model's per-timestamp rates (scaled by 1e18) times 31,536,000 and 1e9 are the annual
-RAY parameters of the domain's ``Moonwell`` model (its subclass ``JumpRateModel`` computes
-as the contract does); the kink and ``reserveFactorMantissa`` are 1e18 fractions. The stored totals are brought to the quote's block with Compound v2's
+RAY parameters of the domain's ``Moonwell`` model, here its subclass ``JumpRateModel``
+that computes as the contract does; the kink and ``reserveFactorMantissa`` are 1e18
+fractions. The stored totals are brought to the quote's block with Compound v2's
 ``accrueInterest`` arithmetic (simple interest at the stored borrow rate, the reserve
 factor's share to reserves), so the quote sees what the next transaction will. Supply is
 cash + borrows − reserves. The mToken holds the underlying: it is the custody.
