@@ -32,9 +32,11 @@ install: $(VENV)/.installed
 devnet: $(VENV)/.installed contracts/node_modules/.installed
 	$(PY) -m yieldagent.devnet
 
-# The pinned npm packages of contracts/package-lock.json (anvil, solc-js, protocol code).
+# The pinned npm packages of contracts/ (anvil, solc-js, protocol code). `npm install`, not
+# `npm ci`: the lock lacks anvil's other-platform optional packages (the registry mirror it was
+# made from has none), which `npm ci` refuses; `npm install` keeps the lock as it is.
 contracts/node_modules/.installed: contracts/package.json contracts/package-lock.json
-	npm ci --no-audit --no-fund --prefix contracts
+	npm install --no-audit --no-fund --prefix contracts
 	touch $@
 
 $(VENV)/.installed: pyproject.toml

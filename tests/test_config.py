@@ -36,3 +36,25 @@ def test_overrides() -> None:
 def test_a_bad_number_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_HTTP_PORT must be an integer"):
         load_settings({"YIELDAGENT_HTTP_PORT": "eighty"})
+
+
+def test_rpc_urls_and_deployments_are_per_chain(tmp_path: Path) -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
+            "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:8545",
+            "YIELDAGENT_DEPLOYMENT_1": "/tmp/mainnet-fork.json",
+            "YIELDAGENT_CONFIRMATIONS": "3",
+        }
+    )
+    assert settings.rpc_urls == {8453: "http://127.0.0.1:8545"}
+    assert settings.deployment(1) == Path("/tmp/mainnet-fork.json")
+    assert settings.confirmations == 3
+    assert settings.deployment(8453) is None  # no devnet manifest yet
+    (tmp_path / "devnet.json").write_text("{}")
+    assert settings.deployment(8453) == tmp_path / "devnet.json"
+
+
+def test_a_per_chain_variable_needs_a_chain_id() -> None:
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_RPC_URL_base"):
+        load_settings({"YIELDAGENT_RPC_URL_base": "http://node"})

@@ -10,6 +10,11 @@
     yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
     yieldagent sim deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the simulated chain
+    yieldagent devnet deposit --chain C --token T --from EOA --to ADDRESS --amount N
+                                           a user's ERC-20 transfer on the devnet (minted
+                                           to EOA first if it lacks the amount)
+    yieldagent devnet advance --seconds N [--chain C]
+                                           move the devnet's time ahead and mine a block
     yieldagent protocol pause|resume NAME [--chain C] [--now]
                                            mark a protocol unsafe: agents leave it at their
                                            next run, or at once with --now
@@ -30,7 +35,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
@@ -44,7 +49,13 @@ from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.dates import iso
-from yieldagent.domain.errors import FieldViolation, InvalidInput, InvalidRequest, YieldAgentError
+from yieldagent.domain.errors import (
+    ChainUnavailable,
+    FieldViolation,
+    InvalidInput,
+    InvalidRequest,
+    YieldAgentError,
+)
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.logs import configure_logging
@@ -53,6 +64,8 @@ from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
+
+T = TypeVar("T")
 
 
 def _print(payload: dict[str, Any]) -> None:
@@ -132,6 +145,50 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
         args.amount,
     )
     _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
+
+
+def _cmd_devnet(settings: Settings, args: argparse.Namespace) -> None:
+    from yieldagent.devnet import actions  # web3's sync client: loaded only here
+
+    url = _devnet_url(settings, args.chain)
+    if args.action == "advance":
+        if args.seconds < 0:
+            raise InvalidInput.field(("seconds",), "must not be negative")
+        moment = _on_devnet(actions.advance, url, args.seconds)
+        _print({"time": iso(datetime.fromtimestamp(moment, UTC))})
+        return
+    violations = []
+    for flag, value in (("token", args.token), ("from", args.sender), ("to", args.to)):
+        if not is_address(value):
+            violations.append(FieldViolation((flag,), "not an address", "value_error.address"))
+    if args.amount <= 0:
+        violations.append(FieldViolation(("amount",), "must be positive", "value_error"))
+    if violations:
+        raise InvalidInput(violations)
+    _print(_on_devnet(actions.deposit, url, args.token, args.sender, args.to, args.amount))
+
+
+def _on_devnet(action: Callable[..., T], *args: Any) -> T:
+    """Runs a devnet action; an unreachable or refusing node is a ChainUnavailable."""
+    try:
+        return action(*args)
+    except Exception as error:  # the node's and web3's errors, however they come
+        raise ChainUnavailable(f"devnet: {error}") from error
+
+
+def _devnet_url(settings: Settings, chain_id: int) -> str:
+    """The devnet's RPC: the chain's YIELDAGENT_RPC_URL_<id>, else the devnet manifest's."""
+    url = settings.rpc_urls.get(chain_id)
+    manifest = settings.deployment(chain_id)
+    if url is None and manifest is not None:
+        recorded = json.loads(manifest.read_text())
+        if recorded.get("chain_id") == chain_id:
+            url = recorded.get("rpc_url")
+    if not url:
+        raise InvalidInput.field(
+            ("chain",), f"no devnet for chain {chain_id}: run make devnet or set its RPC URL"
+        )
+    return str(url)
 
 
 def _sim_balance(settings: Settings, args: argparse.Namespace) -> None:
@@ -252,6 +309,17 @@ def _parser() -> argparse.ArgumentParser:
     balance.add_argument("--chain", type=int, required=True)
     balance.add_argument("--token", required=True)
     balance.add_argument("--holder", required=True)
+    devnet = commands.add_parser("devnet", help="drive the local EVM devnet (make devnet)")
+    devnet_actions = devnet.add_subparsers(dest="action", required=True)
+    devnet_advance = devnet_actions.add_parser("advance", help="move the devnet's time ahead")
+    devnet_advance.add_argument("--seconds", type=int, required=True)
+    devnet_advance.add_argument("--chain", type=int, default=8453)
+    devnet_deposit = devnet_actions.add_parser("deposit", help="make a user's ERC-20 transfer")
+    devnet_deposit.add_argument("--chain", type=int, default=8453)
+    devnet_deposit.add_argument("--token", required=True)
+    devnet_deposit.add_argument("--from", dest="sender", required=True)
+    devnet_deposit.add_argument("--to", required=True)
+    devnet_deposit.add_argument("--amount", type=int, required=True, help="smallest units")
     protocol = commands.add_parser("protocol", help="pause or resume a protocol")
     protocol.add_argument("action", choices=["pause", "resume"])
     protocol.add_argument("name")
@@ -285,6 +353,7 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "migrate": _cmd_migrate,
     "partner": _cmd_partner,
     "sim": _cmd_sim,
+    "devnet": _cmd_devnet,
     "wallet": _cmd_wallet,
     "protocol": _cmd_protocol,
     "agent": _cmd_agent,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from yieldagent.domain.errors import ConfigurationError
@@ -48,6 +48,24 @@ class Settings:
     lease_seconds: float = 60.0
     swap_slippage_bps: int = 50
     stuck_retry_seconds: float = 0.0
+    rpc_urls: Mapping[int, str] = field(default_factory=dict)
+    """Chains served by web3 against a JSON-RPC node (``YIELDAGENT_RPC_URL_<chain_id>``);
+    the others stay simulated."""
+    deployments: Mapping[int, Path] = field(default_factory=dict)
+    """Deployment manifests (``YIELDAGENT_DEPLOYMENT_<chain_id>``) naming the contracts of
+    a chain that is not where the catalog says (a devnet)."""
+    confirmations: int = 1
+    tx_timeout_seconds: float = 60.0
+    log_range: int = 2_000
+
+    def deployment(self, chain_id: int) -> Path | None:
+        """The deployment manifest for ``chain_id``: the configured one, else the devnet's
+        (``<data dir>/devnet.json``, written by ``make devnet``) if it exists."""
+        configured = self.deployments.get(chain_id)
+        if configured is not None:
+            return configured
+        devnet = self.data_dir / "devnet.json"
+        return devnet if devnet.exists() else None
 
     @property
     def grpc_target(self) -> str:
@@ -78,6 +96,18 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
+    """``<prefix><chain_id>`` variables, by chain id."""
+    found = {}
+    for name, value in env.items():
+        if name.startswith(prefix) and value:
+            suffix = name.removeprefix(prefix)
+            if not suffix.isdigit():
+                raise ConfigurationError(f"{name}: the suffix must be a chain id")
+            found[int(suffix)] = value
+    return found
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -116,4 +146,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         lease_seconds=_float(env, "YIELDAGENT_LEASE_SECONDS", 60.0),
         swap_slippage_bps=_int(env, "YIELDAGENT_SWAP_SLIPPAGE_BPS", 50),
         stuck_retry_seconds=_float(env, "YIELDAGENT_STUCK_RETRY_SECONDS", 0.0),
+        rpc_urls=_per_chain(env, "YIELDAGENT_RPC_URL_"),
+        deployments={
+            chain_id: Path(path).resolve()
+            for chain_id, path in _per_chain(env, "YIELDAGENT_DEPLOYMENT_").items()
+        },
+        confirmations=max(_int(env, "YIELDAGENT_CONFIRMATIONS", 1), 1),
+        tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
+        log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
     )

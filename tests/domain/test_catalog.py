@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yieldagent.catalog import load_catalog
-from yieldagent.domain.catalog import Catalog, parse_catalog
+from yieldagent.domain.catalog import Catalog, parse_catalog, relocate
 from yieldagent.domain.errors import InvalidRequest, NotFound
 
 SUPPORTED = [1, 137, 8453, 42161, 84532, 11155111]
@@ -161,3 +161,18 @@ def test_the_shipped_catalog_lists_protocols_sorted(catalog: Catalog) -> None:
         for token in catalog.chain(chain_id).tokens:
             names = [p.name for p in token.protocols]
             assert names == sorted(names), (chain_id, token.symbol)
+
+
+def test_a_devnet_relocates_a_chains_token_and_protocols(catalog: Catalog) -> None:
+    token, aave = "0x" + "11" * 20, "0x" + "22" * 20
+    moved = relocate(catalog, 8453, token, {"aave": aave})
+    [usdc] = moved.chain(8453).tokens
+    assert (usdc.address, usdc.symbol, usdc.decimals) == (token, "USDC", 6)
+    assert [(p.name, p.address) for p in usdc.protocols] == [("aave", aave)]
+    assert usdc.protocols[0].title == catalog.token(8453, BASE_USDC).protocol("aave").title  # type: ignore[union-attr]
+    assert moved.chain(1) == catalog.chain(1)
+
+
+def test_relocating_an_unknown_protocol_is_refused(catalog: Catalog) -> None:
+    with pytest.raises(InvalidRequest, match="nowhere"):
+        relocate(catalog, 8453, "0x" + "11" * 20, {"nowhere": "0x" + "22" * 20})

@@ -43,6 +43,7 @@ from yieldagent.chain.port import (
     ChainPort,
     ChainTx,
     ClaimReceipt,
+    ContractCall,
     GasCost,
     Position,
     RewardAmount,
@@ -108,6 +109,15 @@ class YieldingChain:
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         await asyncio.sleep(0)
         return await self._inner.quotes(token, protocols)
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        return await self._inner.plan_calls(holder, action, protocol, token, amount)
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        await asyncio.sleep(0)
+        await self._inner.prepare_account(account, owner)
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         await asyncio.sleep(0)

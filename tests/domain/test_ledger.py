@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import given
@@ -11,7 +12,7 @@ from yieldagent.chain.port import ChainTx
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.ledger import EXTERNAL, SERVICE, book, key_of, pro_rata
+from yieldagent.domain.ledger import EXTERNAL, SERVICE, book, hold_back, key_of, pro_rata
 from yieldagent.domain.operations import FEE, PAYOUT, Step
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Wallet
@@ -166,3 +167,33 @@ def test_booking_any_flows_keeps_principal_whole_and_never_negative(
     assert booking.principal == deposited - taken_principal >= 0
     assert all(w.principal + w.yield_ == w.amount for w in booking.withdrawals)
     assert booking.flow == value - 0
+
+
+# -- confirmations -------------------------------------------------------------------------
+
+
+def _at(event: ChainTx, block: int) -> ChainTx:
+    return replace(event, block_number=block)
+
+
+def test_a_deposit_waits_for_its_confirmations_and_its_value_is_set_aside() -> None:
+    old = _at(_tx("transfer", STRANGER, ACCOUNT, 700), 100)
+    fresh = _at(_tx("transfer", STRANGER, ACCOUNT, 300), 105)
+    taken, pending = hold_back([old, fresh], _wallet(), 103, set())
+    assert taken == [old]
+    assert pending == 300
+    booking = book(_wallet(), TOKEN, taken, set(), {}, 1_000 - pending)
+    assert booking.principal == 700  # the unconfirmed 300 is neither principal nor yield
+
+
+def test_the_services_own_steps_are_taken_at_once() -> None:
+    supply = _at(_tx("supply", ACCOUNT, "aave", 500), 105)
+    taken, pending = hold_back([supply], _wallet(), 103, {key_of(supply)})
+    assert taken == [supply]
+    assert pending == 0
+
+
+def test_an_unconfirmed_outflow_is_held_back_too() -> None:
+    spent = _at(_tx("transfer", ACCOUNT, STRANGER, 40), 104)
+    taken, pending = hold_back([spent], _wallet(), 103, set())
+    assert (taken, pending) == ([], -40)

@@ -37,6 +37,7 @@ from yieldagent.chain.port import (
     ChainPort,
     ChainTx,
     ClaimReceipt,
+    ContractCall,
     GasCost,
     Position,
     RewardAmount,
@@ -193,6 +194,14 @@ class CrashingChain:
 
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         return await self._call("quotes", self._inner.quotes, token, protocols)
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        return await self._inner.plan_calls(holder, action, protocol, token, amount)
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        await self._inner.prepare_account(account, owner)
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return await self._call("supply", self._inner.supply, holder, protocol, token, amount)

@@ -12,17 +12,54 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import pytest
+from web3 import HTTPProvider, Web3
 
 from yieldagent.devnet.anvil import Anvil, free_port, rpc
 from yieldagent.devnet.deploy import deploy_all
-from yieldagent.devnet.manifest import Manifest
+from yieldagent.devnet.deployer import Deployer
+from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
 
 
 class Devnet(NamedTuple):
-    """A running devnet: what was deployed, and its RPC URL."""
+    """A running devnet: what was deployed, and its RPC URL; shortcuts to drive it."""
 
     manifest: Manifest
     url: str
+
+    @property
+    def d(self) -> Deployer:
+        """A deployer on this devnet (anvil's unlocked accounts, actors)."""
+        return Deployer(self.url)
+
+    @property
+    def w3(self) -> Web3:
+        """A synchronous Web3 on this devnet."""
+        return Web3(HTTPProvider(self.url))
+
+    @property
+    def usdc(self) -> str:
+        """The devnet USDC's address."""
+        return self.manifest.token
+
+    @property
+    def compound(self) -> ProtocolDeployment:
+        """The Comet deployment."""
+        return self.manifest.protocol("compound")
+
+    @property
+    def moonwell(self) -> ProtocolDeployment:
+        """The mToken deployment."""
+        return self.manifest.protocol("moonwell")
+
+    @property
+    def morpho(self) -> ProtocolDeployment:
+        """The Morpho Blue vault deployment."""
+        return self.manifest.protocol("morpho_gauntlet_usdc_prime")
+
+    @property
+    def router(self) -> str | None:
+        """The reward token's swap router."""
+        return self.manifest.swap_router
 
 
 @pytest.fixture(scope="session")

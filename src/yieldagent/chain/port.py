@@ -23,6 +23,15 @@ class Block:
 
     number: int
     timestamp: int
+    final: int | None = None
+    """The newest block with enough confirmations (``YIELDAGENT_CONFIRMATIONS``) that a
+    reorganisation is not expected to undo it; None means this block itself (a chain that
+    does not reorganise, like the simulator)."""
+
+    @property
+    def final_number(self) -> int:
+        """The newest block whose events the books may take as final."""
+        return self.number if self.final is None else self.final
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +126,20 @@ class GasCost:
     usd: float
 
 
+@dataclass(frozen=True, slots=True)
+class ContractCall:
+    """One contract call of a plan: where, which function with which arguments (ABI values
+    as strings), and its ABI-encoded data."""
+
+    contract: str
+    function: str
+    arguments: tuple[str, ...]
+    data: str
+    """Selector and arguments, 0x-prefixed hex."""
+    description: str
+    value: int = 0
+
+
 class ChainPort(Protocol):
     """One EVM chain, as the service uses it."""
 
@@ -141,11 +164,22 @@ class ChainPort(Protocol):
         """Each protocol's pool as it is now, able to quote its supply APR after adding or
         removing an amount: our own rate impact."""
 
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Makes sure the smart account ``account`` of ``owner`` exists on chain, with the
+        operator as its session key, before the service first acts through it."""
+
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
 
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """The contract calls ``holder`` makes to ``action`` (deposit or withdraw)
+        ``amount`` of ``token`` into or from ``protocol``, approval included; none on a
+        chain without contracts (the simulator)."""
 
     async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
         """What swapping ``amount_in`` of ``token_in`` would give of ``token_out`` now."""

@@ -82,6 +82,7 @@ def deploy_all(
     with _timed("compile", timings):
         artifacts = compile_project()
     d = Deployer(url)
+    collector = fee_collector or d.admin
     with _timed("usdc", timings):
         usdc = deploy_usdc(d).address
     with _timed("aave", timings):
@@ -104,7 +105,7 @@ def deploy_all(
     if accounts is not None:
         with _timed("policy", timings):
             policy = accounts.deploy_policy(
-                d, usdc, protocols, fee_collector or d.admin, MAX_FEE_BPS, swap_router=swap_router
+                d, usdc, protocols, collector, MAX_FEE_BPS, swap_router=swap_router
             )
 
     with _timed("borrowers", timings):
@@ -124,7 +125,7 @@ def deploy_all(
         reward_token=reward_token,
         swap_router=swap_router,
         borrower=d.actor("aave-borrower"),
-        extras={"fee_collector": fee_collector or d.admin, "admin": d.admin},
+        extras={"fee_collector": collector, "admin": d.admin},
     )
     if manifest_path is not None:
         manifest.write(manifest_path)

@@ -138,11 +138,14 @@ class Deployer:
         errors_abi = abi or list(getattr(fn, "contract_abi", None) or [])
         try:
             tx_hash = fn.transact(params)
-        except (ContractLogicError, Web3RPCError, ValueError) as error:
+        except ContractLogicError as error:
             raise DeployError(f"{label} reverted: {_reason(error, errors_abi)}") from error
+        except Web3RPCError as error:
+            raise DeployError(f"{label} was refused: {error}") from error
         receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=60, poll_latency=0.01)
         if receipt["status"] != 1:
-            raise DeployError(f"{label} failed in block {receipt['blockNumber']}: {tx_hash.hex()}")
+            block = receipt["blockNumber"]
+            raise DeployError(f"{label} failed in block {block}: {tx_hash.to_0x_hex()}")
         return receipt
 
     def _sender(self, address: str) -> ChecksumAddress:

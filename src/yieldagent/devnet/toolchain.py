@@ -207,12 +207,29 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)  # atomic: concurrent compilations keep one file
 
 
+def _fingerprint() -> tuple[object, ...]:
+    """What the project's own sources look like on disk (paths, sizes, modification times)."""
+    files = sorted(SOURCES.rglob("*.sol"))
+    return (str(SOURCES), *((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+
+
+_by_fingerprint: dict[tuple[object, ...], dict[str, Artifact]] = {}
+
+
 def compile_project() -> dict[str, Artifact]:
     """The project's contracts compiled (or read back from the cache), keyed by name.
 
     Each contract is also under ``"<unit>:<name>"`` (for example ``"src/USDC.sol:USDC"``),
-    which stays unambiguous when two sources declare the same name.
+    which stays unambiguous when two sources declare the same name. Within a process, a
+    call whose sources have not changed on disk returns the previous result at once.
     """
+    fingerprint = _fingerprint()
+    if fingerprint not in _by_fingerprint:
+        _by_fingerprint[fingerprint] = _compile_sources()
+    return _by_fingerprint[fingerprint]
+
+
+def _compile_sources() -> dict[str, Artifact]:
     standard_input = json.dumps(
         {
             "language": "Solidity",
@@ -224,7 +241,6 @@ def compile_project() -> dict[str, Artifact]:
     return _compiled(_input_digest(standard_input), standard_input)
 
 
-@cache
 def _compiled(digest: str, standard_input: str) -> dict[str, Artifact]:
     cached = BUILD / f"{digest}.json"
     if cached.is_file():

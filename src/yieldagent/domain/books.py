@@ -30,7 +30,7 @@ from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.clock import Clock
 from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound, YieldAgentError
 from yieldagent.domain.leases import Leases
-from yieldagent.domain.ledger import Booking, book, key_of
+from yieldagent.domain.ledger import Booking, book, hold_back, key_of
 from yieldagent.domain.operations import (
     CLAIM_STEP,
     EXECUTING,
@@ -264,6 +264,7 @@ class Books:
         if operation is not None:
             ours.append(operation)
         steps = {key: (op.id, step) for op in ours for key, step in mined_steps([op]).items()}
+        events, pending = hold_back(events, wallet, head.final_number, steps.keys())
         valuation = await value(chain, wallet)
         booking = book(
             wallet,
@@ -271,11 +272,11 @@ class Books:
             events,
             self.wallets.booked(wallet.id, wallet.synced_block),
             steps,
-            valuation.total,
+            valuation.total - pending,
         )
         after = valued(wallet, valuation)
         after.principal = booking.principal
-        after.synced_block = max(head.number, wallet.synced_block)
+        after.synced_block = max(head.final_number, wallet.synced_block)
         return after, self._journal(after, booking, valuation, operation, owner, rewards)
 
     @staticmethod

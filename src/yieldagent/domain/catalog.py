@@ -7,7 +7,7 @@ registry file shipped in the package.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from yieldagent.domain.errors import InvalidRequest, NotFound
@@ -86,6 +86,24 @@ class Catalog:
                 f"Invalid protocol name: {', '.join(unknown)}; "
                 f"protocols for {token.symbol}: {known}"
             )
+
+
+def relocate(
+    catalog: Catalog, chain_id: int, token_address: str, addresses: Mapping[str, str]
+) -> Catalog:
+    """The catalog with chain ``chain_id``'s token (its first: USDC) at ``token_address``
+    and only the protocols named in ``addresses``, each at its address there: a devnet
+    that deployed the same protocols at its own addresses."""
+    chain = catalog.chain(chain_id)
+    template = chain.tokens[0]
+    protocols = []
+    for name, address in sorted(addresses.items()):
+        info = template.protocol(name)
+        if info is None:
+            raise InvalidRequest(f"Protocol {name} is not in the catalog for chain {chain_id}")
+        protocols.append(replace(info, address=address))
+    token = replace(template, address=token_address, protocols=tuple(protocols))
+    return Catalog({**catalog.chains, chain_id: replace(chain, tokens=(token,))})
 
 
 def parse_catalog(data: Mapping[str, Any]) -> Catalog:

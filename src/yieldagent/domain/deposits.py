@@ -33,7 +33,7 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotFound,
 )
-from yieldagent.domain.ledger import book
+from yieldagent.domain.ledger import book, hold_back
 from yieldagent.domain.operations import (
     ACTIVATE,
     COMPLETED,
@@ -49,6 +49,9 @@ from yieldagent.domain.wallet_states import WalletStatus, transition
 from yieldagent.domain.wallets import Journal, Wallet
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
+
+UNCONFIRMED_RETRY_SECONDS = 5
+"""When to retry announcing a deposit that still waits for its confirmations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +197,12 @@ class Deposits:
         refuses, before anything is stored, an account without funds, a deposit above the
         limit, or rules the funds cannot meet."""
         books = self._books
+        head = await chain.head()
         events = await chain.history(wallet.address, wallet.synced_block)
+        events, pending = hold_back(events, wallet, head.final_number, set())
         known = books.wallets.booked(wallet.id, wallet.synced_block) if wallet.id else set()
         valuation = await value(chain, wallet)
-        booking = book(wallet, token, events, known, {}, valuation.total)
+        booking = book(wallet, token, events, known, {}, valuation.total - pending)
         added = sum(d.amount for d in booking.deposits)
         if valuation.total == 0:
             raise InvalidRequest(f"No deposit of {token.symbol} found in the smart account")
@@ -249,6 +254,7 @@ class Deposits:
         returns the operation and why it stopped short, if it did."""
         books = self._books
         try:
+            await chain.prepare_account(wallet.address, wallet.eoa)
             valuation = await value(chain, wallet)
             costs = await books.costs(chain, wallet)
             for move in placement(wallet, valuation, costs, self._paused(wallet.chain_id)):
@@ -315,11 +321,19 @@ class Deposits:
 
 
 async def _announced(chain: ChainPort, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
-    """The announced deposit: a mined transfer of ``token`` to ``address``; InvalidRequest
-    otherwise."""
+    """The announced deposit: a mined transfer of ``token`` to ``address``, with its
+    confirmations; InvalidRequest if it is not one, Conflict (retry later) while it waits
+    for confirmations."""
     transfer = await chain.find_transfer(tx_hash)
     if transfer is None:
         raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
     if transfer.recipient != address or transfer.token != token.address:
         raise InvalidRequest(f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}")
+    head = await chain.head()
+    if transfer.block_number > head.final_number:
+        waiting = transfer.block_number - head.final_number
+        raise Conflict(
+            f"Deposit {tx_hash} waits for {waiting} more confirmation(s); retry",
+            retry_after_seconds=UNCONFIRMED_RETRY_SECONDS,
+        )
     return transfer

@@ -24,7 +24,7 @@ a fee on principal. Tokens other than the wallet's (a stray airdrop, say) are no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -89,6 +89,23 @@ def _flow(event: ChainTx, wallet: Wallet) -> int:
     if event.sender == wallet.address and event.recipient != wallet.address:
         return -event.amount
     return 0
+
+
+def hold_back(
+    events: Sequence[ChainTx], wallet: Wallet, final_block: int, ours: Set[EventKey]
+) -> tuple[list[ChainTx], int]:
+    """The events the books may take now: those in blocks up to ``final_block``, and the
+    service's own mined steps (``ours``) wherever they are. The others wait for their
+    confirmations, so a deposit a reorganisation undoes is never credited. Also returns
+    the net flow the held-back events carry, which the value read from the chain's newest
+    block already includes."""
+    taken, pending = [], 0
+    for event in events:
+        if event.block_number <= final_block or key_of(event) in ours:
+            taken.append(event)
+        else:
+            pending += _flow(event, wallet)
+    return taken, pending
 
 
 def pro_rata(amount: int, value_before: int, principal: int) -> WithdrawalSplit:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import grpc
 
-from yieldagent.chain.port import ChainPort
+from yieldagent.chain.port import ChainPort, ContractCall
 from yieldagent.domain.addresses import parse_address, parse_amount
 from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.catalog import Catalog
@@ -79,6 +79,14 @@ class OptimizerServicer(optimizer_pb2_grpc.OptimizerServiceServicer):
         )
         if plan.break_even_days is not None:
             result.break_even_days = plan.break_even_days
+        calldata = []
+        if request.HasField("wallet_address"):
+            holder = parse_address(request.wallet_address, ("wallet_address",))
+            for move in plan.moves:
+                calls = await chain.plan_calls(
+                    holder, move.action, move.protocol, address, move.amount
+                )
+                calldata += [_calldata(call, move.protocol) for call in calls]
         return optimizer_pb2.OptimizeResponse(
             optimization_result=result,
             action_plan=[
@@ -87,4 +95,17 @@ class OptimizerServicer(optimizer_pb2_grpc.OptimizerServiceServicer):
                 )
                 for m in plan.moves
             ],
+            calldata=calldata,
         )
+
+
+def _calldata(call: ContractCall, protocol: str) -> optimizer_pb2.Calldata:
+    return optimizer_pb2.Calldata(
+        contract_address=call.contract,
+        function_name=call.function,
+        parameters=call.arguments,
+        value=str(call.value),
+        protocol=protocol,
+        description=call.description,
+        data=call.data,
+    )

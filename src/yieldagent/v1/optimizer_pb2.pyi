@@ -85,17 +85,19 @@ class PlannedAction(_message.Message):
     def __init__(self, action_type: _Optional[str] = ..., protocol: _Optional[str] = ..., amount: _Optional[str] = ..., underlying_amount: _Optional[str] = ...) -> None: ...
 
 class Calldata(_message.Message):
-    __slots__ = ("contract_address", "function_name", "parameters", "value", "protocol", "description")
+    __slots__ = ("contract_address", "function_name", "parameters", "value", "protocol", "description", "data")
     CONTRACT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
     contract_address: str
     function_name: str
     parameters: _containers.RepeatedScalarFieldContainer[str]
     value: str
     protocol: str
     description: str
-    def __init__(self, contract_address: _Optional[str] = ..., function_name: _Optional[str] = ..., parameters: _Optional[_Iterable[str]] = ..., value: _Optional[str] = ..., protocol: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+    data: str
+    def __init__(self, contract_address: _Optional[str] = ..., function_name: _Optional[str] = ..., parameters: _Optional[_Iterable[str]] = ..., value: _Optional[str] = ..., protocol: _Optional[str] = ..., description: _Optional[str] = ..., data: _Optional[str] = ...) -> None: ...

@@ -8,6 +8,7 @@ from yieldagent.chain.port import (
     Block,
     ChainTx,
     ClaimReceipt,
+    ContractCall,
     GasCost,
     Position,
     RewardAmount,
@@ -110,11 +111,20 @@ class SimulatedChain:
             if pool.protocol in wanted
         ]
 
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Nothing to do: simulated accounts need no code."""
+
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.supply(self.chain_id, holder, protocol, token, amount))
 
     async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.withdraw(self.chain_id, holder, protocol, token, amount))
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """None: the simulated market has no contracts to call."""
+        return []
 
     async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
         return self.market.quote_swap(self.chain_id, token_in, token_out, amount_in)
