@@ -24,7 +24,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from support.agent_setup import make_agent
 from support.agent_world import expire_leases
@@ -54,7 +54,7 @@ from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.accounting import WithdrawalSplit
-from yieldagent.domain.errors import ChainUnavailable
+from yieldagent.domain.errors import ChainRejected, ChainUnavailable
 from yieldagent.domain.lifecycle import Lifecycle, WithdrawalResult
 from yieldagent.domain.partners import Partner
 from yieldagent.domain.reconciliation import Repair
@@ -172,6 +172,57 @@ async def test_a_withdrawal_the_chain_refused_frees_its_key_for_a_retry(
 
     assert again == result
     assert [t.amount for t in transfers(market, wallet.address, EOA)] == [result.split.to_user]
+    assert_books_balance(engine, market, [stored(engine, wallet.address)])
+
+
+async def test_a_revert_reaches_the_caller_unchanged_with_its_reason(
+    engine: Engine, market: SimulatedMarket, chains: Chains, partner: PartnerKey
+) -> None:
+    """An adapter that names the chain's refusal (a revert, with its reason) is not
+    second-guessed as unavailable: the caller sees ChainRejected, and nothing moved."""
+    owner, _ = partner
+    wallet = await activated(make_lifecycle(engine, chains), engine, market, owner.id, 1000 * USDC)
+
+    async def revert() -> None:
+        raise ChainRejected("transaction 0x01 reverted: not allowed", "not allowed")
+
+    reverting = CrashingChain(chains[BASE]).hook("transfer", revert, only=to(EOA))
+    with pytest.raises(ChainRejected) as refused:
+        await withdraw(
+            make_lifecycle(engine, with_chain(chains, reverting)),
+            owner.id,
+            wallet.address,
+            500 * USDC,
+            key="r",
+        )
+    # As stored with the operation and replayed: the reason travels in the detail.
+    assert refused.value.detail == "transaction 0x01 reverted: not allowed"
+    assert reverting.unfired() == []
+    assert transfers(market, wallet.address, EOA) == []
+    assert_books_balance(engine, market, [stored(engine, wallet.address)])
+
+
+async def test_a_placement_the_chain_reverts_stops_and_leaves_the_funds_idle(
+    engine: Engine, market: SimulatedMarket, chains: Chains, partner: PartnerKey
+) -> None:
+    owner, _ = partner
+
+    async def revert() -> None:
+        raise ChainRejected("transaction 0x02 reverted: paused", "paused")
+
+    reverting = CrashingChain(chains[BASE]).hook("supply", revert)
+    lifecycle = make_lifecycle(engine, with_chain(chains, reverting))
+    wallet = await activated(lifecycle, engine, market, owner.id, 1000 * USDC)
+    assert reverting.unfired() == []
+    assert wallet.status == WalletStatus.ACTIVATED
+    assert positions(market, wallet.address) == {}  # idle: the agent places it later
+    with engine.connect() as connection:
+        [reason] = connection.execute(
+            text("SELECT reason FROM operations WHERE wallet_id = :id"), {"id": wallet.id}
+        ).scalars()
+    assert (
+        reason == "placement stopped: transaction 0x02 reverted: paused; the agent places the rest"
+    )
     assert_books_balance(engine, market, [stored(engine, wallet.address)])
 
 

@@ -26,6 +26,8 @@ CREATE = load_policies()["/yieldagent.v1.SmartAccountService/CreateSmartAccount"
         (domain.NotFound("no"), grpc.StatusCode.NOT_FOUND, 404),
         (domain.Conflict("no"), grpc.StatusCode.FAILED_PRECONDITION, 409),
         (domain.Conflict("busy", retry_after_seconds=3), grpc.StatusCode.ABORTED, 409),
+        (domain.ChainRejected("reverted: no", "no"), grpc.StatusCode.FAILED_PRECONDITION, 409),
+        (domain.ChainUnavailable("down"), grpc.StatusCode.UNAVAILABLE, 503),
         (domain.NotImplementedYet("no"), grpc.StatusCode.UNIMPLEMENTED, 501),
         (domain.ConfigurationError("no"), grpc.StatusCode.INTERNAL, 500),
         (None, grpc.StatusCode.INTERNAL, 500),
@@ -45,6 +47,19 @@ def test_rest_bodies() -> None:
     assert json.loads(body) == {
         "detail": [{"loc": ["body", "eoa"], "msg": "bad é", "type": "value_error"}]
     }
+
+
+def test_a_revert_reaches_the_caller_with_its_reason() -> None:
+    rejected = domain.ChainRejected("transaction 0xab reverted: not enough cash", "not enough cash")
+    assert json.loads(rest_body(rejected, CREATE)) == {
+        "detail": "transaction 0xab reverted: not enough cash"
+    }
+    status = grpc_status(rejected)
+    assert status.details == "transaction 0xab reverted: not enough cash"
+    [info] = _details(rejected)
+    assert info.reason == "CHAIN_REJECTED"
+    replayed = domain.error_named("ChainRejected", rejected.detail)  # a stored failure
+    assert isinstance(replayed, domain.ChainRejected) and replayed.detail == rejected.detail
 
 
 def test_a_header_location_stays_a_header() -> None:

@@ -65,9 +65,17 @@ CHAIN_ERRORS: tuple[type[Exception], ...] = (Web3Exception, *TRANSPORT_ERRORS)
 """Every failure of a call to the node: an error answer, or no answer."""
 
 
+def node_message(error: Web3RPCError) -> str:
+    """The node's own words in an error answer (web3 keeps the whole error object)."""
+    answer = error.rpc_response.get("error") if error.rpc_response else None
+    if isinstance(answer, dict) and answer.get("message"):
+        return str(answer["message"])
+    return str(error.message)
+
+
 def classify_refusal(error: Web3RPCError) -> Broadcast:
     """What the node's error answer to a broadcast means."""
-    message = str(error.message).lower()
+    message = node_message(error).lower()
     if any(phrase in message for phrase in _KNOWN):
         return Broadcast.SENT
     if any(phrase in message for phrase in _NONCE_USED):

@@ -21,7 +21,9 @@ signing failed), and otherwise left to its lease, which lapses after the whole w
 nonce another transaction took (the node says "nonce too low", or a stranger was mined
 with it while we waited) is consumed, and the transaction is sent again with a new nonce.
 
-RPC failures and timeouts raise ``ChainUnavailable``.
+RPC failures and timeouts raise ``ChainUnavailable``. A transaction still unmined after
+its last replacement raises it too, though one of its versions may be mined later: the
+caller settles such a step from the chain's history (``Books.recover_steps``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from yieldagent.chain.web3.node_answers import (
     TRANSPORT_ERRORS,
     Broadcast,
     classify_refusal,
+    node_message,
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
@@ -122,9 +125,14 @@ class SendSettings:
             raise ValueError("the receipt timeout and the poll interval are positive")
 
     @property
+    def wait_seconds(self) -> float:
+        """The longest a send waits: a timeout per version sent, and one per confirmation."""
+        return self.receipt_timeout_seconds * (self.max_replacements + 1 + self.confirmations)
+
+    @property
     def hold_seconds(self) -> float:
-        """How long a nonce is leased: the whole wait for its receipt, and a margin."""
-        return self.receipt_timeout_seconds * (self.max_replacements + 1) + 120.0
+        """How long a nonce is leased: the whole wait, and a margin."""
+        return self.wait_seconds + 120.0
 
 
 @dataclass(slots=True)
@@ -217,20 +225,20 @@ class TransactionSender:
         try:
             raw, tx_hash = self._sign(tx, fees)
         except BaseException:
-            self._nonces.release(self.chain_id, self.address, nonce)
+            self._settle(self._nonces.release, nonce)
             raise
         answer, detail = await self._broadcast(raw)
         if answer is Broadcast.NONCE_USED or answer is Broadcast.UNDERPRICED:
             if answer is Broadcast.NONCE_USED:  # else: another transaction holds it in the pool
-                self._nonces.consume(self.chain_id, self.address, nonce)
+                self._settle(self._nonces.consume, nonce)
             log.warning("nonce taken by another transaction", extra={"nonce": nonce})
             raise _NonceTaken
         if answer is Broadcast.REFUSED:
-            self._nonces.release(self.chain_id, self.address, nonce)
+            self._settle(self._nonces.release, nonce)
             raise ChainUnavailable(f"the node refused the transaction: {detail}")
         sent.hashes.append(tx_hash)  # SENT, or UNKNOWN: it may have arrived, so watch it
         mined = await self._await_receipt(sent)
-        self._nonces.consume(self.chain_id, self.address, nonce)
+        self._settle(self._nonces.consume, nonce)
         if mined["status"] != 1:
             reason = await self._replayed_reason(call, gas, mined)
             raise ChainRejected(
@@ -244,13 +252,20 @@ class TransactionSender:
         settings = self.settings
         replacements = 0
         deadline = self._monotonic() + settings.receipt_timeout_seconds
+        give_up = self._monotonic() + settings.wait_seconds
         while True:
             mined = await self._first_mined(sent.hashes)
             if mined is not None:
                 if await self._confirmed(mined):
                     return mined
+                if self._monotonic() >= give_up:
+                    raise ChainUnavailable(
+                        f"transaction {mined['transactionHash'].to_0x_hex()} was mined in block "
+                        f"{mined['blockNumber']} but not confirmed by {settings.confirmations} "
+                        "blocks in time"
+                    )
             elif await self._taken_by_a_stranger(sent):
-                self._nonces.consume(self.chain_id, self.address, sent.tx["nonce"])
+                self._settle(self._nonces.consume, sent.tx["nonce"])
                 log.warning("nonce used by another transaction", extra={"nonce": sent.tx["nonce"]})
                 raise _NonceTaken
             elif self._monotonic() >= deadline:
@@ -311,6 +326,14 @@ class TransactionSender:
             return False
         return await self._first_mined(sent.hashes) is None  # ours may have just been mined
 
+    def _settle(self, action: Callable[[int, str, int], None], nonce: int) -> None:
+        """Consumes or releases ``nonce``; a failure only leaves its lease to lapse, which
+        is safe, so it never hides what the chain did."""
+        try:
+            action(self.chain_id, self.address, nonce)
+        except Exception:
+            log.warning("nonce lease not settled", extra={"nonce": nonce}, exc_info=True)
+
     # -- signing and broadcasting -------------------------------------------------------
 
     def _sign(self, tx: dict[str, Any], fees: Fees) -> tuple[bytes, str]:
@@ -335,7 +358,7 @@ class TransactionSender:
             except TRANSPORT_ERRORS as error:
                 detail = f"{type(error).__name__}: {error}"
             except Web3RPCError as error:
-                return classify_refusal(error), str(error.message)
+                return classify_refusal(error), node_message(error)
             if attempt == 0:
                 await self._sleep(self.settings.poll_seconds)
         return Broadcast.UNKNOWN, detail
@@ -355,17 +378,21 @@ class TransactionSender:
     async def _replayed_reason(self, call: dict[str, Any], gas: int, mined: TxReceipt) -> str:
         """Why a mined transaction reverted: its call replayed at its block."""
         replay = cast(TxParams, {**call, "gas": gas})
+        said = ""
         try:
             await self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
         except ContractLogicError as error:
-            return revert_reason(revert_data(error.data), str(error.message or ""))
+            data = revert_data(error.data)
+            if data:
+                return revert_reason(data)
+            said = str(error.message or "")
         except Web3RPCError as error:
-            return str(error.message)
+            said = node_message(error)
         except CHAIN_ERRORS:
-            return "unknown (the replay of the call failed)"
+            said = "unknown (the replay of the call failed)"
         if mined["gasUsed"] >= gas:
-            return "out of gas"
-        return "unknown (the call succeeds when replayed)"
+            return f"out of gas (all {gas} gas used)"
+        return said or "unknown (the call succeeds when replayed)"
 
     async def _receipt(self, mined: TxReceipt) -> Receipt:
         block = await self._rpc(
