@@ -72,6 +72,8 @@ class ChainEnv:
     account: str
     owner: str
     calls: CallCounter
+    sender: TransactionSender
+    """The operator's sender (the account's session key)."""
     build: Callable[..., Web3Chain]
     """Another adapter on the same node and operator, with config changes."""
 
@@ -115,6 +117,6 @@ async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv
     await chain.prepare_account(account, owner.address)
     mint(deployer, config.token, account, 100_000 * ONE_USDC)
     calls = count_calls(w3.provider)
-    yield ChainEnv(chain, devnet_snapshot, deployer, account, owner.address, calls, build)
+    yield ChainEnv(chain, devnet_snapshot, deployer, account, owner.address, calls, sender, build)
     await w3.provider.disconnect()
     engine.dispose()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from eth_abi.abi import encode
 from eth_account import Account
 
 from support.devnet import Devnet
 from support.web3_chain import ChainEnv
-from yieldagent.chain.port import ChainTx
-from yieldagent.chain.web3.abis import TRANSFER
+from yieldagent.chain.port import ChainPort, ChainTx
+from yieldagent.chain.web3.abis import ACCOUNT_EXECUTE, TRANSFER
 from yieldagent.chain.web3.adapter import LoggedReceipt
 from yieldagent.devnet.usdc import ONE_USDC
 from yieldagent.domain.errors import ChainRejected, NotImplementedYet
@@ -23,7 +24,8 @@ def _kinds(events: list[ChainTx], since: int) -> list[tuple[str, str, str, int]]
 
 
 async def test_head_and_balances(env: ChainEnv) -> None:
-    head = await env.chain.head()
+    port: ChainPort = env.chain  # mypy checks that the adapter is a ChainPort
+    head = await port.head()
     assert head.number > env.devnet.manifest.deployed_block
     assert head.timestamp > 0
     assert await env.chain.token_balance(env.token, env.account) == 100_000 * ONE_USDC
@@ -176,3 +178,30 @@ async def test_prepare_account_installs_on_a_devnet_only(env: ChainEnv, devnet: 
     with pytest.raises(NotImplementedYet, match="not supported yet"):
         await production.prepare_account(Account.create().address, owner)
     await production.prepare_account(fresh, owner)  # deployed already: nothing to do
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_planned_calls_decode_and_execute(env: ChainEnv, protocol: str) -> None:
+    chain, amount = env.chain, 300 * ONE_USDC
+    planned = await chain.plan_calls(env.account, "deposit", protocol, env.token, amount)
+    approval, deposit = planned
+    assert (approval.contract, approval.function) == (env.token, "approve")
+    assert approval.arguments == (deposit.contract, str(amount))  # the pool pulls the tokens
+    assert str(amount) in deposit.arguments
+    for call in planned:  # the data is the function's selector and its arguments
+        assert call.data.startswith("0x") and call.value == 0 and call.description
+    batch = encode(
+        ["(address,uint256,bytes)[]"],
+        [[(c.contract, c.value, bytes.fromhex(c.data[2:])) for c in planned]],
+    )
+    await env.sender.send(
+        env.account, ACCOUNT_EXECUTE.encode(b"\x01" + bytes(31), batch), gas=2_000_000
+    )
+    [position] = [
+        p for p in await chain.positions(env.account, env.token) if p.protocol == protocol
+    ]
+    assert position.amount == pytest.approx(amount, abs=2)
+    out = await chain.plan_calls(env.account, "withdraw", protocol, env.token, amount // 2)
+    assert [c.function for c in out] == [
+        "redeemUnderlying" if protocol == "moonwell" else "withdraw"
+    ]

@@ -22,8 +22,14 @@ def test_functions_encode_with_their_selector_and_decode_checksummed() -> None:
     assert pair.decode(data) == ((TOKEN, 7), [POOL])
 
 
+def test_calls_render_their_arguments_as_abi_text() -> None:
+    call = Call(POOL, Fn("f(address,uint256,bool,bytes32)"), (TOKEN, 7, True, b"\xab" * 32))
+    assert call.arguments() == (TOKEN, "7", "true", "0x" + "ab" * 32)
+    assert call.data == call.fn.encode(TOKEN, 7, True, b"\xab" * 32)
+
+
 def test_one_call_is_a_single_execution() -> None:
-    call = Call(TOKEN, TRANSFER.encode(POOL, 10))
+    call = Call(TOKEN, TRANSFER, (POOL, 10))
     data = execute_calldata([call])
     assert data[:4] == ACCOUNT_EXECUTE.selector
     mode, packed = decode(["bytes32", "bytes"], data[4:])
@@ -32,7 +38,7 @@ def test_one_call_is_a_single_execution() -> None:
 
 
 def test_several_calls_are_one_batch() -> None:
-    calls = [Call(TOKEN, APPROVE.encode(POOL, 10)), Call(POOL, b"\x01\x02", value=3)]
+    calls = [Call(TOKEN, APPROVE, (POOL, 10)), Call(POOL, Fn("ping(bytes2)"), (b"\x01\x02",), 3)]
     mode, batch = decode(["bytes32", "bytes"], execute_calldata(calls)[4:])
     assert mode == b"\x01" + bytes(31)
     [executions] = decode(["(address,uint256,bytes)[]"], batch)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
-from web3 import AsyncWeb3, HTTPProvider, Web3
+from web3 import AsyncHTTPProvider, AsyncWeb3, HTTPProvider, Web3
 from web3.exceptions import ContractLogicError
 from web3.types import TxParams
 
@@ -28,6 +28,7 @@ from yieldagent.chain.port import (
     Block,
     ChainTx,
     ClaimReceipt,
+    ContractCall,
     GasCost,
     Position,
     RewardAmount,
@@ -63,7 +64,13 @@ from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.base import Call, approve
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
-from yieldagent.chain.web3.transactions import Receipt
+from yieldagent.chain.web3.transactions import (
+    NonceSource,
+    Receipt,
+    SendSettings,
+    Signer,
+    TransactionSender,
+)
 from yieldagent.domain.errors import (
     ChainRejected,
     ChainUnavailable,
@@ -130,6 +137,22 @@ class Web3Chain:
         self._resolving = asyncio.Lock()
         self.gas_used: dict[str, int] = {}
         """Gas each action used the last time it was mined here."""
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        config: Web3ChainConfig,
+        signer: Signer,
+        nonces: NonceSource,
+        settings: SendSettings | None = None,
+    ) -> Web3Chain:
+        """The adapter of the node at ``url``: its operator signs with ``signer`` (the
+        operator wallet's ``private_key``) and leases nonces from ``nonces``
+        (``storage.nonces.NonceStore``)."""
+        w3 = AsyncWeb3(AsyncHTTPProvider(url))
+        sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
+        return cls(w3, config, sender)
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -260,6 +283,27 @@ class Web3Chain:
         block = await self.head()
         return list(await asyncio.gather(*(pool.quote(block) for pool in wanted)))
 
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """The calls the account makes for a ``deposit`` or ``withdraw``: what it sends
+        through ``execute`` (approval first)."""
+        pool = self._pool(protocol, token)
+        await self._ready()
+        holder = to_checksum_address(holder)
+        if action == "deposit":
+            calls = pool.supply_calls(holder, amount)
+        elif action == "withdraw":
+            calls = pool.withdraw_calls(holder, amount)
+        else:
+            raise InvalidRequest(f"no contract calls for the action {action!r}")
+        return [
+            ContractCall(
+                c.target, c.fn.name, c.arguments(), "0x" + c.data.hex(), c.description, c.value
+            )
+            for c in calls
+        ]
+
     async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
         router = self._router()
         return int(
@@ -373,7 +417,7 @@ class Web3Chain:
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
         token, sender = to_checksum_address(token), to_checksum_address(sender)
         recipient = to_checksum_address(recipient)
-        call = Call(token, TRANSFER.encode(recipient, amount))
+        call = Call(token, TRANSFER, (recipient, amount))
         receipt = await self._execute(sender, [call], "transfer")
         moved = _find(receipt, token, sender, recipient, amount)
         return _logged(receipt, moved, f"transfer of {amount} to {recipient}")
@@ -386,7 +430,7 @@ class Web3Chain:
         token_in, token_out = to_checksum_address(token_in), to_checksum_address(token_out)
         calls = [
             approve(token_in, router, amount_in),
-            Call(router, ROUTER_SWAP.encode(token_in, token_out, amount_in, min_out, holder)),
+            Call(router, ROUTER_SWAP, (token_in, token_out, amount_in, min_out, holder)),
         ]
         receipt = await self._execute(holder, calls, "swap")
         paid = _find(receipt, token_in, holder, router, amount_in)
@@ -399,7 +443,7 @@ class Web3Chain:
         parties = await self._ready()
         owed = await self._owed(holder)
         calls = [
-            Call(str(self._comet_rewards(comet)), REWARDS_CLAIM.encode(comet, holder, True))
+            Call(str(self._comet_rewards(comet)), REWARDS_CLAIM, (comet, holder, True))
             for comet, (_, amount) in owed.items()
             if amount > 0
         ]

@@ -24,7 +24,7 @@ from yieldagent.chain.web3.abis import (
     TOTAL_SUPPLY,
 )
 from yieldagent.chain.web3.config import ProtocolConfig
-from yieldagent.chain.web3.protocols.base import Call, approve
+from yieldagent.chain.web3.protocols.base import Call, approve, supplying, withdrawing
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
@@ -117,11 +117,24 @@ class AavePool:
         pool = self.config.address
         return [
             approve(self.token, pool, amount),
-            Call(pool, AAVE_SUPPLY.encode(self.token, amount, account, 0)),
+            Call(
+                pool,
+                AAVE_SUPPLY,
+                (self.token, amount, account, 0),
+                description=supplying(self.name, amount),
+            ),
         ]
 
     def withdraw_calls(self, account: str, amount: int) -> list[Call]:
-        return [Call(self.config.address, AAVE_WITHDRAW.encode(self.token, amount, account))]
+        withdraw = (self.token, amount, account)
+        return [
+            Call(
+                self.config.address,
+                AAVE_WITHDRAW,
+                withdraw,
+                description=withdrawing(self.name, amount),
+            )
+        ]
 
 
 def _reserve_of(data: tuple[object, ...]) -> Reserve:

@@ -9,10 +9,10 @@ parameters and state, what a holder has supplied, the contract's own current sup
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from yieldagent.chain.port import Block
-from yieldagent.chain.web3.abis import APPROVE
+from yieldagent.chain.web3.abis import APPROVE, Fn
 from yieldagent.chain.web3.reader import BlockId
 from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.rate_models import SECONDS_PER_YEAR
@@ -23,16 +23,46 @@ PER_SECOND_WAD_TO_ANNUAL_RAY = SECONDS_PER_YEAR * 10**9
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One call a smart account makes: ``data`` to ``target`` with ``value`` wei."""
+    """One call a smart account makes: ``fn(*args)`` on ``target`` with ``value`` wei."""
 
     target: str
-    data: bytes
+    fn: Fn
+    args: tuple[Any, ...] = ()
     value: int = 0
+    description: str = ""
+
+    @property
+    def data(self) -> bytes:
+        """The call's ABI-encoded data."""
+        return self.fn.encode(*self.args)
+
+    def arguments(self) -> tuple[str, ...]:
+        """The arguments as strings: integers in decimal, bytes in 0x hex, booleans in
+        lower case, addresses as given."""
+        return tuple(_abi_text(a) for a in self.args)
+
+
+def _abi_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes | bytearray):
+        return "0x" + bytes(value).hex()
+    return str(value)
 
 
 def approve(token: str, spender: str, amount: int) -> Call:
     """The ERC-20 approval of ``amount`` of ``token`` to ``spender``."""
-    return Call(token, APPROVE.encode(spender, amount))
+    return Call(token, APPROVE, (spender, amount), description=f"Allow {spender} to take {amount}")
+
+
+def supplying(protocol: str, amount: int) -> str:
+    """What a supply call does, for people reading a plan."""
+    return f"Supply {amount} to {protocol}"
+
+
+def withdrawing(protocol: str, amount: int) -> str:
+    """What a withdrawal call does, for people reading a plan."""
+    return f"Withdraw {amount} from {protocol}"
 
 
 class LendingPool(Protocol):

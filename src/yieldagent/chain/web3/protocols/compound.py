@@ -29,7 +29,13 @@ from yieldagent.chain.web3.abis import (
     TOTAL_SUPPLY,
 )
 from yieldagent.chain.web3.config import ProtocolConfig
-from yieldagent.chain.web3.protocols.base import PER_SECOND_WAD_TO_ANNUAL_RAY, Call, approve
+from yieldagent.chain.web3.protocols.base import (
+    PER_SECOND_WAD_TO_ANNUAL_RAY,
+    Call,
+    approve,
+    supplying,
+    withdrawing,
+)
 from yieldagent.chain.web3.protocols.onchain_models import CometModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
@@ -91,11 +97,21 @@ class CometPool:
         comet = self.config.address
         return [
             approve(self.token, comet, amount),
-            Call(comet, COMET_SUPPLY.encode(self.token, amount)),
+            Call(
+                comet, COMET_SUPPLY, (self.token, amount), description=supplying(self.name, amount)
+            ),
         ]
 
     def withdraw_calls(self, account: str, amount: int) -> list[Call]:
-        return [Call(self.config.address, COMET_WITHDRAW.encode(self.token, amount))]
+        withdraw = (self.token, amount)
+        return [
+            Call(
+                self.config.address,
+                COMET_WITHDRAW,
+                withdraw,
+                description=withdrawing(self.name, amount),
+            )
+        ]
 
 
 def _curve(values: list[int]) -> tuple[int, int, int, int]:

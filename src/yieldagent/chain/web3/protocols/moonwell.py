@@ -30,7 +30,13 @@ from yieldagent.chain.web3.abis import (
     MTOKEN_TOTAL_RESERVES,
 )
 from yieldagent.chain.web3.config import ProtocolConfig
-from yieldagent.chain.web3.protocols.base import PER_SECOND_WAD_TO_ANNUAL_RAY, Call, approve
+from yieldagent.chain.web3.protocols.base import (
+    PER_SECOND_WAD_TO_ANNUAL_RAY,
+    Call,
+    approve,
+    supplying,
+    withdrawing,
+)
 from yieldagent.chain.web3.protocols.onchain_models import JumpRateModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
@@ -121,7 +127,9 @@ class MTokenPool:
 
     def supply_calls(self, account: str, amount: int) -> list[Call]:
         m = self.config.address
-        return [approve(self.token, m, amount), Call(m, MTOKEN_MINT.encode(amount))]
+        mint = Call(m, MTOKEN_MINT, (amount,), description=supplying(self.name, amount))
+        return [approve(self.token, m, amount), mint]
 
     def withdraw_calls(self, account: str, amount: int) -> list[Call]:
-        return [Call(self.config.address, MTOKEN_REDEEM_UNDERLYING.encode(amount))]
+        m, what = self.config.address, withdrawing(self.name, amount)
+        return [Call(m, MTOKEN_REDEEM_UNDERLYING, (amount,), description=what)]

@@ -35,7 +35,13 @@ from yieldagent.chain.web3.abis import (
 )
 from yieldagent.chain.web3.config import ProtocolConfig
 from yieldagent.chain.web3.protocols import morpho_math as mm
-from yieldagent.chain.web3.protocols.base import PER_SECOND_WAD_TO_ANNUAL_RAY, Call, approve
+from yieldagent.chain.web3.protocols.base import (
+    PER_SECOND_WAD_TO_ANNUAL_RAY,
+    Call,
+    approve,
+    supplying,
+    withdrawing,
+)
 from yieldagent.chain.web3.protocols.onchain_models import AdaptiveCurveModel
 from yieldagent.chain.web3.reader import BlockId, ReadReverted, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
@@ -241,11 +247,19 @@ class VaultPool:
         vault = self.config.address
         return [
             approve(self.token, vault, amount),
-            Call(vault, VAULT_DEPOSIT.encode(amount, account)),
+            Call(vault, VAULT_DEPOSIT, (amount, account), description=supplying(self.name, amount)),
         ]
 
     def withdraw_calls(self, account: str, amount: int) -> list[Call]:
-        return [Call(self.config.address, VAULT_WITHDRAW.encode(amount, account, account))]
+        withdraw = (amount, account, account)
+        return [
+            Call(
+                self.config.address,
+                VAULT_WITHDRAW,
+                withdraw,
+                description=withdrawing(self.name, amount),
+            )
+        ]
 
 
 def _market_name(collateral: str, loan: str, lltv: int) -> str:
