@@ -84,19 +84,14 @@ async def test_a_supply_beyond_the_balance_is_rejected_with_its_reason(env: Chai
         await env.chain.supply(env.account, "compound", env.token, 10**12 * ONE_USDC)
 
 
-async def test_find_transfer_waits_for_its_confirmations(env: ChainEnv) -> None:
+async def test_a_transfer_is_final_after_its_confirmations(env: ChainEnv) -> None:
     chain = env.build(confirmations=3)
     depositor = env.deployer.actor("web3-test-depositor")
     env.mint(depositor, 250 * ONE_USDC)
     tx = env.deployer.w3.eth.send_transaction(
         {"from": depositor, "to": env.token, "data": TRANSFER.encode(env.account, 250 * ONE_USDC)}
     )
-    tx_hash = "0x" + bytes(tx).hex()
-    assert await chain.find_transfer(tx_hash) is None  # its own block only
-    env.mine(1)
-    assert await chain.find_transfer(tx_hash) is None
-    env.mine(1)
-    found = await chain.find_transfer(tx_hash)
+    found = await chain.find_transfer("0x" + bytes(tx).hex())
     assert found is not None
     assert (found.token, found.sender, found.recipient, found.amount) == (
         env.token,
@@ -104,6 +99,12 @@ async def test_find_transfer_waits_for_its_confirmations(env: ChainEnv) -> None:
         env.account,
         250 * ONE_USDC,
     )
+    head = await chain.head()
+    assert (head.number, head.final) == (found.block_number, found.block_number - 2)
+    env.mine(1)
+    assert (await chain.head()).final_number < found.block_number  # two blocks: not yet
+    env.mine(1)
+    assert (await chain.head()).final_number == found.block_number  # three: final
     assert await chain.find_transfer("0x" + "12" * 32) is None
 
 

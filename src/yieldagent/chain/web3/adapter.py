@@ -222,7 +222,11 @@ class Web3Chain:
     # -- reads ----------------------------------------------------------------------------
 
     async def head(self) -> Block:
-        return await self.reader.block("latest")
+        """The latest block; its ``final`` is the newest with ``confirmations`` blocks
+        (its own included), which the books take as final."""
+        latest = await self.reader.block("latest")
+        final = max(latest.number - self.config.confirmations + 1, 0)
+        return Block(latest.number, latest.timestamp, final)
 
     async def token_balance(self, token: str, holder: str) -> int:
         return int(await self.reader.call(token, BALANCE_OF, holder))
@@ -250,14 +254,13 @@ class Web3Chain:
         return classify(holder, logs, parties)
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
+        """The first transfer of the chain's token (else of any token) that the mined,
+        successful transaction ``tx_hash`` made. Whether it has its confirmations is the
+        caller's to check against ``head().final``."""
         receipt = await self.reader.request("eth_getTransactionReceipt", [tx_hash])
         if receipt is None or int(receipt.get("status", "0x1"), 16) != 1:
             return None
-        number = int(receipt["blockNumber"], 16)
-        head = await self.head()
-        if head.number - number + 1 < self.config.confirmations:
-            return None
-        block = await self.reader.block(number)
+        block = await self.reader.block(int(receipt["blockNumber"], 16))
         transfers = [
             t for log in receipt["logs"] if (t := parse_transfer(log, block.timestamp)) is not None
         ]

@@ -64,7 +64,8 @@ class Web3ChainConfig:
     token_price_usd: float = 1.0
     native_price_usd: float = 3000.0
     confirmations: int = DEFAULT_CONFIRMATIONS
-    """Blocks a transfer needs (its own included) before ``find_transfer`` reports it."""
+    """Blocks an event needs (its own included) before the books take it as final: the
+    head's ``final`` block lags the latest by ``confirmations - 1``."""
     log_range: int = DEFAULT_LOG_RANGE
     """Most blocks one ``eth_getLogs`` covers."""
 
@@ -125,14 +126,22 @@ class Web3ChainConfig:
             "reward_token": _address(manifest.reward_token),
             "swap_router": _address(manifest.swap_router),
             "account_policy": _address(manifest.account_policy),
-            "account_runtime": manifest.account_runtime,
+            "account_runtime": manifest.account_runtime if _has_code(manifest) else None,
         }
         values.update(overrides)
         return cls(**values)
 
 
 def _address(value: str | None) -> str | None:
-    return to_checksum_address(value) if value else None
+    if not value or int(value, 16) == 0:
+        return None
+    return to_checksum_address(value)
+
+
+def _has_code(manifest: Any) -> bool:
+    """Whether the devnet has the smart account to install (and a policy for it)."""
+    runtime = manifest.account_runtime or "0x"
+    return runtime != "0x" and _address(manifest.account_policy) is not None
 
 
 def _maybe_address(value: str) -> str:
