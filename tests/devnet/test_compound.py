@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from web3.contract import Contract
-from web3.types import RPCEndpoint
 
-from support.devnet import USDC_UNIT, Devnet, revert_data, selector
+from support.devnet import Devnet
+from support.devnet_time import advance
+from support.smart_account import USDC_UNIT, revert_data, selector
 from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.compound import RATES
 from yieldagent.devnet.tokens import mint_and_approve
@@ -28,8 +29,8 @@ GETTERS = (
 )
 
 
-def _comet(devnet: Devnet) -> Contract:
-    return devnet.d.at(compile_project()["Comet"], devnet.compound.address)
+def _comet(net: Devnet) -> Contract:
+    return net.d.at(compile_project()["Comet"], net.compound.address)
 
 
 def _kinked(u: int, kink: int, base: int, low: int, high: int) -> int:
@@ -38,16 +39,16 @@ def _kinked(u: int, kink: int, base: int, low: int, high: int) -> int:
     return base + low * kink // WAD + high * (u - kink) // WAD
 
 
-def test_curve_parameters_are_the_yearly_launch_values_per_second(devnet: Devnet) -> None:
-    comet = _comet(devnet)
+def test_curve_parameters_are_the_yearly_launch_values_per_second(net: Devnet) -> None:
+    comet = _comet(net)
     for name, yearly in zip(GETTERS, RATES, strict=True):
         expected = yearly if name.endswith("Kink") else yearly // SECONDS_PER_YEAR
         assert getattr(comet.functions, name)().call() == expected, name
-    assert comet.functions.baseToken().call() == devnet.usdc
+    assert comet.functions.baseToken().call() == net.usdc
 
 
-def test_rates_follow_the_curves_and_the_domain_model(devnet: Devnet) -> None:
-    comet = _comet(devnet)
+def test_rates_follow_the_curves_and_the_domain_model(net: Devnet) -> None:
+    comet = _comet(net)
     p = [getattr(comet.functions, name)().call() for name in GETTERS]
     model = CompoundV3.base_usdc()
     for u in (0, WAD // 2, 85 * WAD // 100, 9 * WAD // 10, WAD):
@@ -61,20 +62,19 @@ def test_rates_follow_the_curves_and_the_domain_model(devnet: Devnet) -> None:
             assert abs(yearly - expected) <= expected // 10**7 + 10**18
 
 
-def test_supply_accrues_by_comets_index_rule(devnet: Devnet) -> None:
-    d, comet = devnet.d, _comet(devnet)
+def test_supply_accrues_by_comets_index_rule(net: Devnet) -> None:
+    d, comet = net.d, _comet(net)
     user = d.accounts[6]
-    mint_and_approve(d, devnet.usdc, user, comet.address, 100_000 * USDC_UNIT)
-    d.transact(comet.functions.supply(devnet.usdc, 100_000 * USDC_UNIT), sender=user)
-    borrow_to_utilization(d, devnet.compound, devnet.usdc, 0.8)
+    mint_and_approve(d, net.usdc, user, comet.address, 100_000 * USDC_UNIT)
+    d.transact(comet.functions.supply(net.usdc, 100_000 * USDC_UNIT), sender=user)
+    borrow_to_utilization(d, net.compound, net.usdc, 0.8)
     utilization = comet.functions.getUtilization().call()
     assert abs(utilization - 8 * WAD // 10) < WAD // 10**6
     assert comet.functions.totalSupply().call() >= 5_000_000 * USDC_UNIT
     index = comet.functions.baseSupplyIndex().call()
     principal = comet.functions.userBasic(user).call()[0]
-    devnet.w3.provider.make_request(RPCEndpoint("evm_increaseTime"), [86400])
-    devnet.w3.provider.make_request(RPCEndpoint("evm_mine"), [])
-    now = devnet.w3.eth.get_block("latest")["timestamp"]
+    advance(net.url, 86400)
+    now = net.w3.eth.get_block("latest")["timestamp"]
     elapsed = now - comet.functions.lastAccrualTime().call()
     rate = comet.functions.getSupplyRate(utilization).call()
     accrued = index + index * (rate * elapsed) // WAD
@@ -84,16 +84,16 @@ def test_supply_accrues_by_comets_index_rule(devnet: Devnet) -> None:
     assert comet.functions.baseSupplyIndex().call() > index
 
 
-def test_borrowing_needs_collateral_and_withdraw_max_takes_everything(devnet: Devnet) -> None:
-    d, comet = devnet.d, _comet(devnet)
-    borrow_to_utilization(d, devnet.compound, devnet.usdc, 0.5)
+def test_borrowing_needs_collateral_and_withdraw_max_takes_everything(net: Devnet) -> None:
+    d, comet = net.d, _comet(net)
+    borrow_to_utilization(d, net.compound, net.usdc, 0.5)
     stranger = d.accounts[7]
-    data = revert_data(comet.functions.withdraw(devnet.usdc, 1), stranger)
+    data = revert_data(comet.functions.withdraw(net.usdc, 1), stranger)
     assert data.startswith(selector("NotCollateralized()"))
     user = d.accounts[6]
-    mint_and_approve(d, devnet.usdc, user, comet.address, 1_000 * USDC_UNIT)
-    d.transact(comet.functions.supply(devnet.usdc, 1_000 * USDC_UNIT), sender=user)
-    d.transact(comet.functions.withdraw(devnet.usdc, 2**256 - 1), sender=user)
+    mint_and_approve(d, net.usdc, user, comet.address, 1_000 * USDC_UNIT)
+    d.transact(comet.functions.supply(net.usdc, 1_000 * USDC_UNIT), sender=user)
+    d.transact(comet.functions.withdraw(net.usdc, 2**256 - 1), sender=user)
     assert comet.functions.balanceOf(user).call() == 0
     assert comet.functions.borrowBalanceOf(user).call() == 0
     borrower = d.accounts[2]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from web3.contract import Contract
-from web3.types import RPCEndpoint
 
-from support.devnet import USDC_UNIT, Devnet
+from support.devnet import Devnet
+from support.devnet_time import frozen_time
+from support.smart_account import USDC_UNIT
+from yieldagent.devnet.anvil import rpc
 from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.moonwell import JUMP_MULTIPLIER, KINK, MULTIPLIER, RESERVE_FACTOR
 from yieldagent.devnet.tokens import mint_and_approve
@@ -18,29 +20,29 @@ pytestmark = pytest.mark.evm
 WAD = 10**18
 
 
-def _mtoken(devnet: Devnet) -> Contract:
-    return devnet.d.at(compile_project()["MToken"], devnet.moonwell.address)
+def _mtoken(net: Devnet) -> Contract:
+    return net.d.at(compile_project()["MToken"], net.moonwell.address)
 
 
-def _model(devnet: Devnet) -> Contract:
-    return devnet.d.at(compile_project()["JumpRateModel"], devnet.moonwell.contracts["rate_model"])
+def _model(net: Devnet) -> Contract:
+    return net.d.at(compile_project()["JumpRateModel"], net.moonwell.contracts["rate_model"])
 
 
-def test_rate_model_parameters_are_yearly_over_the_year(devnet: Devnet) -> None:
-    model = _model(devnet)
+def test_rate_model_parameters_are_yearly_over_the_year(net: Devnet) -> None:
+    model = _model(net)
     assert model.functions.baseRatePerTimestamp().call() == 0
     assert model.functions.multiplierPerTimestamp().call() == MULTIPLIER // SECONDS_PER_YEAR
     jump = model.functions.jumpMultiplierPerTimestamp().call()
     assert jump == JUMP_MULTIPLIER // SECONDS_PER_YEAR
     assert model.functions.kink().call() == KINK
-    mtoken = _mtoken(devnet)
+    mtoken = _mtoken(net)
     assert mtoken.functions.interestRateModel().call() == model.address
     assert mtoken.functions.reserveFactorMantissa().call() == RESERVE_FACTOR
-    assert mtoken.functions.underlying().call() == devnet.usdc
+    assert mtoken.functions.underlying().call() == net.usdc
 
 
-def test_rates_follow_the_jump_model_and_the_domain_model(devnet: Devnet) -> None:
-    model = _model(devnet)
+def test_rates_follow_the_jump_model_and_the_domain_model(net: Devnet) -> None:
+    model = _model(net)
     multiplier = model.functions.multiplierPerTimestamp().call()
     jump = model.functions.jumpMultiplierPerTimestamp().call()
     domain = Moonwell.base_usdc()
@@ -61,21 +63,24 @@ def test_rates_follow_the_jump_model_and_the_domain_model(devnet: Devnet) -> Non
         assert abs(yearly - rates.supply) <= rates.supply // 10**6 + 10**18
 
 
-def test_accrual_and_exchange_rate_follow_compound_v2(devnet: Devnet) -> None:
-    d, mtoken = devnet.d, _mtoken(devnet)
+def test_accrual_and_exchange_rate_follow_compound_v2(net: Devnet) -> None:
+    d, mtoken = net.d, _mtoken(net)
     user = d.accounts[6]
-    mint_and_approve(d, devnet.usdc, user, mtoken.address, 50_000 * USDC_UNIT)
+    mint_and_approve(d, net.usdc, user, mtoken.address, 50_000 * USDC_UNIT)
     assert mtoken.functions.mint(50_000 * USDC_UNIT).call({"from": user}) == 0
-    d.transact(mtoken.functions.mint(50_000 * USDC_UNIT), sender=user)
-    assert mtoken.functions.balanceOf(user).call() == 50_000 * USDC_UNIT * WAD // (2 * 10**14)
-    borrow_to_utilization(d, devnet.moonwell, devnet.usdc, 0.85)
+    with frozen_time(net.url):
+        d.transact(mtoken.functions.accrueInterest())
+        exchange_rate = mtoken.functions.exchangeRateStored().call()
+        d.transact(mtoken.functions.mint(50_000 * USDC_UNIT), sender=user)
+    assert mtoken.functions.balanceOf(user).call() == 50_000 * USDC_UNIT * WAD // exchange_rate
+    borrow_to_utilization(d, net.moonwell, net.usdc, 0.85)
     cash = mtoken.functions.getCash().call()
     borrows = mtoken.functions.totalBorrows().call()
     reserves = mtoken.functions.totalReserves().call()
     assert abs(borrows * WAD // (cash + borrows - reserves) - 85 * WAD // 100) < WAD // 10**6
     rate = mtoken.functions.borrowRatePerTimestamp().call()
     last = mtoken.functions.accrualBlockTimestamp().call()
-    devnet.w3.provider.make_request(RPCEndpoint("evm_increaseTime"), [7 * 86400])
+    rpc(net.url, "evm_increaseTime", [7 * 86400])
     d.transact(mtoken.functions.accrueInterest())
     elapsed = mtoken.functions.accrualBlockTimestamp().call() - last
     interest = rate * elapsed * borrows // WAD

@@ -82,7 +82,8 @@ def deploy_policy(
     protocol's ``reward_token``, the fee collector and ``max_fee_bps``.
     """
     artifacts = compile_project()
-    policy = d.deploy(artifacts["SessionPolicy"], usdc, fee_collector, max_fee_bps)
+    token, collector = Web3.to_checksum_address(usdc), Web3.to_checksum_address(fee_collector)
+    policy = d.deploy(artifacts["SessionPolicy"], token, collector, max_fee_bps)
     for target, kind in policy_targets(protocols, swap_router).items():
         d.transact(policy.functions.setTarget(target, int(kind)))
     tokens = [

@@ -28,6 +28,9 @@ from yieldagent.devnet.toolchain import Artifact
 ACTOR_BALANCE = 10**24  # wei (1,000,000 ether): an actor never runs out of gas money
 
 
+GAS_HEADROOM = 300_000  # a few markets' accrual and IRM updates
+
+
 class DeployError(RuntimeError):
     """A deployment or a transaction failed; the message carries the revert reason."""
 
@@ -137,6 +140,12 @@ class Deployer:
         label = getattr(fn, "fn_name", None) or "constructor"
         errors_abi = abi or list(getattr(fn, "contract_abi", None) or [])
         try:
+            # Gas depends on time: a Morpho market (or a Comet, an mToken) last touched in the
+            # estimate's second skips its interest accrual and IRM update there, but not in a
+            # later block (nor after evm_increaseTime, which only the pending block sees). So
+            # estimate against the pending block, with room for that work.
+            estimate = fn.estimate_gas(params, block_identifier="pending")
+            params["gas"] = estimate * 3 // 2 + GAS_HEADROOM
             tx_hash = fn.transact(params)
         except ContractLogicError as error:
             raise DeployError(f"{label} reverted: {_reason(error, errors_abi)}") from error
