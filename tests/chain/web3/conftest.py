@@ -1,7 +1,9 @@
-"""A plain anvil for the transaction tests (one per test session) and the test contract.
+"""A plain anvil for the transaction tests (one per test session) and the test contract;
+and, for the adapter's tests, ``env``: a Web3Chain on the session devnet
+(``support.web3_chain``).
 
-Each test sends from a dev account of its own (``support.anvil.dev_key``), so that the
-nonces one test sees are its own.
+Each transaction test sends from a dev account of its own (``support.anvil.dev_key``), so
+that the nonces one test sees are its own.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from eth_account import Account
 from web3 import HTTPProvider, Web3
 
 from support.anvil import CHAIN_ID, Anvil, Deployed, compile_contract, dev_key, running_anvil
+from support.web3_chain import env
+
+__all__ = ["anvil", "env", "reverter"]
 
 DEPLOYER = 0  # the dev account that deploys the test contract
 

@@ -1,0 +1,533 @@
+"""The chain port on a real EVM chain: web3.py ``AsyncWeb3`` against a JSON-RPC node.
+
+Reads go through the batched ``RpcReader`` (one JSON-RPC request per block for a whole
+quote); every state change is one transaction from the operator (the smart account's
+session key) calling the account's ERC-7579 ``execute``, sent by the ``TransactionSender``
+(EIP-1559 fees, nonce leases, replacement, revert reasons). A mined supply, withdrawal,
+transfer or swap is checked against its receipt: the token must have moved as asked, or
+``ChainRejected`` says what did not happen.
+
+Receipts carry the log index of the step's own transfer (``LoggedReceipt``), which is
+how the history names that event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from eth_utils.address import to_checksum_address
+from hexbytes import HexBytes
+from web3 import AsyncHTTPProvider, AsyncWeb3, HTTPProvider, Web3
+from web3.exceptions import ContractLogicError
+from web3.types import TxParams
+
+from yieldagent.chain.port import (
+    Block,
+    ChainTx,
+    ClaimReceipt,
+    ContractCall,
+    GasCost,
+    Position,
+    RewardAmount,
+    SwapReceipt,
+    Transfer,
+    TxReceipt,
+)
+from yieldagent.chain.web3.abis import (
+    BALANCE_OF,
+    DECIMALS,
+    REWARDS_CLAIM,
+    REWARDS_OWED,
+    ROUTER_AMOUNT_OUT,
+    ROUTER_SWAP,
+    SYMBOL,
+    TRANSFER,
+    custom_error,
+    custom_error_named,
+)
+from yieldagent.chain.web3.account import execute_calldata
+from yieldagent.chain.web3.config import Web3ChainConfig
+from yieldagent.chain.web3.fees import FeeSettings, fees_from_history
+from yieldagent.chain.web3.history import (
+    ZERO_ADDRESS,
+    Counterparties,
+    TransferLog,
+    classify,
+    parse_transfer,
+    transfer_logs,
+)
+from yieldagent.chain.web3.node_answers import CHAIN_ERRORS
+from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
+from yieldagent.chain.web3.protocols.base import Call, approve
+from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
+from yieldagent.chain.web3.reverts import revert_data, revert_reason
+from yieldagent.chain.web3.transactions import (
+    NonceSource,
+    Receipt,
+    SendSettings,
+    Signer,
+    TransactionSender,
+)
+from yieldagent.domain.errors import (
+    ChainRejected,
+    ChainUnavailable,
+    InvalidRequest,
+    NotImplementedYet,
+)
+from yieldagent.domain.quotes import PoolQuote
+
+GAS_UNITS = {
+    "supply": 260_000,
+    "withdraw": 260_000,
+    "swap": 200_000,
+    "transfer": 90_000,
+    "claim": 200_000,
+}
+"""Gas units of each action before one was measured on this chain (an account's execute
+included)."""
+WEI_PER_ETHER = 10**18
+GAS_MARGIN_PERCENT = 150
+GAS_HEADROOM = 30_000
+
+
+class Sender(Protocol):
+    """What the adapter needs of ``transactions.TransactionSender``."""
+
+    @property
+    def address(self) -> str:
+        """The operator's address: the session key of every account."""
+
+    async def send(self, to: str, data: bytes | str, *, gas: int | None = None) -> Receipt:
+        """Sends ``data`` to ``to``; the receipt once mined (ChainRejected if reverted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedReceipt(TxReceipt):
+    """A mined transaction and the index of the log that records what it was sent for
+    (the step's transfer), as ``history`` names that event."""
+
+    log_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Reward:
+    """The reward token's facts."""
+
+    symbol: str
+    decimals: int
+
+
+class Web3Chain:
+    """One EVM chain behind the chain port (see the module's docstring)."""
+
+    def __init__(self, w3: AsyncWeb3[Any], config: Web3ChainConfig, sender: Sender) -> None:
+        self.w3 = w3
+        self.config = config
+        self.chain_id = config.chain_id
+        self.reader = RpcReader(w3)
+        self._sender = sender
+        self.pools: dict[str, LendingPool] = {
+            p.name: pool_for(self.reader, config.token, p) for p in config.protocols
+        }
+        self._parties: Counterparties | None = None
+        self._reward: _Reward | None = None
+        self._resolving = asyncio.Lock()
+        self.gas_used: dict[str, int] = {}
+        """Gas each action used the last time it was mined here."""
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        config: Web3ChainConfig,
+        signer: Signer,
+        nonces: NonceSource,
+        settings: SendSettings | None = None,
+    ) -> Web3Chain:
+        """The adapter of the node at ``url``: its operator signs with ``signer`` (the
+        operator wallet's ``private_key``) and leases nonces from ``nonces``
+        (``storage.nonces.NonceStore``)."""
+        w3 = AsyncWeb3(AsyncHTTPProvider(url))
+        sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
+        return cls(w3, config, sender)
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    async def _ready(self) -> Counterparties:
+        """Resolves, once, what every pool derives from the chain."""
+        if self._parties is not None:
+            return self._parties
+        async with self._resolving:
+            if self._parties is None:
+                await asyncio.gather(*(pool.resolve() for pool in self.pools.values()))
+                rewards = frozenset(
+                    pool.rewards
+                    for pool in self.pools.values()
+                    if isinstance(pool, CometPool) and pool.rewards
+                )
+                if self.config.reward_token is not None:
+                    symbol, decimals = await self.reader.call_many(
+                        [
+                            read(self.config.reward_token, SYMBOL),
+                            read(self.config.reward_token, DECIMALS),
+                        ],
+                        "latest",
+                    )
+                    self._reward = _Reward(str(symbol), int(decimals))
+                self._parties = Counterparties(
+                    token=self.config.token,
+                    custodies={pool.custody: name for name, pool in self.pools.items()},
+                    reward_token=self.config.reward_token,
+                    rewards=rewards,
+                    router=self.config.swap_router,
+                )
+        return self._parties
+
+    def _pool(self, protocol: str, token: str) -> LendingPool:
+        if to_checksum_address(token) != self.config.token:
+            raise InvalidRequest(f"no pools for {token} on chain {self.chain_id}")
+        try:
+            return self.pools[protocol]
+        except KeyError:
+            raise InvalidRequest(f"no {protocol} pool on chain {self.chain_id}") from None
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Makes ``account`` a smart account of ``owner`` with the operator as session key.
+        On a devnet an account without code is installed (``anvil_setCode``); elsewhere
+        deploying one is not supported yet."""
+        if await self.reader.code(account):
+            return
+        runtime, policy = self.config.account_runtime, self.config.account_policy
+        if runtime is None or policy is None:
+            raise NotImplementedYet(
+                f"Smart account {account} is not deployed on chain {self.chain_id}; deploying "
+                "Kernel accounts (through the EntryPoint) is not supported yet"
+            )
+        from yieldagent.devnet.accounts import install_account
+
+        url = str(getattr(self.w3.provider, "endpoint_uri", ""))
+        await asyncio.to_thread(
+            install_account,
+            Web3(HTTPProvider(url)),
+            account,
+            owner,
+            self._sender.address,
+            policy,
+            runtime,
+        )
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def head(self) -> Block:
+        """The latest block; its ``final`` is the newest with ``confirmations`` blocks
+        (its own included), which the books take as final."""
+        latest = await self.reader.block("latest")
+        final = max(latest.number - self.config.confirmations + 1, 0)
+        return Block(latest.number, latest.timestamp, final)
+
+    async def token_balance(self, token: str, holder: str) -> int:
+        return int(await self.reader.call(token, BALANCE_OF, holder))
+
+    async def positions(self, holder: str, token: str) -> list[Position]:
+        if to_checksum_address(token) != self.config.token:
+            return []
+        await self._ready()
+        block = await self.head()
+        amounts = await asyncio.gather(
+            *(pool.position(holder, block.number) for pool in self.pools.values())
+        )
+        return [
+            Position(name, self.config.token, amount)
+            for name, amount in zip(self.pools, amounts, strict=True)
+            if amount > 0
+        ]
+
+    async def history(self, holder: str, since_block: int) -> list[ChainTx]:
+        parties = await self._ready()
+        head = await self.head()
+        logs = await transfer_logs(
+            self.reader, parties.watched, holder, since_block, head.number, self.config.log_range
+        )
+        return classify(holder, logs, parties)
+
+    async def find_transfer(self, tx_hash: str) -> Transfer | None:
+        """The first transfer of the chain's token (else of any token) that the mined,
+        successful transaction ``tx_hash`` made. Whether it has its confirmations is the
+        caller's to check against ``head().final``."""
+        receipt = await self.reader.request("eth_getTransactionReceipt", [tx_hash])
+        if receipt is None or int(receipt.get("status", "0x1"), 16) != 1:
+            return None
+        block = await self.reader.block(int(receipt["blockNumber"], 16))
+        transfers = [
+            t for log in receipt["logs"] if (t := parse_transfer(log, block.timestamp)) is not None
+        ]
+        if not transfers:
+            return None
+        chosen = next((t for t in transfers if t.token == self.config.token), transfers[0])
+        return Transfer(
+            chosen.tx_hash,
+            chosen.token,
+            chosen.sender,
+            chosen.recipient,
+            chosen.amount,
+            chosen.block_number,
+            chosen.timestamp,
+            chosen.log_index,
+        )
+
+    async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
+        if to_checksum_address(token) != self.config.token:
+            return []
+        await self._ready()
+        wanted = [pool for name, pool in self.pools.items() if name in set(protocols)]
+        block = await self.head()
+        return list(await asyncio.gather(*(pool.quote(block) for pool in wanted)))
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """The calls the account makes for a ``deposit`` or ``withdraw``: what it sends
+        through ``execute`` (approval first)."""
+        pool = self._pool(protocol, token)
+        await self._ready()
+        holder = to_checksum_address(holder)
+        if action == "deposit":
+            calls = pool.supply_calls(holder, amount)
+        elif action == "withdraw":
+            calls = pool.withdraw_calls(holder, amount)
+        else:
+            raise InvalidRequest(f"no contract calls for the action {action!r}")
+        return [
+            ContractCall(
+                c.target, c.fn.name, c.arguments(), "0x" + c.data.hex(), c.description, c.value
+            )
+            for c in calls
+        ]
+
+    async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
+        router = self._router()
+        return int(
+            await self.reader.call(router, ROUTER_AMOUNT_OUT, token_in, token_out, amount_in)
+        )
+
+    async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
+        owed = await self._owed(holder)
+        totals: dict[str, int] = {}
+        for token, amount in owed.values():
+            totals[token] = totals.get(token, 0) + amount
+        return [await self._reward_amount(t, a) for t, a in totals.items() if a > 0]
+
+    async def _owed(self, holder: str) -> dict[str, tuple[str, int]]:
+        """(reward token, amount) each Comet's rewards owe ``holder``, by Comet."""
+        await self._ready()
+        comets = [
+            pool
+            for pool in self.pools.values()
+            if isinstance(pool, CometPool) and pool.rewards is not None
+        ]
+        owed = await self.reader.call_many(
+            [read(str(c.rewards), REWARDS_OWED, c.config.address, holder) for c in comets],
+            "latest",
+        )
+        return {c.config.address: (str(o[0]), int(o[1])) for c, o in zip(comets, owed, strict=True)}
+
+    async def _reward_amount(self, token: str, amount: int) -> RewardAmount:
+        reward = self._reward or _Reward("", 18)
+        if token != self.config.reward_token:
+            symbol, decimals = await self.reader.call_many(
+                [read(token, SYMBOL), read(token, DECIMALS)], "latest"
+            )
+            reward = _Reward(str(symbol), int(decimals))
+        return RewardAmount(
+            token, reward.symbol, amount, reward.decimals, await self._price(token, reward.decimals)
+        )
+
+    async def _price(self, token: str, decimals: int) -> float:
+        """A reward token's price in US dollars: the configured one, or one whole token
+        quoted by the swap router against the wallets' token."""
+        if self.config.reward_price_usd is not None:
+            return float(self.config.reward_price_usd)
+        if self.config.swap_router is None:
+            return 0.0
+        try:
+            out = await self.quote_swap(token, self.config.token, 10**decimals)
+        except ReadReverted:
+            return 0.0
+        return float(out / 10**self.config.token_decimals * self.config.token_price_usd)
+
+    async def gas_cost(self, action: str) -> GasCost:
+        gas = self.gas_used.get(action) or GAS_UNITS[action]
+        try:
+            history = await self.w3.eth.fee_history(5, "latest", [50.0])
+        except Exception as error:
+            raise ChainUnavailable(f"eth_feeHistory failed: {error}") from error
+        # what a transaction pays per gas: the next base fee and the tip (no headroom)
+        price = fees_from_history(history, FeeSettings(base_fee_multiplier=1)).max_fee_per_gas
+        wei = gas * price
+        return GasCost(gas, wei, wei / WEI_PER_ETHER * self.config.native_price_usd)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def _execute(self, account: str, calls: Sequence[Call], action: str) -> Receipt:
+        """``calls`` from ``account``, in one transaction through its ``execute``."""
+        data = execute_calldata(calls)
+        gas = await self._gas(account, data)
+        try:
+            receipt = await self._sender.send(account, data, gas=gas)
+        except ChainRejected as error:  # name the account's and the pools' custom errors
+            named = custom_error_named(error.reason)
+            if named is None:
+                raise
+            raise ChainRejected(f"{action} reverted: {named}", named) from error
+        self.gas_used[action] = receipt.gas_used
+        return receipt
+
+    async def _gas(self, account: str, data: bytes) -> int:
+        """The gas limit of a call: the node's estimate with room for the interest accrual
+        the estimate may not see. A node estimates on the latest block's state and time;
+        mined a second later, Moonwell and Morpho first accrue interest (and Morpho's IRM
+        adapts), which costs up to a third more gas than estimated."""
+        call: TxParams = {"from": self._sender.address, "to": account, "data": HexBytes(data)}
+        try:
+            estimate = await self.w3.eth.estimate_gas(call)
+        except ContractLogicError as error:
+            returned = revert_data(error.data)
+            reason = custom_error(returned) or revert_reason(returned, str(error.message or ""))
+            raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
+        except CHAIN_ERRORS as error:
+            raise ChainUnavailable(f"estimating gas failed: {error}") from error
+        return estimate * GAS_MARGIN_PERCENT // 100 + GAS_HEADROOM
+
+    async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        pool = self._pool(protocol, token)
+        await self._ready()
+        holder = to_checksum_address(holder)
+        receipt = await self._execute(holder, pool.supply_calls(holder, amount), "supply")
+        moved = _find(receipt, self.config.token, holder, pool.custody, amount)
+        return _logged(receipt, moved, f"supply of {amount} to {protocol}")
+
+    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        pool = self._pool(protocol, token)
+        await self._ready()
+        holder = to_checksum_address(holder)
+        receipt = await self._execute(holder, pool.withdraw_calls(holder, amount), "withdraw")
+        moved = _find(receipt, self.config.token, pool.custody, holder, amount)
+        return _logged(receipt, moved, f"withdrawal of {amount} from {protocol}")
+
+    async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
+        token, sender = to_checksum_address(token), to_checksum_address(sender)
+        recipient = to_checksum_address(recipient)
+        call = Call(token, TRANSFER, (recipient, amount))
+        receipt = await self._execute(sender, [call], "transfer")
+        moved = _find(receipt, token, sender, recipient, amount)
+        return _logged(receipt, moved, f"transfer of {amount} to {recipient}")
+
+    async def swap(
+        self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int
+    ) -> SwapReceipt:
+        router = self._router()
+        holder = to_checksum_address(holder)
+        token_in, token_out = to_checksum_address(token_in), to_checksum_address(token_out)
+        calls = [
+            approve(token_in, router, amount_in),
+            Call(router, ROUTER_SWAP, (token_in, token_out, amount_in, min_out, holder)),
+        ]
+        receipt = await self._execute(holder, calls, "swap")
+        paid = _find(receipt, token_in, holder, router, amount_in)
+        got = [t for t in _transfers(receipt) if t.token == token_out and t.recipient == holder]
+        logged = _logged(receipt, paid, f"swap of {amount_in}")
+        return SwapReceipt(logged, sum(t.amount for t in got))
+
+    async def claim_rewards(self, holder: str) -> ClaimReceipt:
+        holder = to_checksum_address(holder)
+        parties = await self._ready()
+        owed = await self._owed(holder)
+        calls = [
+            Call(str(self._comet_rewards(comet)), REWARDS_CLAIM, (comet, holder, True))
+            for comet, (_, amount) in owed.items()
+            if amount > 0
+        ]
+        if not calls:
+            head = await self.head()
+            return ClaimReceipt(TxReceipt("", head.number, head.timestamp), ())
+        receipt = await self._execute(holder, calls, "claim")
+        paid = [
+            t
+            for t in _transfers(receipt)
+            if t.recipient == holder
+            and t.token == parties.reward_token
+            and (t.sender in parties.rewards or t.sender == ZERO_ADDRESS)
+        ]
+        totals: dict[str, int] = {}
+        for t in paid:
+            totals[t.token] = totals.get(t.token, 0) + t.amount
+        rewards = tuple([await self._reward_amount(t, a) for t, a in totals.items()])
+        first = paid[0] if paid else None
+        return ClaimReceipt(_logged(receipt, first, "claim", required=False), rewards)
+
+    def _comet_rewards(self, comet: str) -> str | None:
+        for pool in self.pools.values():
+            if isinstance(pool, CometPool) and pool.config.address == comet:
+                return pool.rewards
+        return None
+
+    def _router(self) -> str:
+        if self.config.swap_router is None:
+            raise InvalidRequest(f"no swap router on chain {self.chain_id}")
+        return self.config.swap_router
+
+
+def _transfers(receipt: Receipt) -> list[TransferLog]:
+    """The ERC-20 transfers a mined transaction made."""
+    found = []
+    for log in receipt.logs:
+        raw = {
+            "address": log.address,
+            "topics": log.topics,
+            "data": log.data,
+            "logIndex": log.log_index,
+            "transactionHash": receipt.tx_hash,
+            "blockNumber": receipt.block_number,
+        }
+        transfer = parse_transfer(raw, receipt.timestamp)
+        if transfer is not None:
+            found.append(transfer)
+    return found
+
+
+def _find(
+    receipt: Receipt, token: str, sender: str, recipient: str, amount: int
+) -> TransferLog | None:
+    """The transfer of ``amount`` of ``token`` from ``sender`` to ``recipient`` in the
+    receipt, if there is one."""
+    token, sender, recipient = (to_checksum_address(a) for a in (token, sender, recipient))
+    return next(
+        (
+            t
+            for t in _transfers(receipt)
+            if (t.token, t.sender, t.recipient, t.amount) == (token, sender, recipient, amount)
+        ),
+        None,
+    )
+
+
+def _logged(
+    receipt: Receipt, moved: TransferLog | None, what: str, required: bool = True
+) -> LoggedReceipt:
+    """The port's receipt, with the log index of ``moved``; ChainRejected if the transfer
+    the transaction was sent for is not in it (a protocol that reports failure with a
+    return code instead of a revert)."""
+    if moved is None and required:
+        raise ChainRejected(
+            f"transaction {receipt.tx_hash} was mined but made no {what}",
+            "the expected token transfer is missing from the receipt",
+        )
+    return LoggedReceipt(
+        receipt.tx_hash,
+        receipt.block_number,
+        receipt.timestamp,
+        moved.log_index if moved is not None else 0,
+    )

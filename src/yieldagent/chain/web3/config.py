@@ -1,0 +1,148 @@
+"""What the web3 adapter must know of one chain: its token, protocols and helpers.
+
+A ``Web3ChainConfig`` names contracts only; everything else (rate parameters, reserve
+factors, market states, the tokens an Aave reserve issues) is read from the chain. It is
+built from the devnet's manifest (``from_manifest``) or, for a production RPC, written
+from the catalog's addresses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from eth_utils.address import to_checksum_address
+
+from yieldagent.domain.addresses import is_address
+from yieldagent.domain.errors import ConfigurationError
+
+DEFAULT_LOG_RANGE = 2_000
+DEFAULT_CONFIRMATIONS = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolConfig:
+    """One protocol's pool for the chain's token."""
+
+    name: str
+    """The catalog's name (``aave``, ``compound``, ``moonwell``, a Morpho vault's name)."""
+    kind: str
+    """Its rate model: ``aave_v3``, ``compound_v3``, ``moonwell`` or ``morpho_blue``."""
+    address: str
+    """What an account supplies to: the Aave Pool, the Comet, the mToken, the vault."""
+    contracts: Mapping[str, str] = field(default_factory=dict)
+    """Other contracts by role (``rewards`` for a Comet, ``morpho`` and ``irm`` for a vault)."""
+    markets: tuple[str, ...] = ()
+    """A vault's Morpho Blue market ids (0x-prefixed hex), in its withdrawal order."""
+    title: str = ""
+    """The pool's display name (a single-market pool names its market so)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Web3ChainConfig:
+    """One chain as the web3 adapter serves it."""
+
+    chain_id: int
+    token: str
+    """The wallets' token (USDC)."""
+    token_symbol: str
+    token_decimals: int
+    protocols: tuple[ProtocolConfig, ...]
+    reward_token: str | None = None
+    reward_symbol: str = "COMP"
+    reward_decimals: int = 18
+    reward_price_usd: float | None = None
+    """None: priced through the swap router against the token."""
+    swap_router: str | None = None
+    account_policy: str | None = None
+    """The session-key policy contract new accounts are installed with (devnet)."""
+    account_runtime: str | None = None
+    """The smart account's runtime code (0x hex): set on a devnet only, where
+    ``prepare_account`` installs accounts with ``anvil_setCode``."""
+    token_price_usd: float = 1.0
+    native_price_usd: float = 3000.0
+    confirmations: int = DEFAULT_CONFIRMATIONS
+    """Blocks an event needs (its own included) before the books take it as final: the
+    head's ``final`` block lags the latest by ``confirmations - 1``."""
+    log_range: int = DEFAULT_LOG_RANGE
+    """Most blocks one ``eth_getLogs`` covers."""
+
+    def __post_init__(self) -> None:
+        if self.log_range < 1:
+            raise ConfigurationError("YIELDAGENT_LOG_RANGE must be at least 1")
+        if self.confirmations < 1:
+            raise ConfigurationError("YIELDAGENT_CONFIRMATIONS must be at least 1")
+
+    @property
+    def devnet(self) -> bool:
+        """Whether accounts may be installed directly (a local anvil)."""
+        return self.account_runtime is not None
+
+    def protocol(self, name: str) -> ProtocolConfig:
+        """The protocol named ``name``; ConfigurationError if the chain has none."""
+        for protocol in self.protocols:
+            if protocol.name == name:
+                return protocol
+        raise ConfigurationError(f"no protocol {name!r} on chain {self.chain_id}")
+
+    def with_env(self, env: Mapping[str, str] | None = None) -> Web3ChainConfig:
+        """This config with ``YIELDAGENT_LOG_RANGE`` and ``YIELDAGENT_CONFIRMATIONS``
+        applied when set."""
+        env = os.environ if env is None else env
+        changes: dict[str, Any] = {}
+        for name, attribute in (
+            ("YIELDAGENT_LOG_RANGE", "log_range"),
+            ("YIELDAGENT_CONFIRMATIONS", "confirmations"),
+        ):
+            raw = env.get(name)
+            if raw:
+                try:
+                    changes[attribute] = int(raw)
+                except ValueError:
+                    raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+        return replace(self, **changes)
+
+    @classmethod
+    def from_manifest(cls, manifest: Any, **overrides: Any) -> Web3ChainConfig:
+        """The config of a devnet from its ``yieldagent.devnet.manifest.Manifest``."""
+        protocols = tuple(
+            ProtocolConfig(
+                name=p.name,
+                kind=p.kind,
+                address=to_checksum_address(p.address),
+                contracts={k: _maybe_address(v) for k, v in p.contracts.items()},
+                markets=tuple(p.markets),
+            )
+            for p in manifest.protocols
+        )
+        values: dict[str, Any] = {
+            "chain_id": manifest.chain_id,
+            "token": to_checksum_address(manifest.token),
+            "token_symbol": manifest.token_symbol,
+            "token_decimals": manifest.token_decimals,
+            "protocols": protocols,
+            "reward_token": _address(manifest.reward_token),
+            "swap_router": _address(manifest.swap_router),
+            "account_policy": _address(manifest.account_policy),
+            "account_runtime": manifest.account_runtime if _has_code(manifest) else None,
+        }
+        values.update(overrides)
+        return cls(**values)
+
+
+def _address(value: str | None) -> str | None:
+    if not value or int(value, 16) == 0:
+        return None
+    return to_checksum_address(value)
+
+
+def _has_code(manifest: Any) -> bool:
+    """Whether the devnet has the smart account to install (and a policy for it)."""
+    runtime = manifest.account_runtime or "0x"
+    return runtime != "0x" and _address(manifest.account_policy) is not None
+
+
+def _maybe_address(value: str) -> str:
+    return to_checksum_address(value) if is_address(value) else value

@@ -1,0 +1,142 @@
+"""Aave v3: a reserve of the Pool, quoted from its rate strategy and reserve state.
+
+The rate model is the reserve's ``DefaultReserveInterestRateStrategy`` (optimal usage
+ratio, base rate and slopes, all RAY) with the reserve factor of the reserve's
+configuration (bits 64-79, in basis points). Supply is available liquidity (the token
+the aToken holds) plus debt (variable and stable debt tokens' supplies), as the strategy
+computes its usage ratio. The aToken holds the token: it is the pool's custody.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from yieldagent.chain.port import Block
+from yieldagent.chain.web3.abis import (
+    AAVE_BASE_VARIABLE_BORROW_RATE,
+    AAVE_OPTIMAL_USAGE_RATIO,
+    AAVE_RESERVE_DATA,
+    AAVE_SUPPLY,
+    AAVE_VARIABLE_RATE_SLOPE1,
+    AAVE_VARIABLE_RATE_SLOPE2,
+    AAVE_WITHDRAW,
+    BALANCE_OF,
+    TOTAL_SUPPLY,
+)
+from yieldagent.chain.web3.config import ProtocolConfig
+from yieldagent.chain.web3.protocols.base import Call, approve, supplying, withdrawing
+from yieldagent.chain.web3.reader import BlockId, RpcReader, read
+from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.rate_models import AaveV3
+
+RESERVE_FACTOR_SHIFT = 64
+RESERVE_FACTOR_MASK = 0xFFFF
+BPS_TO_RAY = 10**23
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """The addresses an Aave reserve derives."""
+
+    a_token: str
+    stable_debt: str
+    variable_debt: str
+    strategy: str
+
+
+def reserve_factor(configuration: int) -> int:
+    """The reserve factor of a reserve configuration word, RAY-scaled."""
+    return (configuration >> RESERVE_FACTOR_SHIFT & RESERVE_FACTOR_MASK) * BPS_TO_RAY
+
+
+class AavePool:
+    """The token's reserve in an Aave v3 Pool."""
+
+    def __init__(self, reader: RpcReader, token: str, config: ProtocolConfig) -> None:
+        self._reader = reader
+        self.token = token
+        self.config = config
+        self._reserve: Reserve | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def reserve(self) -> Reserve:
+        """The reserve's tokens and strategy (after ``resolve``)."""
+        if self._reserve is None:
+            raise RuntimeError(f"{self.name}: resolve() first")
+        return self._reserve
+
+    @property
+    def custody(self) -> str:
+        return self.reserve.a_token
+
+    async def resolve(self) -> None:
+        data = await self._reader.call(self.config.address, AAVE_RESERVE_DATA, self.token)
+        self._reserve = _reserve_of(data)
+        if int(self._reserve.a_token, 16) == 0:
+            raise ConfigurationError(f"{self.name}: the Pool has no reserve for {self.token}")
+
+    async def quote(self, block: Block) -> PoolQuote:
+        reserve = self.reserve
+        data, cash, variable, stable, optimal, base, slope1, slope2 = await self._reader.call_many(
+            [
+                read(self.config.address, AAVE_RESERVE_DATA, self.token),
+                read(self.token, BALANCE_OF, reserve.a_token),
+                read(reserve.variable_debt, TOTAL_SUPPLY),
+                read(reserve.stable_debt, TOTAL_SUPPLY),
+                read(reserve.strategy, AAVE_OPTIMAL_USAGE_RATIO),
+                read(reserve.strategy, AAVE_BASE_VARIABLE_BORROW_RATE),
+                read(reserve.strategy, AAVE_VARIABLE_RATE_SLOPE1),
+                read(reserve.strategy, AAVE_VARIABLE_RATE_SLOPE2),
+            ],
+            block.number,
+        )
+        if _reserve_of(data) != reserve:  # governance moved the reserve's contracts
+            self._reserve = _reserve_of(data)
+            return await self.quote(block)
+        model = AaveV3(optimal, base, slope1, slope2, reserve_factor(data[0][0]))
+        borrows = variable + stable
+        market = MarketQuote(self.config.title or "Aave v3", cash + borrows, borrows)
+        return PoolQuote(self.name, self.token, model, (market,))
+
+    async def position(self, holder: str, block: BlockId) -> int:
+        return int(await self._reader.call(self.reserve.a_token, BALANCE_OF, holder, block=block))
+
+    async def contract_rate(self, block: BlockId) -> int:
+        """The reserve's ``currentLiquidityRate`` (set at its last update)."""
+        data = await self._reader.call(
+            self.config.address, AAVE_RESERVE_DATA, self.token, block=block
+        )
+        return int(data[2])
+
+    def supply_calls(self, account: str, amount: int) -> list[Call]:
+        pool = self.config.address
+        return [
+            approve(self.token, pool, amount),
+            Call(
+                pool,
+                AAVE_SUPPLY,
+                (self.token, amount, account, 0),
+                description=supplying(self.name, amount),
+            ),
+        ]
+
+    def withdraw_calls(self, account: str, amount: int) -> list[Call]:
+        withdraw = (self.token, amount, account)
+        return [
+            Call(
+                self.config.address,
+                AAVE_WITHDRAW,
+                withdraw,
+                description=withdrawing(self.name, amount),
+            )
+        ]
+
+
+def _reserve_of(data: tuple[object, ...]) -> Reserve:
+    a_token, stable, variable, strategy = (str(v) for v in data[8:12])
+    return Reserve(a_token, stable, variable, strategy)

@@ -1,0 +1,187 @@
+"""Contract reads at one block, batched: many ``eth_call`` in one JSON-RPC request.
+
+Every read names its block, so that what a quote combines comes from one state. Reads
+made together (within a few turns of the event loop, e.g. by ``asyncio.gather`` of every
+protocol's quote) travel in one JSON-RPC batch: one HTTP request per block for all of
+them, on any node, with no Multicall contract needed. ``ReadStats`` counts both, so the
+cost of a quote can be measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eth_utils.address import to_checksum_address
+from web3 import AsyncWeb3
+
+from yieldagent.chain.port import Block
+from yieldagent.chain.web3.abis import Fn
+from yieldagent.domain.errors import ChainUnavailable
+
+BlockId = int | str
+"""A block number, or a tag such as ``"latest"``."""
+
+_COALESCE_TURNS = 4  # event-loop turns a batch waits for more reads before it is sent
+
+
+class ReadReverted(Exception):
+    """An ``eth_call`` reverted (the contract refused the read): a contract error, not an
+    outage."""
+
+    def __init__(self, to: str, fn: Fn, message: str, data: str | None) -> None:
+        super().__init__(f"{fn.name} on {to} reverted: {message}")
+        self.data = data
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One contract read: ``fn(*args)`` on ``to``."""
+
+    to: str
+    fn: Fn
+    args: tuple[Any, ...] = ()
+
+
+def read(to: str, fn: Fn, *args: Any) -> Read:
+    """A read of ``fn(*args)`` on ``to``."""
+    return Read(to, fn, args)
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """What the reader sent: JSON-RPC round trips, and the ``eth_call`` they carried."""
+
+    requests: int = 0
+    calls: int = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    method: str
+    params: list[Any]
+    future: asyncio.Future[Any]
+
+
+def _block_param(block: BlockId) -> str:
+    return hex(block) if isinstance(block, int) else block
+
+
+@dataclass(slots=True)
+class RpcReader:
+    """Batched JSON-RPC reads through one ``AsyncWeb3``'s provider."""
+
+    w3: AsyncWeb3[Any]
+    stats: ReadStats = field(default_factory=ReadStats)
+    _pending: list[_Pending] = field(default_factory=list)
+    _flushing: asyncio.Task[None] | None = None
+
+    async def block(self, block: BlockId = "latest") -> Block:
+        """A block's number and timestamp."""
+        raw = await self.request("eth_getBlockByNumber", [_block_param(block), False])
+        if raw is None:
+            raise ChainUnavailable(f"block {block} is not known to the node")
+        return Block(int(raw["number"], 16), int(raw["timestamp"], 16))
+
+    async def call(self, to: str, fn: Fn, *args: Any, block: BlockId = "latest") -> Any:
+        """``fn(*args)`` on ``to`` at ``block``: its single return value."""
+        [result] = await self.call_many([Read(to, fn, args)], block)
+        return result
+
+    async def call_many(self, reads: Sequence[Read], block: BlockId) -> list[Any]:
+        """Each read's return value (the single value, or the tuple of several) at
+        ``block``, in order; raises ``ReadReverted`` if one reverts."""
+        raws = await asyncio.gather(
+            *(
+                self.request(
+                    "eth_call",
+                    [{"to": r.to, "data": "0x" + r.fn.encode(*r.args).hex()}, _block_param(block)],
+                    context=r,
+                )
+                for r in reads
+            )
+        )
+        results = []
+        for r, raw in zip(reads, raws, strict=True):
+            values = r.fn.decode(bytes.fromhex(raw.removeprefix("0x")))
+            results.append(values[0] if len(values) == 1 else values)
+        return results
+
+    async def code(self, address: str) -> bytes:
+        """The contract code at ``address`` now (empty for an account without code)."""
+        raw = await self.request("eth_getCode", [to_checksum_address(address), "latest"])
+        return bytes.fromhex(str(raw).removeprefix("0x"))
+
+    async def request(self, method: str, params: list[Any], context: Read | None = None) -> Any:
+        """One JSON-RPC call, sent in the next batch; its ``result``."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Pending(method, params, future))
+        if self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush_soon())
+        try:
+            return await future
+        except _RpcError as error:
+            if context is not None and error.reverted:
+                raise ReadReverted(context.to, context.fn, error.message, error.data) from None
+            raise ChainUnavailable(f"{method} failed: {error.message}") from None
+
+    async def _flush_soon(self) -> None:
+        for _ in range(_COALESCE_TURNS):
+            await asyncio.sleep(0)
+        batch, self._pending, self._flushing = self._pending, [], None
+        try:
+            responses = await self._send(batch)
+        except Exception as error:  # transport: every read of the batch fails alike
+            failure = ChainUnavailable(f"the node did not answer: {error}")
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(failure)
+            return
+        for item, response in zip(batch, responses, strict=True):
+            if item.future.done():
+                continue
+            if "error" in response:
+                item.future.set_exception(_RpcError.of(response["error"]))
+            else:
+                item.future.set_result(response.get("result"))
+
+    async def _send(self, batch: list[_Pending]) -> list[dict[str, Any]]:
+        provider: Any = self.w3.provider
+        self.stats.calls += sum(1 for item in batch if item.method == "eth_call")
+        if len(batch) == 1 or not hasattr(provider, "make_batch_request"):
+            self.stats.requests += len(batch)
+            return list(
+                await asyncio.gather(
+                    *(provider.make_request(item.method, item.params) for item in batch)
+                )
+            )
+        self.stats.requests += 1
+        responses = await provider.make_batch_request([(i.method, i.params) for i in batch])
+        if not isinstance(responses, list):  # the node refused the whole batch
+            raise RuntimeError(str(responses.get("error", responses)))
+        if len(responses) != len(batch):
+            raise RuntimeError(f"{len(responses)} answers to a batch of {len(batch)}")
+        return [dict(r) for r in responses]
+
+
+class _RpcError(Exception):
+    """A JSON-RPC error answer to one request."""
+
+    def __init__(self, message: str, data: str | None, reverted: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        self.reverted = reverted
+
+    @classmethod
+    def of(cls, error: Any) -> _RpcError:
+        if not isinstance(error, dict):
+            return cls(str(error), None, False)
+        message = str(error.get("message", error))
+        data = error.get("data")
+        if isinstance(data, dict):  # some nodes nest it
+            data = data.get("data")
+        reverted = "revert" in message.lower() or error.get("code") == 3
+        return cls(message, data if isinstance(data, str) else None, reverted)

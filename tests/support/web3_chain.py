@@ -1,0 +1,122 @@
+"""A ``Web3Chain`` on the session's devnet, with a fresh smart account, for each test
+(the ``env`` fixture, exposed to tests/chain/web3 by its conftest).
+
+Each test gets its own operator key (funded with ether, the account's session key) and its
+own nonce store: tests revert the devnet to a snapshot afterwards, and a fresh key keeps
+a reverted chain and a remembered nonce from ever disagreeing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eth_account import Account
+from web3 import AsyncHTTPProvider, AsyncWeb3
+
+from support.devnet import Devnet
+from yieldagent.chain.web3.adapter import Web3Chain
+from yieldagent.chain.web3.config import Web3ChainConfig
+from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
+from yieldagent.devnet.deployer import Deployer
+from yieldagent.devnet.usdc import ONE_USDC, mint
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.nonces import NonceStore
+
+ETHER = 10**18
+
+
+@dataclass(slots=True)
+class CallCounter:
+    """JSON-RPC requests (HTTP round trips) and the methods they carried."""
+
+    requests: int = 0
+    methods: list[str] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.requests = 0
+        self.methods.clear()
+
+
+def count_calls(provider: Any) -> CallCounter:
+    """Counts what goes through ``provider`` from now on."""
+    counter = CallCounter()
+    single, batch = provider.make_request, provider.make_batch_request
+
+    async def make_request(method: str, params: Any) -> Any:
+        counter.requests += 1
+        counter.methods.append(str(method))
+        return await single(method, params)
+
+    async def make_batch_request(requests: list[tuple[str, Any]]) -> Any:
+        counter.requests += 1
+        counter.methods.extend(str(m) for m, _ in requests)
+        return await batch(requests)
+
+    provider.make_request = make_request
+    provider.make_batch_request = make_batch_request
+    return counter
+
+
+@dataclass
+class ChainEnv:
+    """The adapter under test and the devnet around it."""
+
+    chain: Web3Chain
+    devnet: Devnet
+    deployer: Deployer
+    account: str
+    owner: str
+    calls: CallCounter
+    sender: TransactionSender
+    """The operator's sender (the account's session key)."""
+    build: Callable[..., Web3Chain]
+    """Another adapter on the same node and operator, with config changes."""
+
+    @property
+    def token(self) -> str:
+        return self.chain.config.token
+
+    def mint(self, to: str, amount: int) -> None:
+        mint(self.deployer, self.token, to, amount)
+
+    def mine(self, blocks: int = 1, seconds: int = 0) -> None:
+        if seconds:
+            self.deployer.anvil("evm_increaseTime", hex(seconds))
+        for _ in range(blocks):
+            self.deployer.anvil("evm_mine")
+
+
+@pytest.fixture
+async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv]:
+    """A Web3Chain whose operator is the session key of a funded smart account."""
+    deployer = Deployer(devnet_snapshot.url)
+    operator, owner = Account.create(), Account.create()
+    account = Account.create().address
+    deployer.fund(operator.address, 10 * ETHER)
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'nonces.db'}")
+    await asyncio.to_thread(migrate, engine)
+    w3 = AsyncWeb3(AsyncHTTPProvider(devnet_snapshot.url))
+    sender = TransactionSender(
+        w3,
+        devnet_snapshot.manifest.chain_id,
+        lambda: bytes(operator.key),
+        NonceStore(engine),
+        SendSettings(poll_seconds=0.02, receipt_timeout_seconds=30.0),
+    )
+    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest)
+
+    def build(**changes: Any) -> Web3Chain:
+        return Web3Chain(w3, replace(config, **changes), sender)
+
+    chain = build()
+    await chain.prepare_account(account, owner.address)
+    mint(deployer, config.token, account, 100_000 * ONE_USDC)
+    calls = count_calls(w3.provider)
+    yield ChainEnv(chain, devnet_snapshot, deployer, account, owner.address, calls, sender, build)
+    await w3.provider.disconnect()
+    engine.dispose()
