@@ -41,6 +41,9 @@ class TxReceipt:
     tx_hash: str
     block_number: int
     timestamp: int
+    log_index: int = 0
+    """Which of its logs records what it was sent for (a supply's or payout's transfer),
+    as ``history`` names that event."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,14 +108,16 @@ class Step:
         """Planned, and not known to be mined or abandoned yet."""
         return not self.done and not self.abandoned
 
-    def mined(self, receipt: TxReceipt, log_index: int = 0, amount: int | None = None) -> Step:
+    def mined(
+        self, receipt: TxReceipt, log_index: int | None = None, amount: int | None = None
+    ) -> Step:
         """This step, marked with the transaction (and log) that carried it out; a claim
         learns its ``amount`` then."""
         return replace(
             self,
             amount=self.amount if amount is None else amount,
             tx_hash=receipt.tx_hash,
-            log_index=log_index,
+            log_index=receipt.log_index if log_index is None else log_index,
             block_number=receipt.block_number,
             timestamp=receipt.timestamp,
         )

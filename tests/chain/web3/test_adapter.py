@@ -8,9 +8,8 @@ from eth_account import Account
 
 from support.devnet import Devnet
 from support.web3_chain import ChainEnv
-from yieldagent.chain.port import ChainPort, ChainTx
+from yieldagent.chain.port import ChainPort, ChainTx, TxReceipt
 from yieldagent.chain.web3.abis import ACCOUNT_EXECUTE, TRANSFER
-from yieldagent.chain.web3.adapter import LoggedReceipt
 from yieldagent.devnet.usdc import ONE_USDC
 from yieldagent.domain.errors import ChainRejected, NotImplementedYet
 
@@ -36,7 +35,7 @@ async def test_supply_and_withdraw_in_every_protocol(env: ChainEnv) -> None:
     start = (await chain.head()).number + 1
     for protocol in PROTOCOLS:
         receipt = await chain.supply(account, protocol, env.token, 1_000 * ONE_USDC)
-        assert isinstance(receipt, LoggedReceipt)
+        assert isinstance(receipt, TxReceipt)
     positions = {p.protocol: p.amount for p in await chain.positions(account, env.token)}
     assert set(positions) == set(PROTOCOLS)
     for protocol, amount in positions.items():  # interest of a block or two, rounding down
@@ -59,7 +58,7 @@ async def test_receipts_name_the_event_the_history_shows(env: ChainEnv) -> None:
     supplied = await chain.supply(env.account, "aave", env.token, 10 * ONE_USDC)
     paid = await chain.transfer(env.token, env.account, env.owner, 3 * ONE_USDC)
     events = {(e.tx_hash, e.log_index): e for e in await chain.history(env.account, 0)}
-    assert isinstance(supplied, LoggedReceipt) and isinstance(paid, LoggedReceipt)
+    assert isinstance(supplied, TxReceipt) and isinstance(paid, TxReceipt)
     supply = events[(supplied.tx_hash, supplied.log_index)]
     assert (supply.kind, supply.recipient, supply.block_number) == (
         "supply",

@@ -7,7 +7,7 @@ session key) calling the account's ERC-7579 ``execute``, sent by the ``Transacti
 transfer or swap is checked against its receipt: the token must have moved as asked, or
 ``ChainRejected`` says what did not happen.
 
-Receipts carry the log index of the step's own transfer (``LoggedReceipt``), which is
+Receipts carry the log index of the step's own transfer (``TxReceipt.log_index``), which is
 how the history names that event.
 """
 
@@ -102,14 +102,6 @@ class Sender(Protocol):
 
     async def send(self, to: str, data: bytes | str, *, gas: int | None = None) -> Receipt:
         """Sends ``data`` to ``to``; the receipt once mined (ChainRejected if reverted)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedReceipt(TxReceipt):
-    """A mined transaction and the index of the log that records what it was sent for
-    (the step's transfer), as ``history`` names that event."""
-
-    log_index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,7 +508,7 @@ def _find(
 
 def _logged(
     receipt: Receipt, moved: TransferLog | None, what: str, required: bool = True
-) -> LoggedReceipt:
+) -> TxReceipt:
     """The port's receipt, with the log index of ``moved``; ChainRejected if the transfer
     the transaction was sent for is not in it (a protocol that reports failure with a
     return code instead of a revert)."""
@@ -525,7 +517,7 @@ def _logged(
             f"transaction {receipt.tx_hash} was mined but made no {what}",
             "the expected token transfer is missing from the receipt",
         )
-    return LoggedReceipt(
+    return TxReceipt(
         receipt.tx_hash,
         receipt.block_number,
         receipt.timestamp,
