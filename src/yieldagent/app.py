@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains, simulated_market
+from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
@@ -142,14 +142,18 @@ class Service:
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
         operator = load_operator_wallet(settings)
-        catalog = load_catalog()
+        catalog = served_catalog(settings, load_catalog())
         market = simulated_market(settings, self.engine, catalog)
         self.worker.add(market_settle(market))
-        chains = simulated_chains(market, catalog)
+        chains = build_chains(settings, self.engine, market, catalog, operator)
         lifecycle = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
         agent = build_agent(settings, self.engine, lifecycle)
-        # The worker thread has its own lifecycle: its locks belong to its own event loop.
-        background = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
+        # The worker thread has its own lifecycle and chain ports: its locks and a web3
+        # port's connections belong to its own event loop.
+        worker_chains = build_chains(settings, self.engine, market, catalog, operator)
+        background = build_lifecycle(
+            settings, self.engine, worker_chains, catalog, operator.address
+        )
         self.worker.add(reconciliation(background), every=settings.lease_seconds / 2)
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
         stopping = lambda: self.worker.stop_requested  # noqa: E731
@@ -159,7 +163,14 @@ class Service:
             settings.idempotency_wait_seconds,
         )
         self.api = build_server(
-            self.engine, operator, chains, lifecycle, agent, settings.grpc_target, idempotency
+            self.engine,
+            operator,
+            chains,
+            lifecycle,
+            agent,
+            settings.grpc_target,
+            idempotency,
+            catalog,
         )
         await self.api.server.start()
         await mark_serving(self.api, True)

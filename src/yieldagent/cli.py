@@ -41,7 +41,7 @@ from sqlalchemy import Engine
 
 from yieldagent.app import build_agent, build_lifecycle, run_service
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains, simulated_market
+from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
@@ -210,9 +210,10 @@ def _sim_balance(settings: Settings, args: argparse.Namespace) -> None:
 def _lifecycle(settings: Settings) -> tuple[Engine, Lifecycle]:
     engine = create_db_engine(settings.database_url)
     migrate(engine)
-    catalog = load_catalog()
+    catalog = served_catalog(settings, load_catalog())
     operator = load_operator_wallet(settings)
-    chains = simulated_chains(simulated_market(settings, engine, catalog, set_speed=False), catalog)
+    market = simulated_market(settings, engine, catalog, set_speed=False)
+    chains = build_chains(settings, engine, market, catalog, operator)
     return engine, build_lifecycle(settings, engine, chains, catalog, operator.address)
 
 
@@ -235,7 +236,7 @@ def _cmd_ops(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
-    catalog = load_catalog()
+    catalog = served_catalog(settings, load_catalog())
     chain_ids = [args.chain] if args.chain else catalog.chain_ids()
     chains = [
         c for c in chain_ids if any(token.protocol(args.name) for token in catalog.chain(c).tokens)

@@ -15,6 +15,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.port import ChainPort
 from yieldagent.domain.agent import Agent
+from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.servicers.auth import Authenticator
@@ -69,9 +70,11 @@ def build_server(
     agent: Agent,
     address: str,
     idempotency: Idempotency | None = None,
+    catalog: Catalog | None = None,
 ) -> ApiServer:
-    """The server with every service registered, bound to ``address`` (port 0: any free one)."""
-    catalog = load_catalog()
+    """The server with every service registered, bound to ``address`` (port 0: any free one).
+    ``catalog`` is the served one (default: the shipped catalog)."""
+    catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     idempotency = idempotency or Idempotency(IdempotencyStore(engine))
     interceptor = ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)), idempotency)
