@@ -123,9 +123,11 @@ class YieldingChain:
         await asyncio.sleep(0)
         return await self._inner.supply(holder, protocol, token, amount)
 
-    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
         await asyncio.sleep(0)
-        return await self._inner.withdraw(holder, protocol, token, amount)
+        return await self._inner.withdraw(holder, protocol, token, amount, whole)
 
     async def swap(
         self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int

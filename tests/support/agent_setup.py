@@ -60,9 +60,11 @@ class WatchedChain(SimulatedChain):
         self.moves.append(("supply", protocol, amount))
         return receipt
 
-    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
         await self._hook("withdraw", protocol, amount)
-        receipt = await super().withdraw(holder, protocol, token, amount)
+        receipt = await super().withdraw(holder, protocol, token, amount, whole)
         self.moves.append(("withdraw", protocol, amount))
         return receipt
 

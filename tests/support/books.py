@@ -54,7 +54,7 @@ is a *fee*; any other is a *payout*.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -76,12 +76,20 @@ UNFINISHED = frozenset({WalletStatus.ACTIVATING, WalletStatus.RUNNING})
 
 
 @dataclass(frozen=True, slots=True)
+class Movement:
+    """One transfer of the wallet's token, as the chain shows it."""
+
+    tx_hash: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
 class ChainBooks:
     """One wallet's flows of its token as the chain shows them."""
 
-    inflows: list[MinedTx]
-    payouts: list[MinedTx]
-    fees: list[MinedTx]
+    inflows: list[MinedTx] | list[Movement]
+    payouts: list[MinedTx] | list[Movement]
+    fees: list[MinedTx] | list[Movement]
     moves: int
     """Supplies and withdrawals: each may lose ``ROUNDING_PER_MOVE`` units."""
     value: int
@@ -127,12 +135,13 @@ def withdrawal_kind(record: WithdrawalRecord) -> str:
 
 def book_disagreements(
     engine: Engine,
-    market: SimulatedMarket,
+    market: SimulatedMarket | Callable[[Wallet], ChainBooks],
     wallets: Iterable[Wallet | int],
     fee_collector: str = FEE,
 ) -> list[str]:
     """Every way the ledger of ``wallets`` (or wallet ids) disagrees with the chain; empty
-    when the books are true. See the module's docstring for the rules."""
+    when the books are true. See the module's docstring for the rules. ``market`` is the
+    simulated chain, or what reads a wallet's ``ChainBooks`` from a real one."""
     store = WalletStore(engine)
     problems: list[str] = []
     for item in wallets:
@@ -143,16 +152,21 @@ def book_disagreements(
             continue
         problems += [
             f"wallet {wallet.id} ({wallet.address}): {problem}"
-            for problem in _disagreements(store, market, wallet, fee_collector)
+            for problem in _disagreements(store, _read(market, wallet, fee_collector), wallet)
         ]
     return problems
 
 
-def _disagreements(
-    store: WalletStore, market: SimulatedMarket, wallet: Wallet, fee_collector: str
-) -> list[str]:
+def _read(
+    source: SimulatedMarket | Callable[[Wallet], ChainBooks], wallet: Wallet, fee_collector: str
+) -> ChainBooks:
+    if isinstance(source, SimulatedMarket):
+        return chain_books(source, wallet, fee_collector)
+    return source(wallet)
+
+
+def _disagreements(store: WalletStore, chain: ChainBooks, wallet: Wallet) -> list[str]:
     problems: list[str] = []
-    chain = chain_books(market, wallet, fee_collector)
     deposits = store.deposits(wallet.id)
     withdrawals = store.withdrawals(wallet.id)
 
@@ -247,7 +261,7 @@ def _disagreements(
 
 def assert_books_balance(
     engine: Engine,
-    market: SimulatedMarket,
+    market: SimulatedMarket | Callable[[Wallet], ChainBooks],
     wallets: Iterable[Wallet | int],
     fee_collector: str = FEE,
 ) -> None:

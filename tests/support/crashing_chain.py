@@ -206,8 +206,12 @@ class CrashingChain:
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return await self._call("supply", self._inner.supply, holder, protocol, token, amount)
 
-    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
-        return await self._call("withdraw", self._inner.withdraw, holder, protocol, token, amount)
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
+        return await self._call(
+            "withdraw", self._inner.withdraw, holder, protocol, token, amount, whole
+        )
 
     async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
         return await self._call(

@@ -44,6 +44,8 @@ class TxReceipt:
     log_index: int = 0
     """Which of its logs records what it was sent for (a supply's or payout's transfer),
     as ``history`` names that event."""
+    amount: int | None = None
+    """What that transfer moved, when the chain decided it (a whole withdrawal)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +176,11 @@ class ChainPort(Protocol):
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
 
-    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
-        """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``."""
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
+        """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``; with
+        ``whole``, all of the position as it is when mined (the receipt says how much)."""
 
     async def plan_calls(
         self, holder: str, action: str, protocol: str, token: str, amount: int

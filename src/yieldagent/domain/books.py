@@ -186,7 +186,9 @@ class Books:
         if step.action == SUPPLY:
             return await chain.supply(holder, step.protocol, step.token, step.amount)
         if step.action == WITHDRAW_STEP:
-            return await chain.withdraw(holder, step.protocol, step.token, step.amount)
+            return await chain.withdraw(
+                holder, step.protocol, step.token, step.amount, whole=step.whole
+            )
         if step.action == SWAP:
             swap = await chain.swap(holder, step.token, step.token_out, step.amount, step.min_out)
             return swap.receipt

@@ -97,6 +97,9 @@ class Step:
     timestamp: int | None = None
     abandoned: bool = False
     """Planned, but the chain never mined it (its call failed, or its process died first)."""
+    whole: bool = False
+    """A withdrawal of the whole position: ``amount`` is its value when planned; the chain
+    pays what it holds when mined (interest accrues meanwhile), and the step learns it."""
 
     @property
     def done(self) -> bool:
@@ -113,9 +116,11 @@ class Step:
     ) -> Step:
         """This step, marked with the transaction (and log) that carried it out; a claim
         learns its ``amount`` then."""
+        if amount is None:
+            amount = self.amount if receipt.amount is None else receipt.amount
         return replace(
             self,
-            amount=self.amount if amount is None else amount,
+            amount=amount,
             tx_hash=receipt.tx_hash,
             log_index=receipt.log_index if log_index is None else log_index,
             block_number=receipt.block_number,
@@ -128,7 +133,7 @@ class Step:
             return False
         if self.action == CLAIM_STEP:  # what a claim collects is known once mined
             return event.recipient == holder
-        if event.amount != self.amount:
+        if event.amount != self.amount and not self.whole:
             return False
         if self.action == SUPPLY:
             return event.sender == holder and event.recipient == self.protocol

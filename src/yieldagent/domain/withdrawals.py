@@ -357,6 +357,7 @@ class Withdrawals:
             if take <= 0:
                 continue
             step = self._take(wallet, holding.protocol, take, valuation)
+            step = replace(step, whole=take == holding.value)
             try:
                 operation = await self._books.perform(chain, wallet, operation, step)
             except (ChainUnavailable, ChainRejected) as refused:

@@ -46,6 +46,7 @@ def _step(data: dict[str, Any]) -> Step:
         block_number=data.get("block_number"),
         timestamp=data.get("timestamp"),
         abandoned=data.get("abandoned", False),
+        whole=data.get("whole", False),
     )
 
 
@@ -62,6 +63,7 @@ def _step_json(step: Step) -> dict[str, Any]:
         "block_number": step.block_number,
         "timestamp": step.timestamp,
         "abandoned": step.abandoned,
+        "whole": step.whole,
     }
     data.update({name: value for name, value in optional.items() if value})
     if step.split is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from yieldagent.chain.port import (
     Block,
@@ -117,8 +118,14 @@ class SimulatedChain:
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.supply(self.chain_id, holder, protocol, token, amount))
 
-    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
-        return _receipt(self.market.withdraw(self.chain_id, holder, protocol, token, amount))
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
+        if whole:
+            held = dict(self.market.positions(self.chain_id, token, holder))
+            amount = held.get(protocol, 0)
+        row = self.market.withdraw(self.chain_id, holder, protocol, token, amount)
+        return replace(_receipt(row), amount=amount) if whole else _receipt(row)
 
     async def plan_calls(
         self, holder: str, action: str, protocol: str, token: str, amount: int

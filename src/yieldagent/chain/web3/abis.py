@@ -133,6 +133,7 @@ REWARDS_CLAIM = Fn("claim(address,address,bool)")
 # -- Moonwell MToken and JumpRateModel --------------------------------------------
 MTOKEN_MINT = Fn("mint(uint256)", "uint256")
 MTOKEN_REDEEM_UNDERLYING = Fn("redeemUnderlying(uint256)", "uint256")
+MTOKEN_REDEEM = Fn("redeem(uint256)", "uint256")
 MTOKEN_BALANCE_OF_UNDERLYING = Fn("balanceOfUnderlying(address)", "uint256")
 """Accrues interest first, so it is read with eth_call (never sent)."""
 MTOKEN_CASH = Fn("getCash()", "uint256")
@@ -162,6 +163,7 @@ IRM_BORROW_RATE_VIEW = Fn(
 )
 VAULT_DEPOSIT = Fn("deposit(uint256,address)", "uint256")
 VAULT_WITHDRAW = Fn("withdraw(uint256,address,address)", "uint256")
+VAULT_REDEEM = Fn("redeem(uint256,address,address)", "uint256")
 VAULT_CONVERT_TO_ASSETS = Fn("convertToAssets(uint256)", "uint256")
 VAULT_TOTAL_ASSETS = Fn("totalAssets()", "uint256")
 VAULT_FEE = Fn("fee()", "uint96")

@@ -401,10 +401,16 @@ class Web3Chain:
         moved = _find(receipt, self.config.token, holder, pool.custody, amount)
         return _logged(receipt, moved, f"supply of {amount} to {protocol}")
 
-    async def withdraw(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
         pool = self._pool(protocol, token)
         await self._ready()
         holder = to_checksum_address(holder)
+        if whole:
+            receipt = await self._execute(holder, await pool.exit_calls(holder), "withdraw")
+            moved = _find(receipt, self.config.token, pool.custody, holder, None)
+            return _logged(receipt, moved, f"withdrawal of everything from {protocol}")
         receipt = await self._execute(holder, pool.withdraw_calls(holder, amount), "withdraw")
         moved = _find(receipt, self.config.token, pool.custody, holder, amount)
         return _logged(receipt, moved, f"withdrawal of {amount} from {protocol}")
@@ -491,16 +497,17 @@ def _transfers(receipt: Receipt) -> list[TransferLog]:
 
 
 def _find(
-    receipt: Receipt, token: str, sender: str, recipient: str, amount: int
+    receipt: Receipt, token: str, sender: str, recipient: str, amount: int | None
 ) -> TransferLog | None:
-    """The transfer of ``amount`` of ``token`` from ``sender`` to ``recipient`` in the
-    receipt, if there is one."""
+    """The transfer of ``amount`` (None: any amount) of ``token`` from ``sender`` to
+    ``recipient`` in the receipt, if there is one."""
     token, sender, recipient = (to_checksum_address(a) for a in (token, sender, recipient))
     return next(
         (
             t
             for t in _transfers(receipt)
-            if (t.token, t.sender, t.recipient, t.amount) == (token, sender, recipient, amount)
+            if (t.token, t.sender, t.recipient) == (token, sender, recipient)
+            and amount in (None, t.amount)
         ),
         None,
     )
@@ -522,4 +529,5 @@ def _logged(
         receipt.block_number,
         receipt.timestamp,
         moved.log_index if moved is not None else 0,
+        moved.amount if moved is not None else None,
     )

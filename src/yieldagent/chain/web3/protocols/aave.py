@@ -24,7 +24,14 @@ from yieldagent.chain.web3.abis import (
     TOTAL_SUPPLY,
 )
 from yieldagent.chain.web3.config import ProtocolConfig
-from yieldagent.chain.web3.protocols.base import Call, approve, supplying, withdrawing
+from yieldagent.chain.web3.protocols.base import (
+    MAX_UINT,
+    Call,
+    approve,
+    exiting,
+    supplying,
+    withdrawing,
+)
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.quotes import MarketQuote, PoolQuote
@@ -135,6 +142,10 @@ class AavePool:
                 description=withdrawing(self.name, amount),
             )
         ]
+
+    async def exit_calls(self, account: str) -> list[Call]:
+        withdraw = (self.token, MAX_UINT, account)
+        return [Call(self.config.address, AAVE_WITHDRAW, withdraw, description=exiting(self.name))]
 
 
 def _reserve_of(data: tuple[object, ...]) -> Reserve:

@@ -65,6 +65,15 @@ def withdrawing(protocol: str, amount: int) -> str:
     return f"Withdraw {amount} from {protocol}"
 
 
+def exiting(protocol: str) -> str:
+    """What a whole withdrawal does."""
+    return f"Withdraw everything from {protocol}"
+
+
+MAX_UINT = 2**256 - 1
+"""What Aave's and Comet's ``withdraw`` take as "the whole balance"."""
+
+
 class LendingPool(Protocol):
     """One protocol's pool of the chain's token."""
 
@@ -94,3 +103,6 @@ class LendingPool(Protocol):
 
     def withdraw_calls(self, account: str, amount: int) -> list[Call]:
         """Withdraw ``amount`` to ``account``."""
+
+    async def exit_calls(self, account: str) -> list[Call]:
+        """Withdraw all of ``account``'s position, interest to the second it is mined."""

@@ -30,9 +30,11 @@ from yieldagent.chain.web3.abis import (
 )
 from yieldagent.chain.web3.config import ProtocolConfig
 from yieldagent.chain.web3.protocols.base import (
+    MAX_UINT,
     PER_SECOND_WAD_TO_ANNUAL_RAY,
     Call,
     approve,
+    exiting,
     supplying,
     withdrawing,
 )
@@ -112,6 +114,10 @@ class CometPool:
                 description=withdrawing(self.name, amount),
             )
         ]
+
+    async def exit_calls(self, account: str) -> list[Call]:
+        withdraw = (self.token, MAX_UINT)
+        return [Call(self.config.address, COMET_WITHDRAW, withdraw, description=exiting(self.name))]
 
 
 def _curve(values: list[int]) -> tuple[int, int, int, int]:

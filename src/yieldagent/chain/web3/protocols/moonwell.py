@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import (
+    BALANCE_OF,
     JUMP_BASE_RATE,
     JUMP_JUMP_MULTIPLIER,
     JUMP_KINK,
@@ -23,6 +24,7 @@ from yieldagent.chain.web3.abis import (
     MTOKEN_CASH,
     MTOKEN_MINT,
     MTOKEN_RATE_MODEL,
+    MTOKEN_REDEEM,
     MTOKEN_REDEEM_UNDERLYING,
     MTOKEN_RESERVE_FACTOR,
     MTOKEN_SUPPLY_RATE,
@@ -34,6 +36,7 @@ from yieldagent.chain.web3.protocols.base import (
     PER_SECOND_WAD_TO_ANNUAL_RAY,
     Call,
     approve,
+    exiting,
     supplying,
     withdrawing,
 )
@@ -133,3 +136,9 @@ class MTokenPool:
     def withdraw_calls(self, account: str, amount: int) -> list[Call]:
         m, what = self.config.address, withdrawing(self.name, amount)
         return [Call(m, MTOKEN_REDEEM_UNDERLYING, (amount,), description=what)]
+
+    async def exit_calls(self, account: str) -> list[Call]:
+        """``redeem`` of every mToken the account holds."""
+        m = self.config.address
+        held = int(await self._reader.call(m, BALANCE_OF, account, block="latest"))
+        return [Call(m, MTOKEN_REDEEM, (held,), description=exiting(self.name))]

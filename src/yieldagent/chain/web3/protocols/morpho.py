@@ -30,6 +30,7 @@ from yieldagent.chain.web3.abis import (
     VAULT_CONVERT_TO_ASSETS,
     VAULT_DEPOSIT,
     VAULT_FEE,
+    VAULT_REDEEM,
     VAULT_WITHDRAW,
     Fn,
 )
@@ -39,6 +40,7 @@ from yieldagent.chain.web3.protocols.base import (
     PER_SECOND_WAD_TO_ANNUAL_RAY,
     Call,
     approve,
+    exiting,
     supplying,
     withdrawing,
 )
@@ -260,6 +262,13 @@ class VaultPool:
                 description=withdrawing(self.name, amount),
             )
         ]
+
+    async def exit_calls(self, account: str) -> list[Call]:
+        """``redeem`` of every share the account holds."""
+        vault = self.config.address
+        shares = int(await self._reader.call(vault, BALANCE_OF, account, block="latest"))
+        redeem = (shares, account, account)
+        return [Call(vault, VAULT_REDEEM, redeem, description=exiting(self.name))]
 
 
 def _market_name(collateral: str, loan: str, lltv: int) -> str:

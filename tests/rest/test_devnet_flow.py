@@ -1,0 +1,180 @@
+"""The whole partner flow over REST on the devnet: real contracts behind the web3 adapter,
+the user's side driven by the ``yieldagent devnet`` command, and the books checked to the
+unit against the chain's own logs and balances."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eth_account import Account
+
+from support.books import assert_books_balance
+from support.devnet import Devnet
+from support.devnet_books import devnet_chain_books, positions
+from support.service import RunningService, running_service
+from yieldagent.devnet.aave import borrow_to_utilization_aave
+from yieldagent.devnet.borrowing import borrow_to_utilization
+from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.storage.db import create_db_engine
+from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.wallets import WalletStore
+
+pytestmark = pytest.mark.evm
+
+OPERATOR_KEY = "0x" + "3c" * 32
+EOA = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+USDC_UNIT = 10**6
+DAY = 86_400
+AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
+
+
+@pytest.fixture(scope="module")
+def on_devnet(devnet: Devnet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
+    """The service with chain 8453 on the devnet (the other chains stay simulated)."""
+    directory = tmp_path_factory.mktemp("devnet-service")
+    manifest = directory / "deployment.json"
+    devnet.manifest.write(manifest)
+    operator = Account.from_key(OPERATOR_KEY).address
+    devnet.d.fund(operator, 10**21)
+    env = {
+        "YIELDAGENT_RPC_URL_8453": devnet.url,
+        "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
+        "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,
+        "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
+        "YIELDAGENT_AGENT_INTERVAL_SECONDS": "1000000",
+    }
+    with running_service(f"sqlite:///{directory / 'test.db'}", directory, env) as service:
+        yield service
+
+
+def _devnet(devnet: Devnet, *args: str) -> dict[str, Any]:
+    env = {**os.environ, "YIELDAGENT_RPC_URL_8453": devnet.url}
+    done = subprocess.run(
+        [sys.executable, "-m", "yieldagent", "devnet", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _deposit(devnet: Devnet, wallet: str, amount: int) -> dict[str, Any]:
+    return _devnet(
+        devnet,
+        *("deposit", "--chain", "8453", "--token", devnet.usdc, "--from", EOA),
+        *("--to", wallet, "--amount", str(amount)),
+    )
+
+
+def _balance(devnet: Devnet, holder: str) -> int:
+    erc20 = devnet.w3.eth.contract(
+        address=devnet.w3.to_checksum_address(devnet.usdc),
+        abi=[
+            {
+                "name": "balanceOf",
+                "type": "function",
+                "stateMutability": "view",
+                "inputs": [{"name": "a", "type": "address"}],
+                "outputs": [{"name": "", "type": "uint256"}],
+            }
+        ],
+    )
+    return int(erc20.functions.balanceOf(holder).call())
+
+
+def test_the_partner_flow_on_the_devnet(
+    on_devnet: RunningService, devnet: Devnet, tmp_path: Path
+) -> None:
+    api = on_devnet
+    engine = create_db_engine(api.database_url)
+    _, key = PartnerStore(engine).create("devnet-partner", PERMISSIONS)
+    keyed = {"X-Partner-Name": "devnet-partner", "X-Partner-API-Key": key}
+
+    # The catalog names the devnet's contracts.
+    tokens = api.request("GET", "/api/v1/8453/tokens").json()
+    assert devnet.usdc in json.dumps(tokens)
+
+    # 1. The smart account, at the Kernel formula's address.
+    created = api.request(
+        "POST", "/api/v1/proxy/zerodev/smart-accounts", {"eoa": EOA, "chain": 8453}, keyed
+    )
+    assert created.status == 200, created.body
+    wallet = created.json()["smartAccount"]
+
+    # 2. The user's deposit, then 3. the activation: funds go to a pool on chain.
+    deposit = _deposit(devnet, wallet, 10_000 * USDC_UNIT)
+    activation = {
+        "wallet": wallet,
+        "eoa": EOA,
+        "initial_token": devnet.usdc,
+        "selected_protocols": [AAVE, MORPHO],
+        "tx_hash": deposit["tx_hash"],
+    }
+    activated = api.request("POST", "/api/v1/8453/wallets", activation, keyed)
+    assert activated.status == 201, activated.body
+    assert devnet.w3.eth.get_code(wallet) != b""  # the account was installed
+    placed = positions(devnet.w3, devnet.manifest, wallet)
+    assert sum(placed.values()) >= 10_000 * USDC_UNIT - 2
+    holder = max(placed, key=lambda name: placed[name])
+    other = MORPHO if holder == AAVE else AAVE
+
+    # 4. The other pool's rate jumps; an agent run moves the funds there.
+    if other == AAVE:
+        borrow_to_utilization_aave(devnet.d, devnet.manifest.protocol(AAVE), devnet.usdc, 0.97)
+    else:
+        borrow_to_utilization(devnet.d, devnet.manifest.protocol(MORPHO), devnet.usdc, 0.99)
+    ran = api.request("POST", f"/api/v1/8453/wallets/{wallet}:run", headers=keyed)
+    assert ran.status == 200, ran.body
+    assert ran.json()["status"] == "completed", ran.body
+    moved = positions(devnet.w3, devnet.manifest, wallet)
+    assert moved[other] > placed[other]
+    assert moved[holder] < placed[holder]
+    # The borrowers repay down to a usual utilization: the pools have cash to pay out.
+    borrow_to_utilization_aave(devnet.d, devnet.manifest.protocol(AAVE), devnet.usdc, 0.8)
+    borrow_to_utilization(devnet.d, devnet.manifest.protocol(MORPHO), devnet.usdc, 0.9)
+
+    # A month of interest.
+    _devnet(devnet, "advance", "--seconds", str(30 * DAY))
+
+    # 5. A partial withdrawal, split into principal, yield and fee, paid on chain.
+    before = _balance(devnet, EOA)
+    withdrawn = api.request(
+        "POST", f"/api/v1/8453/wallets/{wallet}:withdraw", {"amount": 1_000 * USDC_UNIT}, keyed
+    )
+    assert withdrawn.status == 200, withdrawn.body
+    [detail] = withdrawn.json()["withdraw_details"]
+    assert detail["principal_amount"] + detail["yield_amount"] == 1_000 * USDC_UNIT
+    assert detail["yield_amount"] > 0
+    assert detail["fee_amount"] == detail["yield_amount"] // 10
+    assert _balance(devnet, EOA) - before == 1_000 * USDC_UNIT - detail["fee_amount"]
+
+    # 6. A top-up.
+    top_up = _deposit(devnet, wallet, 500 * USDC_UNIT)
+    topped = api.request(
+        "POST", f"/api/v1/8453/wallets/{wallet}:top-up?tx_hash={top_up['tx_hash']}", headers=keyed
+    )
+    assert topped.status == 201, topped.body
+
+    # 7. Deactivation: everything back to the user, nothing left in the account.
+    deactivated = api.request("POST", f"/api/v1/8453/wallets/{wallet}:deactivate", headers=keyed)
+    assert deactivated.status == 200, deactivated.body
+    final = api.request("GET", f"/api/v1/8453/wallets/{wallet}").json()
+    assert final["status"] == "deactivated", final.get("status_reason")
+    assert _balance(devnet, wallet) == 0
+    assert sum(positions(devnet.w3, devnet.manifest, wallet).values()) == 0
+
+    # The books, to the unit, against the chain's logs and balances.
+    stored = WalletStore(engine).get(8453, wallet)
+    assert stored is not None
+    reader = devnet_chain_books(devnet.w3, devnet.manifest, devnet.manifest.extras["fee_collector"])
+    assert_books_balance(engine, reader, [stored])
+    engine.dispose()
