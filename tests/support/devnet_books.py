@@ -27,6 +27,11 @@ def _call(w3: Web3, contract: str, signature: str, *args: str) -> int:
     return int(decode(["uint256"], raw)[0])
 
 
+def idle_balance(w3: Web3, token: str, holder: str) -> int:
+    """``holder``'s balance of ``token``."""
+    return _call(w3, token, "balanceOf(address)", holder)
+
+
 def custodies(manifest: Manifest) -> dict[str, str]:
     """The address that holds the token for each protocol, by address."""
     found: dict[str, str] = {}

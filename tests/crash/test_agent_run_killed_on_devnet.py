@@ -1,0 +1,152 @@
+"""SIGKILL during an agent run on the devnet: the restarted service finishes the run from
+the chain's logs, and the books agree with the chain to the unit.
+
+Blocks are mined once a second while the run goes on, so the process dies between two of
+the run's transactions (one mined, the next planned or in the node's pool)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import grpc
+import pytest
+from eth_account import Account
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from support.books import assert_books_balance
+from support.crash_world import ServeProcess, wait_until
+from support.devnet import Devnet
+from support.devnet_books import devnet_chain_books, idle_balance, positions
+from support.service import free_port
+from yieldagent.devnet import actions
+from yieldagent.devnet.aave import borrow_to_utilization_aave
+from yieldagent.devnet.anvil import rpc
+from yieldagent.devnet.borrowing import borrow_to_utilization
+from yieldagent.domain.operations import OPEN
+from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.tables import OperationRow
+from yieldagent.storage.wallets import WalletStore
+from yieldagent.v1 import (
+    smart_accounts_pb2,
+    smart_accounts_pb2_grpc,
+    wallets_pb2,
+    wallets_pb2_grpc,
+)
+
+pytestmark = [pytest.mark.evm, pytest.mark.unsettled]
+
+OPERATOR_KEY = "0x" + "4d" * 32
+EOA = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
+AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
+UNIT = 10**6
+
+
+def _mined_run_steps(engine: Engine) -> int:
+    with Session(engine) as session:
+        rows = session.exec(select(OperationRow).where(OperationRow.kind == "run")).all()
+    return sum(1 for row in rows for step in json.loads(row.steps) if step.get("tx_hash"))
+
+
+def _open_runs(engine: Engine) -> int:
+    with Session(engine) as session:
+        rows = session.exec(select(OperationRow).where(OperationRow.kind == "run")).all()
+    return sum(1 for row in rows if row.status in OPEN)
+
+
+def test_an_agent_run_killed_midway_is_finished_from_the_chain(
+    devnet: Devnet, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'service.db'}"
+    engine = create_db_engine(url)
+    migrate(engine)
+    _, key = PartnerStore(engine).create("killer", PERMISSIONS)
+    metadata = (("x-partner-name", "killer"), ("x-partner-api-key", key))
+    manifest = tmp_path / "deployment.json"
+    devnet.manifest.write(manifest)
+    devnet.d.fund(Account.from_key(OPERATOR_KEY).address, 10**21)
+    port = free_port()
+    env = {
+        **os.environ,
+        "YIELDAGENT_DATABASE_URL": url,
+        "YIELDAGENT_DATA_DIR": str(tmp_path),
+        "YIELDAGENT_GRPC_PORT": str(port),
+        "YIELDAGENT_RPC_URL_8453": devnet.url,
+        "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
+        "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,
+        "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
+        "YIELDAGENT_LEASE_SECONDS": "2",
+        "YIELDAGENT_WORKER_INTERVAL_SECONDS": "0.5",
+        "YIELDAGENT_AGENT_INTERVAL_SECONDS": "86400",
+        "YIELDAGENT_LOG_FORMAT": "json",
+    }
+    service = ServeProcess(env)
+    restarted: ServeProcess | None = None
+    try:
+        assert service.logs.wait_for("grpc server started", timeout=60), service.logs.tail()
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        accounts = smart_accounts_pb2_grpc.SmartAccountServiceStub(channel)
+        wallets = wallets_pb2_grpc.WalletServiceStub(channel)
+        created = accounts.CreateSmartAccount(
+            smart_accounts_pb2.CreateSmartAccountRequest(eoa=EOA, chain=8453), metadata=metadata
+        )
+        wallet = created.smartAccount
+        deposit = actions.deposit(devnet.url, devnet.usdc, EOA, wallet, 20_000 * UNIT)
+        wallets.ActivateWallet(
+            wallets_pb2.ActivateWalletRequest(
+                chain_id=8453,
+                wallet=wallet,
+                eoa=EOA,
+                initial_token=devnet.usdc,
+                selected_protocols=[AAVE, MORPHO],
+                tx_hash=deposit["tx_hash"],
+            ),
+            metadata=metadata,
+            timeout=60,
+        )
+        placed = positions(devnet.w3, devnet.manifest, wallet)
+        other = AAVE if placed[MORPHO] > placed[AAVE] else MORPHO
+        if other == AAVE:
+            borrow_to_utilization_aave(devnet.d, devnet.manifest.protocol(AAVE), devnet.usdc, 0.97)
+        else:
+            borrow_to_utilization(devnet.d, devnet.manifest.protocol(MORPHO), devnet.usdc, 0.99)
+
+        # Blocks every second from now on: the run's transactions wait for them.
+        rpc(devnet.url, "evm_setAutomine", [False])
+        rpc(devnet.url, "evm_setIntervalMining", [1])
+        request = wallets_pb2.RunAgentRequest(chain_id=8453, wallet=wallet)
+        running = wallets.RunAgent.future(request, metadata=metadata, timeout=60)
+        wait_until(lambda: _mined_run_steps(engine) >= 1, timeout=30, pause=0.01)
+        service.kill()
+        assert running.exception() is not None  # the caller saw the process die
+        channel.close()
+        stored = WalletStore(engine).get(8453, wallet)
+        assert stored is not None and stored.status == WalletStatus.RUNNING
+
+        # The restarted service reconciles the run from the chain's logs.
+        rpc(devnet.url, "evm_setIntervalMining", [0])
+        rpc(devnet.url, "evm_setAutomine", [True])
+        restarted = ServeProcess(env)
+        wait_until(lambda: _open_runs(engine) == 0, timeout=60, pause=0.2)
+        after = WalletStore(engine).get(8453, wallet)
+        assert after is not None and after.status == WalletStatus.ACTIVATED
+        fee_collector = devnet.manifest.extras["fee_collector"]
+        assert_books_balance(
+            engine, devnet_chain_books(devnet.w3, devnet.manifest, fee_collector), [after]
+        )
+        held = positions(devnet.w3, devnet.manifest, wallet)
+        assert (
+            sum(held.values()) + idle_balance(devnet.w3, devnet.usdc, wallet) >= 20_000 * UNIT - 10
+        )
+    finally:
+        rpc(devnet.url, "evm_setIntervalMining", [0])
+        rpc(devnet.url, "evm_setAutomine", [True])
+        service.kill()
+        if restarted is not None:
+            restarted.kill()
+        engine.dispose()
