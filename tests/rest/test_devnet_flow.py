@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eth_abi.abi import decode
 from eth_account import Account
+from eth_utils.crypto import keccak
 
 from support.books import assert_books_balance
 from support.devnet import Devnet
@@ -177,4 +179,60 @@ def test_the_partner_flow_on_the_devnet(
     assert stored is not None
     reader = devnet_chain_books(devnet.w3, devnet.manifest, devnet.manifest.extras["fee_collector"])
     assert_books_balance(engine, reader, [stored])
+    engine.dispose()
+
+
+SIGNATURES = (
+    "approve(address,uint256)",
+    "supply(address,uint256,address,uint16)",
+    "supply(address,uint256)",
+    "mint(uint256)",
+    "deposit(uint256,address)",
+)
+"""The production functions a deposit plan may call, decoded independently of the adapter."""
+
+
+def test_the_optimizers_calldata_decodes_and_executes_on_the_devnet(
+    on_devnet: RunningService, devnet: Devnet
+) -> None:
+    api = on_devnet
+    engine = create_db_engine(api.database_url)
+    _, key = PartnerStore(engine).create("calldata-partner", PERMISSIONS)
+    keyed = {"X-Partner-Name": "calldata-partner", "X-Partner-API-Key": key}
+    account = "0x" + "ab" * 20
+    account = devnet.w3.to_checksum_address(account)
+    _deposit(devnet, account, 5_000 * USDC_UNIT)
+    request = {
+        "total_capital": 5_000 * USDC_UNIT,
+        "token_address": devnet.usdc,
+        "current_allocations": {},
+        "protocols": [AAVE, "compound", "moonwell", MORPHO],
+        "wallet_address": account,
+    }
+    answer = api.request("POST", "/api/v1/optimizer/8453/optimize", request, keyed)
+    assert answer.status == 200, answer.body
+    body = answer.json()
+    deposits = [a for a in body["action_plan"] if a["action_type"] == "deposit"]
+    assert deposits and body["calldata"]
+    assert len(body["calldata"]) == 2 * len(deposits)  # an approval, then the supply
+
+    selectors = {keccak(text=s)[:4]: s for s in SIGNATURES}
+    devnet.d.anvil("anvil_impersonateAccount", account)
+    devnet.d.fund(account, 10**18)
+    for call in body["calldata"]:
+        data = bytes.fromhex(call["data"][2:])
+        signature = selectors[data[:4]]
+        assert signature.startswith(call["function_name"] + "(")
+        types = signature[signature.index("(") + 1 : -1].split(",")
+        decoded = decode(types, data[4:])
+        rendered = [str(v) if isinstance(v, int) else v for v in decoded]
+        assert [str(r).lower() for r in rendered] == [p.lower() for p in call["parameters"]]
+        sent = devnet.w3.eth.send_transaction(
+            {"from": account, "to": call["contract_address"], "data": call["data"]}
+        )
+        assert devnet.w3.eth.wait_for_transaction_receipt(sent)["status"] == 1
+    held = positions(devnet.w3, devnet.manifest, account)
+    planned = {a["protocol"]: int(a["amount"]) for a in deposits}
+    for protocol, amount in planned.items():
+        assert amount - 2 <= held[protocol] <= amount
     engine.dispose()
