@@ -11,7 +11,7 @@ DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 
-.PHONY: run test crash lint format protos check-protos bench install clean devnet
+.PHONY: run test evm crash lint format protos check-protos bench install clean devnet
 
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
@@ -22,6 +22,10 @@ test: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
 # The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend
 # (`make test` runs them with 3).
 CRASH_KILLS ?= 20
+# The tests that run against an anvil devnet alone (one devnet per session).
+evm: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
+	$(PY) -m pytest -m evm $(PYTEST_ARGS)
+
 crash: $(VENV)/.installed $(DESCRIPTOR)
 	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
 
