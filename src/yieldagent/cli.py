@@ -126,14 +126,9 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
         _sim_balance(settings, args)
         return
     catalog = load_catalog()
-    violations = []
+    violations = _transfer_violations(args)
     if args.chain not in catalog.chains:
-        violations.append(FieldViolation(("chain",), "unsupported chain", "value_error"))
-    for flag, value in (("token", args.token), ("from", args.sender), ("to", args.to)):
-        if not is_address(value):
-            violations.append(FieldViolation((flag,), "not an address", "value_error.address"))
-    if args.amount <= 0:
-        violations.append(FieldViolation(("amount",), "must be positive", "value_error"))
+        violations.insert(0, FieldViolation(("chain",), "unsupported chain", "value_error"))
     if violations:
         raise InvalidInput(violations)
     token = catalog.token(args.chain, parse_address(args.token, ("token",)))
@@ -157,15 +152,21 @@ def _cmd_devnet(settings: Settings, args: argparse.Namespace) -> None:
         moment = _on_devnet(actions.advance, url, args.seconds)
         _print({"time": iso(datetime.fromtimestamp(moment, UTC))})
         return
+    violations = _transfer_violations(args)
+    if violations:
+        raise InvalidInput(violations)
+    _print(_on_devnet(actions.deposit, url, args.token, args.sender, args.to, args.amount))
+
+
+def _transfer_violations(args: argparse.Namespace) -> list[FieldViolation]:
+    """What is wrong with a deposit command's token, sender, recipient and amount."""
     violations = []
     for flag, value in (("token", args.token), ("from", args.sender), ("to", args.to)):
         if not is_address(value):
             violations.append(FieldViolation((flag,), "not an address", "value_error.address"))
     if args.amount <= 0:
         violations.append(FieldViolation(("amount",), "must be positive", "value_error"))
-    if violations:
-        raise InvalidInput(violations)
-    _print(_on_devnet(actions.deposit, url, args.token, args.sender, args.to, args.amount))
+    return violations
 
 
 def _on_devnet(action: Callable[..., T], *args: Any) -> T:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import ExitStack
 from pathlib import Path
 
 import grpc
 import pytest
-from eth_account import Account
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
@@ -20,11 +20,10 @@ from support.books import assert_books_balance
 from support.crash_world import ServeProcess, wait_until
 from support.devnet import Devnet
 from support.devnet_books import devnet_chain_books, idle_balance, positions
+from support.devnet_service import devnet_env, utilization
 from support.service import free_port
 from yieldagent.devnet import actions
-from yieldagent.devnet.aave import borrow_to_utilization_aave
 from yieldagent.devnet.anvil import rpc
-from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.domain.operations import OPEN
 from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.domain.wallet_states import WalletStatus
@@ -67,26 +66,24 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
     migrate(engine)
     _, key = PartnerStore(engine).create("killer", PERMISSIONS)
     metadata = (("x-partner-name", "killer"), ("x-partner-api-key", key))
-    manifest = tmp_path / "deployment.json"
-    devnet.manifest.write(manifest)
-    devnet.d.fund(Account.from_key(OPERATOR_KEY).address, 10**21)
     port = free_port()
     env = {
         **os.environ,
-        "YIELDAGENT_DATABASE_URL": url,
-        "YIELDAGENT_DATA_DIR": str(tmp_path),
-        "YIELDAGENT_GRPC_PORT": str(port),
-        "YIELDAGENT_RPC_URL_8453": devnet.url,
-        "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
-        "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,
-        "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
-        "YIELDAGENT_LEASE_SECONDS": "2",
-        "YIELDAGENT_WORKER_INTERVAL_SECONDS": "0.5",
-        "YIELDAGENT_AGENT_INTERVAL_SECONDS": "86400",
-        "YIELDAGENT_LOG_FORMAT": "json",
+        **devnet_env(
+            devnet,
+            tmp_path,
+            OPERATOR_KEY,
+            YIELDAGENT_DATABASE_URL=url,
+            YIELDAGENT_DATA_DIR=str(tmp_path),
+            YIELDAGENT_GRPC_PORT=str(port),
+            YIELDAGENT_LEASE_SECONDS="2",
+            YIELDAGENT_WORKER_INTERVAL_SECONDS="0.5",
+            YIELDAGENT_LOG_FORMAT="json",
+        ),
     }
     service = ServeProcess(env)
     restarted: ServeProcess | None = None
+    cleanup = ExitStack()
     try:
         assert service.logs.wait_for("grpc server started", timeout=60), service.logs.tail()
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -111,10 +108,8 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         )
         placed = positions(devnet.w3, devnet.manifest, wallet)
         other = AAVE if placed[MORPHO] > placed[AAVE] else MORPHO
-        if other == AAVE:
-            borrow_to_utilization_aave(devnet.d, devnet.manifest.protocol(AAVE), devnet.usdc, 0.97)
-        else:
-            borrow_to_utilization(devnet.d, devnet.manifest.protocol(MORPHO), devnet.usdc, 0.99)
+        # The other pool's rate jumps (until the test ends: other tests share the chain).
+        cleanup.enter_context(utilization(devnet, other, 0.97 if other == AAVE else 0.99))
 
         # Blocks every second from now on: the run's transactions wait for them.
         rpc(devnet.url, "evm_setAutomine", [False])
@@ -149,4 +144,5 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         service.kill()
         if restarted is not None:
             restarted.kill()
+        cleanup.close()
         engine.dispose()

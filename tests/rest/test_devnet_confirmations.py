@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from eth_account import Account
 
 from support.devnet import Devnet
+from support.devnet_service import devnet_env, partner
 from support.service import RunningService, running_service
 from yieldagent.devnet import actions
 from yieldagent.devnet.anvil import rpc
-from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine
-from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.evm
@@ -31,17 +29,7 @@ def confirming(
 ) -> Iterator[RunningService]:
     """The service on the devnet, counting a deposit after three blocks."""
     directory = tmp_path_factory.mktemp("confirming")
-    manifest = directory / "deployment.json"
-    devnet.manifest.write(manifest)
-    devnet.d.fund(Account.from_key(OPERATOR_KEY).address, 10**21)
-    env = {
-        "YIELDAGENT_RPC_URL_8453": devnet.url,
-        "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
-        "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,
-        "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
-        "YIELDAGENT_CONFIRMATIONS": str(CONFIRMATIONS),
-        "YIELDAGENT_AGENT_INTERVAL_SECONDS": "1000000",
-    }
+    env = devnet_env(devnet, directory, OPERATOR_KEY, YIELDAGENT_CONFIRMATIONS=str(CONFIRMATIONS))
     with running_service(f"sqlite:///{directory / 'test.db'}", directory, env) as service:
         yield service
 
@@ -51,8 +39,7 @@ def test_a_deposit_undone_before_its_confirmations_is_never_credited(
 ) -> None:
     api = confirming
     engine = create_db_engine(api.database_url)
-    _, key = PartnerStore(engine).create("confirming", PERMISSIONS)
-    keyed = {"X-Partner-Name": "confirming", "X-Partner-API-Key": key}
+    keyed = partner(engine, "confirming")
     created = api.request(
         "POST", "/api/v1/proxy/zerodev/smart-accounts", {"eoa": EOA, "chain": 8453}, keyed
     )

@@ -14,18 +14,14 @@ from typing import Any
 
 import pytest
 from eth_abi.abi import decode
-from eth_account import Account
 from eth_utils.crypto import keccak
 
 from support.books import assert_books_balance
 from support.devnet import Devnet
 from support.devnet_books import devnet_chain_books, positions
+from support.devnet_service import devnet_env, partner, utilization
 from support.service import RunningService, running_service
-from yieldagent.devnet.aave import borrow_to_utilization_aave
-from yieldagent.devnet.borrowing import borrow_to_utilization
-from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine
-from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.evm
@@ -41,17 +37,7 @@ AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
 def on_devnet(devnet: Devnet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     """The service with chain 8453 on the devnet (the other chains stay simulated)."""
     directory = tmp_path_factory.mktemp("devnet-service")
-    manifest = directory / "deployment.json"
-    devnet.manifest.write(manifest)
-    operator = Account.from_key(OPERATOR_KEY).address
-    devnet.d.fund(operator, 10**21)
-    env = {
-        "YIELDAGENT_RPC_URL_8453": devnet.url,
-        "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
-        "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,
-        "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
-        "YIELDAGENT_AGENT_INTERVAL_SECONDS": "1000000",
-    }
+    env = devnet_env(devnet, directory, OPERATOR_KEY)
     with running_service(f"sqlite:///{directory / 'test.db'}", directory, env) as service:
         yield service
 
@@ -98,8 +84,7 @@ def test_the_partner_flow_on_the_devnet(
 ) -> None:
     api = on_devnet
     engine = create_db_engine(api.database_url)
-    _, key = PartnerStore(engine).create("devnet-partner", PERMISSIONS)
-    keyed = {"X-Partner-Name": "devnet-partner", "X-Partner-API-Key": key}
+    keyed = partner(engine, "devnet-partner")
 
     # The catalog names the devnet's contracts.
     tokens = api.request("GET", "/api/v1/8453/tokens").json()
@@ -129,20 +114,15 @@ def test_the_partner_flow_on_the_devnet(
     holder = max(placed, key=lambda name: placed[name])
     other = MORPHO if holder == AAVE else AAVE
 
-    # 4. The other pool's rate jumps; an agent run moves the funds there.
-    if other == AAVE:
-        borrow_to_utilization_aave(devnet.d, devnet.manifest.protocol(AAVE), devnet.usdc, 0.97)
-    else:
-        borrow_to_utilization(devnet.d, devnet.manifest.protocol(MORPHO), devnet.usdc, 0.99)
-    ran = api.request("POST", f"/api/v1/8453/wallets/{wallet}:run", headers=keyed)
-    assert ran.status == 200, ran.body
-    assert ran.json()["status"] == "completed", ran.body
+    # 4. The other pool's rate jumps; an agent run moves the funds there. (Then the
+    # borrowers repay to the usual utilization: the pools have cash to pay out again.)
+    with utilization(devnet, other, 0.97 if other == AAVE else 0.99):
+        ran = api.request("POST", f"/api/v1/8453/wallets/{wallet}:run", headers=keyed)
+        assert ran.status == 200, ran.body
+        assert ran.json()["status"] == "completed", ran.body
     moved = positions(devnet.w3, devnet.manifest, wallet)
     assert moved[other] > placed[other]
     assert moved[holder] < placed[holder]
-    # The borrowers repay down to a usual utilization: the pools have cash to pay out.
-    borrow_to_utilization_aave(devnet.d, devnet.manifest.protocol(AAVE), devnet.usdc, 0.8)
-    borrow_to_utilization(devnet.d, devnet.manifest.protocol(MORPHO), devnet.usdc, 0.9)
 
     # A month of interest.
     _devnet(devnet, "advance", "--seconds", str(30 * DAY))
@@ -197,8 +177,7 @@ def test_the_optimizers_calldata_decodes_and_executes_on_the_devnet(
 ) -> None:
     api = on_devnet
     engine = create_db_engine(api.database_url)
-    _, key = PartnerStore(engine).create("calldata-partner", PERMISSIONS)
-    keyed = {"X-Partner-Name": "calldata-partner", "X-Partner-API-Key": key}
+    keyed = partner(engine, "calldata-partner")
     account = "0x" + "ab" * 20
     account = devnet.w3.to_checksum_address(account)
     _deposit(devnet, account, 5_000 * USDC_UNIT)
