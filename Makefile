@@ -16,16 +16,16 @@ PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
 
+# Every test but the money paths' kill loops (`make crash`), devnet tests included.
 test: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not crash" $(PYTEST_ARGS)
 
-# The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend
-# (`make test` runs them with 3).
-CRASH_KILLS ?= 20
 # The tests that run against an anvil devnet alone (one devnet per session).
 evm: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
 	$(PY) -m pytest -m evm $(PYTEST_ARGS)
 
+# The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend.
+CRASH_KILLS ?= 20
 crash: $(VENV)/.installed $(DESCRIPTOR)
 	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
 
