@@ -194,9 +194,10 @@ class Deposits:
         self, chain: ChainPort, wallet: Wallet, token: TokenInfo, request: ActivationRequest
     ) -> None:
         """Reads what the account holds and what it received that is not booked yet;
-        refuses, before anything is stored, an account without funds, a deposit above the
-        limit, or rules the funds cannot meet."""
+        refuses, before anything is stored, an account the chain cannot act through, an
+        account without funds, a deposit above the limit, or rules the funds cannot meet."""
         books = self._books
+        await chain.prepare_account(wallet.address, wallet.eoa)
         head = await chain.head()
         events = await chain.history(wallet.address, wallet.synced_block)
         events, pending = hold_back(events, wallet, head.final_number, set())
