@@ -236,14 +236,12 @@ def brute_force(
             marks = [_kink_points(by_name[n]) for n in support]
             coarse, point = _grid_best(support, lows, caps, placed, value, step, marks)
             assert point is not None
-            starts: list[tuple[float, Sequence[int]]] = [(coarse, point)]
+            score, top = _refine(support, lows, caps, placed, value, step, coarse, point)
             if start is not None and {n for n, a in start.items() if a} == set(support):
                 there = [start[n] for n in support]
-                starts.append((sum(value(n, a) for n, a in start.items() if a), there))
-            refined = [
-                _refine(support, lows, caps, placed, value, step, score, at) for score, at in starts
-            ]
-            score, top = max(refined, key=lambda found: found[0])
+                at_start = sum(value(n, a) for n, a in start.items() if a)
+                if at_start > score:  # a peak the coarse grid missed: search around it too
+                    score, top = _refine(support, lows, caps, placed, value, step, at_start, there)
             found = (score, dict(zip(support, top, strict=True)))
         if best is None or found[0] > best[0]:
             best = found
