@@ -62,6 +62,10 @@ T = TypeVar("T")
 Signer = Callable[[], bytes]
 """Returns the operator's private key, to sign one transaction (``OperatorWallet.private_key``)."""
 
+FIRST_POLL_SECONDS = 0.02
+"""How soon a sent transaction's receipt is first looked for; each later look waits twice
+as long, up to ``SendSettings.poll_seconds``."""
+
 
 class NonceSource(Protocol):
     """Where nonces come from: ``storage.nonces.NonceStore``."""
@@ -248,8 +252,11 @@ class TransactionSender:
 
     async def _await_receipt(self, sent: _Sent) -> TxReceipt:
         """The receipt of whichever of ``sent``'s hashes is mined and confirmed,
-        replacing the transaction each time the timeout passes."""
+        replacing the transaction each time the timeout passes. Polls soon at first (a
+        node that answers a send before mining it often mines it within milliseconds),
+        then less and less often, up to ``poll_seconds``."""
         settings = self.settings
+        pause = min(FIRST_POLL_SECONDS, settings.poll_seconds)
         replacements = 0
         deadline = self._monotonic() + settings.receipt_timeout_seconds
         give_up = self._monotonic() + settings.wait_seconds
@@ -278,7 +285,8 @@ class TransactionSender:
                 await self._replace(sent)
                 deadline = self._monotonic() + settings.receipt_timeout_seconds
                 continue
-            await self._sleep(settings.poll_seconds)
+            await self._sleep(pause)
+            pause = min(pause * 2, settings.poll_seconds)
 
     async def _replace(self, sent: _Sent) -> None:
         """Signs the transaction again, same nonce, with higher fees, and sends it."""
