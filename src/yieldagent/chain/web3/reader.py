@@ -27,9 +27,9 @@ BlockId = int | str
 _COALESCE_TURNS = 4  # event-loop turns a batch waits for more reads before it is sent
 
 
-class ReadReverted(Exception):
+class ReadReverted(ChainUnavailable):
     """An ``eth_call`` reverted (the contract refused the read): a contract error, not an
-    outage."""
+    outage. Callers that expect it catch it; elsewhere the chain could not answer (503)."""
 
     def __init__(self, to: str, fn: Fn, message: str, data: str | None) -> None:
         super().__init__(f"{fn.name} on {to} reverted: {message}")
