@@ -57,6 +57,7 @@ import grpc
 import pytest
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from support.agent_world import expire_leases, user_eoa
@@ -132,6 +133,9 @@ LAPSE_AT_ONCE = 2 / 3
 ``LEASE_SECONDS`` later) rather than waited for."""
 CALL_SECONDS = 90.0
 QUIET_SECONDS = 60.0
+QUIET_RECHECK_SECONDS = 0.6
+"""Longer than the served worker's tick (0.5 s): a run due at the first look has started
+by the second."""
 """At most how long reconciliation may take to close what a kill left (a lease of two
 seconds, and a tick every second)."""
 
@@ -670,9 +674,17 @@ def _closed(row: OperationRow | None) -> bool:
 
 def _quiet(world: CrashWorld) -> bool:
     """Whether nothing is left to finish and no agent run is due or under way (a run
-    makes its wallet ``running`` while it lasts)."""
-    engine = world.engine
-    return not (open_operations(engine) or unsettled_wallets(engine) or due_wallets(engine))
+    makes its wallet ``running`` while it lasts). The three reads are not one snapshot: a
+    run the worker starts between them could slip through (due no more, not yet running
+    when read), so the answer must hold twice, a worker tick apart."""
+    if not _quiet_now(world.engine):
+        return False
+    time.sleep(QUIET_RECHECK_SECONDS)
+    return _quiet_now(world.engine)
+
+
+def _quiet_now(engine: Engine) -> bool:
+    return not (due_wallets(engine) or unsettled_wallets(engine) or open_operations(engine))
 
 
 def _check_round(crashes: Crashes, round_: Round, answer: Any, before: Moves) -> None:
