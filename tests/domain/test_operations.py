@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yieldagent.chain.port import ChainTx
+from yieldagent.chain.port import ChainTx, TxReceipt
 from yieldagent.domain.operations import (
     EXECUTING,
     PAYOUT,
@@ -73,3 +73,15 @@ def test_an_abandoned_step_is_never_matched() -> None:
 
     assert found.steps == (gone,)
     assert not gone.pending
+
+
+def test_a_whole_withdrawal_matches_whatever_the_chain_paid_and_learns_it() -> None:
+    planned = Step(WITHDRAW_STEP, USDC, 300, protocol="aave", whole=True)
+    exact = Step(WITHDRAW_STEP, USDC, 300, protocol="aave")
+    paid = _event("0x9", "withdraw", "aave", ACCOUNT, 321)  # interest accrued meanwhile
+
+    assert planned.matches(paid, ACCOUNT) and not exact.matches(paid, ACCOUNT)
+    found = attribute(_op(planned), [paid], ACCOUNT)
+    assert (found.steps[0].tx_hash, found.steps[0].amount) == ("0x9", 321)
+    receipt = TxReceipt("0x9", 101, 1_000, log_index=2, amount=321)
+    assert (planned.mined(receipt).amount, planned.mined(receipt).log_index) == (321, 2)
