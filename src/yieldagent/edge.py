@@ -44,7 +44,13 @@ _SHIPPED_VALUES = {
     "check": "filename: envoy/rest_check.lua",
     "descriptor": "proto_descriptor: build/yieldagent.pb",
     "schema": "request_schema: {}",
+    "openapi": "filename: envoy/openapi.json",
+    "docs": "filename: envoy/docs.html",
+    "docs_bundle": "filename: build/tools/redoc/redoc.standalone.js",
 }
+
+DOCS_BUNDLE = Path("tools/redoc/redoc.standalone.js")
+"""Redoc's bundle, which `make` installs beside the descriptor set (under build/)."""
 
 _SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
@@ -138,6 +144,9 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         )
     lua = settings.envoy_config.with_name("rest.lua")
     check = settings.envoy_config.with_name("rest_check.lua")
+    bundle = settings.descriptor_set.parent / DOCS_BUNDLE
+    if not bundle.exists():
+        raise ConfigurationError(f"{bundle} is missing: install it with `make docs`")
     schema = json.dumps(request_schema(), separators=(",", ":"), sort_keys=True)
     replacements = {
         "listener": "socket_address: "
@@ -147,6 +156,9 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "check": f"filename: {check}",
         "descriptor": f"proto_descriptor: {settings.descriptor_set}",
         "schema": f"request_schema: {schema}",
+        "openapi": f"filename: {settings.envoy_config.with_name('openapi.json')}",
+        "docs": f"filename: {settings.envoy_config.with_name('docs.html')}",
+        "docs_bundle": f"filename: {bundle}",
     }
     for name, shipped in _SHIPPED_VALUES.items():
         if text.count(shipped) != 1:
