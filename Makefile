@@ -10,23 +10,43 @@ PROTOS := $(wildcard protos/yieldagent/v1/*.proto)
 DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
+# The OpenAPI document Envoy serves, generated from the protos (yieldagent.openapi).
+OPENAPI := envoy/openapi.json
+OPENAPI_GEN = PYTHONPATH=src $(PY) -m yieldagent.openapi --descriptor $(DESCRIPTOR) \
+	--plugin $(SWAGGER_PLUGIN)
+# protoc-gen-swagger: grpc-gateway's OpenAPI (v2) generator, from Debian's golang-grpc-gateway.
+SWAGGER_PLUGIN := /usr/bin/protoc-gen-swagger
+# The docs page's renderer: Redoc's standalone bundle, from the npm package, pinned.
+REDOC_VERSION := 2.5.4
+REDOC_SHA256 := dcaf76612bc4a3fbcc923a8966dee2f6146a5f32e5ce1b6f02dd60cbbf89500b
+DOCS_BUNDLE := build/tools/redoc/redoc.standalone.js
+REDOC_STAMP := build/tools/redoc/.installed-$(REDOC_VERSION)
+# Headless Chromium for the docs page test, from Debian.
+CHROMIUM := /usr/bin/chromium
+APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
-.PHONY: run test evm crash lint format protos check-protos bench install clean devnet
+.PHONY: run test evm crash lint format protos check-protos openapi docs fuzz bench install clean devnet
 
-run: $(VENV)/.installed $(DESCRIPTOR)
+run: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
 	$(VENV)/bin/yieldagent run
 
 # Every test but the money paths' kill loops (`make crash`), devnet tests included.
-test: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
+test: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) $(CHROMIUM) contracts/node_modules/.installed
 	$(PY) -m pytest -m "not crash" $(PYTEST_ARGS)
 
+# The contract tests with many more generated requests per operation than `make test` makes.
+FUZZ_EXAMPLES ?= 200
+fuzz: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
+	YIELDAGENT_CONTRACT_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/rest/test_contract.py \
+		--timeout 0 $(PYTEST_ARGS)
+
 # The tests that run against an anvil devnet alone (one devnet per session).
-evm: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
+evm: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) contracts/node_modules/.installed
 	$(PY) -m pytest -m evm $(PYTEST_ARGS)
 
 # The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend.
 CRASH_KILLS ?= 20
-crash: $(VENV)/.installed $(DESCRIPTOR)
+crash: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
 	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
 
 install: $(VENV)/.installed
@@ -53,11 +73,35 @@ $(DESCRIPTOR): $(PROTOS) $(VENV)/.installed
 	mkdir -p build
 	$(PROTOC) --include_imports --include_source_info --descriptor_set_out=$@ $(PROTOS)
 
-# Regenerates the committed Python code and the descriptor set from the protos.
+# Regenerates the committed Python code, the descriptor set and the OpenAPI document.
 protos: $(VENV)/.installed
 	$(PROTOC) --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)
 	rm -f src/yieldagent/v1/options_pb2_grpc.py src/yieldagent/v1/types_pb2_grpc.py
 	$(MAKE) -B $(DESCRIPTOR)
+	$(MAKE) openapi
+
+# The OpenAPI document, from the protos (run by `make protos`).
+openapi: $(DESCRIPTOR) $(SWAGGER_PLUGIN)
+	$(OPENAPI_GEN) $(OPENAPI)
+
+$(SWAGGER_PLUGIN):
+	$(APT_INSTALL) golang-grpc-gateway || (apt-get update -qq && $(APT_INSTALL) golang-grpc-gateway)
+
+$(CHROMIUM):
+	$(APT_INSTALL) chromium || (apt-get update -qq && $(APT_INSTALL) chromium)
+
+# Redoc's standalone bundle, which Envoy serves for the docs page (npm pack fetches the
+# package alone, without the dependencies its bundle already contains).
+docs: $(REDOC_STAMP)
+
+$(REDOC_STAMP):
+	rm -rf build/tools/redoc && mkdir -p build/tools/redoc
+	cd build/tools/redoc && npm pack --silent redoc@$(REDOC_VERSION) >/dev/null
+	tar -xzf build/tools/redoc/redoc-$(REDOC_VERSION).tgz -C build/tools/redoc \
+		--strip-components=2 package/bundles/redoc.standalone.js
+	echo "$(REDOC_SHA256)  $(DOCS_BUNDLE)" | sha256sum -c --quiet
+	rm build/tools/redoc/redoc-$(REDOC_VERSION).tgz
+	touch $@
 
 # Fails when the committed generated code differs from what the protos give.
 check-protos: $(VENV)/.installed
@@ -67,11 +111,13 @@ check-protos: $(VENV)/.installed
 	rm -f build/gen-check/yieldagent/v1/options_pb2_grpc.py build/gen-check/yieldagent/v1/types_pb2_grpc.py
 	diff -r --exclude=__pycache__ --exclude=__init__.py build/gen-check/yieldagent/v1 src/yieldagent/v1 \
 		|| (echo "generated code is stale: run 'make protos' and commit" && exit 1)
+	$(MAKE) $(DESCRIPTOR) $(SWAGGER_PLUGIN)
+	$(OPENAPI_GEN) --check $(OPENAPI)
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(VENV)/.installed $(DESCRIPTOR) $(BUF)
+lint: $(VENV)/.installed $(DESCRIPTOR) $(BUF) $(REDOC_STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy

@@ -29,6 +29,8 @@ def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
     text = render_config(settings, grpc_port=15051)
     assert "port_value: 18080" in text and "port_value: 15051" in text
     assert f"filename: {ROOT / 'envoy' / 'rest.lua'}" in text
+    assert f"filename: {ROOT / 'envoy' / 'openapi.json'}" in text
+    assert f"filename: {ROOT / 'build' / 'tools' / 'redoc' / 'redoc.standalone.js'}" in text
     assert "port_value: 8080}" not in text
     rendered = tmp_path / "envoy.yaml"
     rendered.write_text(text)
@@ -45,4 +47,18 @@ def test_rendering_refuses_a_config_it_does_not_recognize(tmp_path: Path) -> Non
         }
     )
     with pytest.raises(ConfigurationError, match="expected one"):
+        render_config(settings, grpc_port=1)
+
+
+def test_rendering_refuses_without_the_docs_bundle(tmp_path: Path) -> None:
+    descriptors = tmp_path / "build" / "yieldagent.pb"
+    descriptors.parent.mkdir()
+    descriptors.write_bytes((ROOT / "build" / "yieldagent.pb").read_bytes())
+    settings = load_settings(
+        {
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(descriptors),
+        }
+    )
+    with pytest.raises(ConfigurationError, match="make docs"):
         render_config(settings, grpc_port=1)

@@ -515,7 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         if current != text:
-            print(f"{args.output} is stale: run 'make openapi' and commit", file=sys.stderr)
+            print(
+                f"{args.output} is stale: run 'make protos' (or 'make openapi') and commit",
+                file=sys.stderr,
+            )
             return 1
         return 0
     args.output.write_text(text, encoding="utf-8")
