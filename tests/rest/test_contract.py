@@ -6,6 +6,9 @@ status, content type, headers and body) and none may be a 5xx. Calls go with a r
 partner's key, and without any: the service must then refuse the guarded operations
 (schemathesis' ``ignored_auth`` check sends the keyed case again without its key).
 
+Invalid requests include schemathesis' own: a keyed case may go out without one of the
+partner headers, which the service must refuse with 401.
+
 Each operation gets ``YIELDAGENT_CONTRACT_EXAMPLES`` generated cases per test (a few
 by default; ``make fuzz`` runs many more). The requests made per operation are
 printed at the end of the session.
@@ -27,10 +30,11 @@ from schemathesis import APIOperation, GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi import checks
 
-from support.funded import Funded
+from support.funded import USDC, Funded
 from support.service import RunningService
 
 ROOT = Path(__file__).resolve().parents[2]
+CHAIN_ID = 8453
 EXAMPLES = int(os.environ.get("YIELDAGENT_CONTRACT_EXAMPLES", "8"))
 
 CONFORMANCE = [
@@ -97,13 +101,23 @@ OPERATIONS = [
 
 
 def _cases(operation: Operation, wallet: str | None) -> st.SearchStrategy[Case]:
-    """Valid and invalid requests; half of them, where a wallet is in the path, on ``wallet``."""
+    """Valid and invalid requests, half of them generated, half on real path values.
+
+    Generated paths rarely name anything that exists; the other half keeps the path on
+    Base, USDC and, with a key, the partner's activated ``wallet``, so that calls get
+    past the lookups to the service's answers on real data.
+    """
+    known = {"chain_id": CHAIN_ID, "token": USDC, "wallet": wallet}
+    fixed = {
+        name: value
+        for name, value in known.items()
+        if value is not None and f"{{{name}}}" in operation.path
+    }
     modes = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
     strategies = [operation.as_strategy(generation_mode=mode) for mode in modes]
-    if wallet is not None and "{wallet}" in operation.path:
+    if fixed:
         strategies += [
-            operation.as_strategy(generation_mode=GenerationMode.POSITIVE, path_parameters=fixed)
-            for fixed in ({"wallet": wallet, "chain_id": 8453}, {"wallet": wallet})
+            operation.as_strategy(generation_mode=mode, path_parameters=fixed) for mode in modes
         ]
     return st.one_of(strategies)
 
