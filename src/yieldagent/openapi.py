@@ -222,6 +222,8 @@ class _Schemas:
         if member.type in _SIXTY_FOUR_BIT:
             return {"type": "integer", "format": "int64"}
         schema = {k: v for k, v in prop.items() if k in ("type", "format", "enum", "default")}
+        if schema.get("format") in ("boolean", "string"):  # the plugin's, no JSON Schema format
+            del schema["format"]
         if member.type in _INT32_RANGE:
             low, high = _INT32_RANGE[member.type]
             schema.update(type="integer", minimum=low, maximum=high)
@@ -490,12 +492,20 @@ def build(swagger: dict[str, Any]) -> dict[str, Any]:
     left = {(path, verb) for path, verbs in swagger["paths"].items() for verb in verbs} - listed
     if left:
         raise ValueError(f"operations without a method: {sorted(left)}")
+    used = {tag for verbs in paths.values() for op in verbs.values() for tag in op["tags"]}
     return {
         "openapi": "3.1.0",
         "info": {"title": TITLE, "version": yieldagent.__version__, "description": _DESCRIPTION},
+        "tags": [_tag(tag) for tag in swagger.get("tags", []) if tag["name"] in used],
         "paths": dict(sorted(paths.items())),
         "components": _components(schemas, statuses),
     }
+
+
+def _tag(tag: dict[str, str]) -> dict[str, str]:
+    """A service's tag, its comment joined into paragraphs."""
+    paragraphs = [" ".join(p.split()) for p in tag["description"].split("\n\n")]
+    return {"name": tag["name"], "description": "\n\n".join(p for p in paragraphs if p)}
 
 
 def render(document: dict[str, Any]) -> str:

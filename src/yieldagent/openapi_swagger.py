@@ -17,7 +17,9 @@ each disguise from the real http rules:
   parameter, which ``yieldagent.openapi`` turns back into the JSON array body.
 
 Merging files (``allow_merge``) drops the comments of every file's methods but the
-first one's, so each file is generated alone and the documents are merged here.
+first one's, so each file is generated alone and the documents are merged here. The
+plugin tags each operation with its service but describes no tag: the merged document
+gets a tag per service, described by the service's comment.
 Methods without an http rule (streaming ones, say) have no REST route: the plugin
 skips them, as the edge does.
 """
@@ -90,8 +92,27 @@ def plugin_request(descriptor_set: bytes) -> plugin_pb2.CodeGeneratorRequest:
     return request
 
 
-def _merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {"swagger": "2.0", "paths": {}, "definitions": {}}
+_SERVICE_FIELD = 6  # FileDescriptorProto.service, in source locations
+
+
+def service_tags(request: plugin_pb2.CodeGeneratorRequest) -> list[dict[str, str]]:
+    """A Swagger tag per service of the files to generate, described by its comment."""
+    tags = []
+    for source in request.proto_file:
+        if source.name not in request.file_to_generate:
+            continue
+        comments = {
+            tuple(location.path): location.leading_comments
+            for location in source.source_code_info.location
+        }
+        for index, service in enumerate(source.service):
+            comment = comments.get((_SERVICE_FIELD, index), "")
+            tags.append({"name": service.name, "description": comment.strip()})
+    return tags
+
+
+def _merge(documents: list[dict[str, Any]], tags: list[dict[str, str]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"swagger": "2.0", "tags": tags, "paths": {}, "definitions": {}}
     for document in documents:
         for path, operations in document.get("paths", {}).items():
             merged["paths"].setdefault(path, {}).update(operations)
@@ -112,4 +133,4 @@ def generate(descriptor_set: Path, plugin: str = PLUGIN) -> dict[str, Any]:
     response = plugin_pb2.CodeGeneratorResponse.FromString(ran.stdout)
     if response.error:
         raise RuntimeError(f"{plugin}: {response.error}")
-    return _merge([json.loads(file.content) for file in response.file])
+    return _merge([json.loads(file.content) for file in response.file], service_tags(request))
