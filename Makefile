@@ -74,11 +74,11 @@ $(DESCRIPTOR): $(PROTOS) $(VENV)/.installed
 	$(PROTOC) --include_imports --include_source_info --descriptor_set_out=$@ $(PROTOS)
 
 # Regenerates the committed Python code, the descriptor set and the OpenAPI document.
-protos: $(VENV)/.installed
+protos: $(VENV)/.installed $(SWAGGER_PLUGIN)
 	$(PROTOC) --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)
 	rm -f src/yieldagent/v1/options_pb2_grpc.py src/yieldagent/v1/types_pb2_grpc.py
 	$(MAKE) -B $(DESCRIPTOR)
-	$(MAKE) openapi
+	$(OPENAPI_GEN) $(OPENAPI)
 
 # The OpenAPI document, from the protos (run by `make protos`).
 openapi: $(DESCRIPTOR) $(SWAGGER_PLUGIN)
@@ -104,14 +104,13 @@ $(REDOC_STAMP):
 	touch $@
 
 # Fails when the committed generated code differs from what the protos give.
-check-protos: $(VENV)/.installed
+check-protos: $(VENV)/.installed $(DESCRIPTOR) $(SWAGGER_PLUGIN)
 	rm -rf build/gen-check && mkdir -p build/gen-check
 	$(PROTOC) --python_out=build/gen-check --pyi_out=build/gen-check \
 		--grpc_python_out=build/gen-check $(PROTOS)
 	rm -f build/gen-check/yieldagent/v1/options_pb2_grpc.py build/gen-check/yieldagent/v1/types_pb2_grpc.py
 	diff -r --exclude=__pycache__ --exclude=__init__.py build/gen-check/yieldagent/v1 src/yieldagent/v1 \
 		|| (echo "generated code is stale: run 'make protos' and commit" && exit 1)
-	$(MAKE) $(DESCRIPTOR) $(SWAGGER_PLUGIN)
 	$(OPENAPI_GEN) --check $(OPENAPI)
 
 $(BUF):
