@@ -31,7 +31,8 @@ run: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
 	$(VENV)/bin/yieldagent run
 
 # Every test but the money paths' kill loops (`make crash`), devnet tests included.
-test: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) $(CHROMIUM) contracts/node_modules/.installed
+test: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) $(SWAGGER_PLUGIN) $(CHROMIUM) \
+		contracts/node_modules/.installed
 	$(PY) -m pytest -m "not crash" $(PYTEST_ARGS)
 
 # The contract tests with many more generated requests per operation than `make test` makes.

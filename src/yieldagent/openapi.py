@@ -224,7 +224,7 @@ class _Schemas:
         schema = {k: v for k, v in prop.items() if k in ("type", "format", "enum", "default")}
         if schema.get("format") in ("boolean", "string"):  # the plugin's, no JSON Schema format
             del schema["format"]
-        if member.type in _INT32_RANGE:
+        if member.type in _INT32_RANGE and request:  # the edge refuses values beyond
             low, high = _INT32_RANGE[member.type]
             schema.update(type="integer", minimum=low, maximum=high)
             schema.pop("format", None)
@@ -337,12 +337,14 @@ def _operation(
     request_body: dict[str, Any] | None = None
     for parameter in source.get("parameters", []):
         if parameter["in"] == "body":
-            schema = schemas.convert(request_definition, True, without=path_fields)
-            if body != "*":
+            if body != "*":  # a body bound to one message field: no API method has one
                 raise ValueError(f"{method.full_name}: body {body!r} is not supported")
+            schema = schemas.convert(request_definition, True, without=path_fields)
             request_body = {"required": True, "content": {"application/json": {"schema": schema}}}
             continue
-        member = request.fields_by_name[parameter["name"].split(".")[0]]
+        if "." in parameter["name"]:  # a message field's fields, spelled out: none yet
+            raise ValueError(f"{method.full_name}: nested parameter {parameter['name']}")
+        member = request.fields_by_name[parameter["name"]]
         if parameter["name"] == body:  # a repeated field as the body: a bare JSON array
             schema = schemas.field(member, parameter, request=True)
             request_body = {
