@@ -7,12 +7,14 @@ using partners and addresses of their own.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from eth_utils.address import to_checksum_address
 from sqlalchemy import Engine
 
+from support.contract import REPORT_PROPERTY
 from support.databases import BACKENDS, temporary_database
 from support.funded import USDC, Funded
 from support.service import RunningService, running_service
@@ -102,3 +104,28 @@ def activated(api: RunningService, fund):  # type: ignore[no-untyped-def]
     response = api.request("POST", "/api/v1/8453/wallets", funded.activation(), funded.headers)
     assert response.status == 201, response.body
     return funded
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Prints the requests the contract tests made per operation, by status.
+
+    test_contract.py records them as a user property of each test's report, which
+    pytest-xdist carries from its workers to this summary.
+    """
+    answered: dict[str, Counter[int]] = {}
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            for name, value in getattr(report, "user_properties", ()):
+                if name != REPORT_PROPERTY:
+                    continue
+                for label, statuses in value.items():
+                    answered.setdefault(label, Counter()).update(
+                        {int(status): count for status, count in statuses.items()}
+                    )
+    if not answered:
+        return
+    total = sum(sum(statuses.values()) for statuses in answered.values())
+    terminalreporter.write_line(f"schemathesis: {total} requests; per operation, by status:")
+    for label, statuses in sorted(answered.items()):
+        shown = " ".join(f"{status}x{count}" for status, count in sorted(statuses.items()))
+        terminalreporter.write_line(f"  {sum(statuses.values()):5d}  {label}  ({shown})")

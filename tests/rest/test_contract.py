@@ -3,15 +3,16 @@
 The document comes from the live edge (``GET /api/v1/openapi.json``) and the calls go
 through Envoy to the real service. Every response must conform to the document (its
 status, content type, headers and body) and none may be a 5xx. Calls go with a real
-partner's key, and without any: the service must then refuse the guarded operations
-(schemathesis' ``ignored_auth`` check sends the keyed case again without its key).
+partner's key, and without any: the service must then refuse the guarded operations.
 
 Invalid requests include schemathesis' own: a keyed case may go out without one of the
-partner headers, which the service must refuse with 401.
+partner headers, which the service must refuse with 401. After a guarded call succeeds,
+``ignored_auth`` probes it again without the key and with a wrong one (at most once per
+operation and test); the summary counts the tests' own calls only.
 
 Each operation gets ``YIELDAGENT_CONTRACT_EXAMPLES`` generated cases per test (a few
-by default; ``make fuzz`` runs many more). The requests made per operation are
-printed at the end of the session.
+by default; ``make fuzz`` runs many more). The requests made per operation, by status,
+are printed at the end of the session (tests/rest/conftest.py).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import APIOperation, GenerationMode
-from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi import checks
 
+from support.contract import CONFORMANCE, record
 from support.funded import USDC, Funded
 from support.service import RunningService
 
@@ -37,51 +38,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAIN_ID = 8453
 EXAMPLES = int(os.environ.get("YIELDAGENT_CONTRACT_EXAMPLES", "8"))
 
-CONFORMANCE = [
-    not_a_server_error,
-    checks.status_code_conformance,
-    checks.content_type_conformance,
-    checks.response_headers_conformance,
-    checks.response_schema_conformance,
-]
-
 Operation = APIOperation[Any, Any, Any, Any]
 Case = schemathesis.Case[Operation]
-
-REQUESTS: Counter[str] = Counter()
-STATUSES: Counter[tuple[str, int]] = Counter()
-"""Statuses answered per operation."""
-"""Requests made per operation ("keyed POST /api/v1/..."), over the session."""
 
 
 @pytest.fixture(scope="module")
 def contract_schema(api: RunningService) -> Any:
-    """The document the edge serves, with the edge as the base URL."""
-    base_url = f"http://127.0.0.1:{api.http_port}"
-    return schemathesis.openapi.from_url(f"{base_url}/api/v1/openapi.json")
-
-
-class _RequestReport:
-    """Prints the requests made per operation, and the statuses answered, in the summary."""
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not REQUESTS:
-            return
-        write = terminalreporter.write_line
-        write(f"schemathesis: {sum(REQUESTS.values())} requests; per operation:")
-        for label, count in sorted(REQUESTS.items()):
-            statuses = " ".join(
-                f"{status}x{STATUSES[(label, status)]}"
-                for status in sorted({s for (named, s) in STATUSES if named == label})
-            )
-            write(f"  {count:5d}  {label}  ({statuses})")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report_requests(request: pytest.FixtureRequest) -> None:
-    plugins = request.config.pluginmanager
-    if not plugins.has_plugin("yieldagent-contract-report"):
-        plugins.register(_RequestReport(), "yieldagent-contract-report")
+    """The document the edge serves; the edge is the base URL."""
+    return schemathesis.openapi.from_url(f"http://127.0.0.1:{api.http_port}/api/v1/openapi.json")
 
 
 _SETTINGS = settings(
@@ -123,35 +87,37 @@ def _cases(operation: Operation, wallet: str | None) -> st.SearchStrategy[Case]:
 
 
 @pytest.mark.parametrize("label", OPERATIONS)
-def test_keyed_calls_conform(label: str, contract_schema: Any, activated: Funded) -> None:
+def test_keyed_calls_conform(
+    label: str, contract_schema: Any, activated: Funded, record_property: Any
+) -> None:
     operation = contract_schema.find_operation_by_label(label)
+    answered: dict[str, Counter[int]] = {f"keyed {label}": Counter()}
     guarded = bool(operation.definition.raw.get("security"))
     checked = CONFORMANCE + ([checks.ignored_auth] if guarded else [])
 
     @given(case=_cases(operation, activated.wallet))
     @_SETTINGS
     def call(case: Case) -> None:
-        REQUESTS[f"keyed {label}"] += 1
-        if guarded:
-            REQUESTS[f"keyless {label}"] += 1  # ignored_auth's second call
         response = case.call_and_validate(headers=activated.headers, checks=checked)
-        STATUSES[(f"keyed {label}", response.status_code)] += 1
+        answered[f"keyed {label}"][response.status_code] += 1
 
     call()
+    record(record_property, answered)
 
 
 @pytest.mark.parametrize("label", OPERATIONS)
-def test_keyless_calls_conform(label: str, contract_schema: Any) -> None:
+def test_keyless_calls_conform(label: str, contract_schema: Any, record_property: Any) -> None:
     operation = contract_schema.find_operation_by_label(label)
+    answered: dict[str, Counter[int]] = {f"keyless {label}": Counter()}
     guarded = bool(operation.definition.raw.get("security"))
 
     @given(case=_cases(operation, None))
     @_SETTINGS
     def call(case: Case) -> None:
-        REQUESTS[f"keyless {label}"] += 1
         response = case.call_and_validate(checks=CONFORMANCE)
-        STATUSES[(f"keyless {label}", response.status_code)] += 1
+        answered[f"keyless {label}"][response.status_code] += 1
         if guarded:  # refused: unauthenticated, or by the edge before it asks
             assert response.status_code in (401, 404, 422, 429), response.text
 
     call()
+    record(record_property, answered)

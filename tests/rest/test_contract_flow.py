@@ -9,26 +9,19 @@ must conform (status, content type, headers and body) and be no 5xx.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from typing import Any
 
 import pytest
 import schemathesis
 from eth_utils.address import to_checksum_address
 from schemathesis import APIOperation
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi import checks
 
+from support.contract import CONFORMANCE, record
 from support.funded import PROTOCOLS, USDC
 from support.service import RunningService
 from yieldagent.chain.simulated.market import SimulatedMarket
 
-CONFORMANCE = [
-    not_a_server_error,
-    checks.status_code_conformance,
-    checks.content_type_conformance,
-    checks.response_headers_conformance,
-    checks.response_schema_conformance,
-]
 CHAIN = 8453
 MONTH = 30 * 24 * 3600
 _eoas = itertools.count(0xC0_0000)
@@ -46,6 +39,7 @@ class Flow:
         self._document = document
         self._headers = headers
         self.called: set[str] = set()
+        self.answered: dict[str, Counter[int]] = {}
 
     def call(self, label: str, status: int | tuple[int, ...], **parts: Any) -> Any:
         """Calls one operation with ``parts`` (path_parameters, query, body, headers)."""
@@ -59,11 +53,12 @@ class Flow:
         expected = status if isinstance(status, tuple) else (status,)
         assert response.status_code in expected, (label, response.text)
         self.called.add(label)
+        self.answered.setdefault(f"flow {label}", Counter())[response.status_code] += 1
         return response
 
 
 def test_every_operation_answers_as_documented_in_the_partner_flow(
-    document: Any, make_partner: Any, world: SimulatedMarket
+    document: Any, make_partner: Any, world: SimulatedMarket, record_property: Any
 ) -> None:
     flow = Flow(document, make_partner())
     eoa = to_checksum_address(f"0x{next(_eoas):040x}")
@@ -175,3 +170,4 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
         for verb in verbs
     }
     assert flow.called == every
+    record(record_property, flow.answered)

@@ -1,0 +1,29 @@
+"""What the contract tests share: schemathesis' conformance checks and their request report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi import checks
+
+CONFORMANCE = [
+    not_a_server_error,
+    checks.status_code_conformance,
+    checks.content_type_conformance,
+    checks.response_headers_conformance,
+    checks.response_schema_conformance,
+]
+"""No 5xx; status, content type, headers and body as the document says."""
+
+REPORT_PROPERTY = "schemathesis_requests"
+"""The user property (``{label: {status: count}}``) that tests/rest/conftest.py sums up."""
+
+
+def record(record_property: Any, answered: Mapping[str, Counter[int]]) -> None:
+    """Hands the statuses answered per operation to the session summary (xdist-safe)."""
+    record_property(
+        REPORT_PROPERTY, {label: dict(statuses) for label, statuses in answered.items()}
+    )
