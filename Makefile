@@ -79,9 +79,13 @@ STUBS_NPM := $(STUBS_TS_DIR)/node_modules/.installed
 STUBS := build/gen/.generated
 STUBS_TS_CLIENT := build/stubs/ts/$(STUBS_TS_DIR)/client.js
 STUBS_GO_CLIENT := build/stubs/go-client
-GO_APT := golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev \
-	golang-google-protobuf-dev golang-google-genproto-dev
-GO_TOOLS := build/.go-tools.installed
+# golang-github-golang-protobuf-1-5-dev: grpc-go's codec calls github.com/golang/protobuf, whose
+# 1.3 (apt's first pick otherwise) cannot marshal messages of today's protoc-gen-go.
+GO_APT := golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev golang-google-protobuf-dev \
+	golang-google-genproto-dev golang-github-golang-protobuf-1-5-dev
+# Installs Debian's Go toolchain and protobuf/gRPC sources when one is missing (apt-get: as root).
+GO_TOOLS := dpkg -s $(GO_APT) >/dev/null 2>&1 || { apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GO_APT); }
 # Go 1.19 from Debian, offline: GOPATH mode over the generated tree and Debian's Go sources
 # (/usr/share/gocode: grpc, protobuf, genproto's google.golang.org/genproto/googleapis/api).
 GO_ENV := GO111MODULE=off GOPATH=$(CURDIR)/build/gen/go:/usr/share/gocode GOCACHE=$(CURDIR)/build/go-cache \
@@ -97,7 +101,8 @@ check-stubs: $(STUBS_TS_CLIENT) $(STUBS_GO_CLIENT)
 
 stubs-clients: check-stubs
 
-$(STUBS): buf.gen.yaml $(DESCRIPTOR) $(BUF) $(STUBS_NPM) | $(GO_TOOLS)
+$(STUBS): buf.gen.yaml $(DESCRIPTOR) $(BUF) $(STUBS_NPM)
+	@$(GO_TOOLS)
 	$(BUF) generate
 	ln -sfn ../$(STUBS_TS_DIR)/node_modules build/node_modules
 	touch $@
@@ -105,19 +110,13 @@ $(STUBS): buf.gen.yaml $(DESCRIPTOR) $(BUF) $(STUBS_NPM) | $(GO_TOOLS)
 $(STUBS_TS_CLIENT): $(STUBS) $(STUBS_TS_DIR)/client.ts $(STUBS_TS_DIR)/tsconfig.json
 	$(STUBS_TS_DIR)/node_modules/.bin/tsc -p $(STUBS_TS_DIR)
 
-$(STUBS_GO_CLIENT): $(STUBS) tests/stubs/go/main.go | $(GO_TOOLS)
+$(STUBS_GO_CLIENT): $(STUBS) tests/stubs/go/main.go
 	$(GO_ENV) go vet ./tests/stubs/go $(GO_STUBS_PKG)
 	$(GO_ENV) go build -o $@ ./tests/stubs/go
 
 $(STUBS_NPM): $(STUBS_TS_DIR)/package.json $(STUBS_TS_DIR)/package-lock.json
 	npm ci --no-audit --no-fund --prefix $(STUBS_TS_DIR)
 	touch $@
-
-# Debian's Go toolchain and protobuf/gRPC sources; apt-get installs them when missing (as root).
-$(GO_TOOLS):
-	dpkg -s $(GO_APT) >/dev/null 2>&1 || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GO_APT); }
-	mkdir -p build && touch $@
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)

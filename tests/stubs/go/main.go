@@ -42,7 +42,7 @@ func run(target, eoa string, chain int32, wallet string) error {
 	defer cancel()
 	// Plaintext HTTP/2, as the service's gRPC port speaks on 127.0.0.1.
 	// (With grpc-go 1.34 or later: grpc.WithTransportCredentials(insecure.NewCredentials()).)
-	conn, err := grpc.DialContext(ctx, target, grpc.WithInsecure(), grpc.WithBlock())
+	conn, err := grpc.Dial(target, grpc.WithInsecure())
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", target, err)
 	}

@@ -10,7 +10,7 @@
  * where TARGET is the gRPC server's host:port (plaintext HTTP/2).
  */
 import { toJson } from "@bufbuild/protobuf";
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import {
@@ -54,6 +54,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  console.error("client:", error);
+  // A failed call is a ConnectError: "[unauthenticated] ..." names the gRPC status code.
+  console.error("client:", error instanceof ConnectError ? error.message : error);
   process.exit(1);
 });
