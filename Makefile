@@ -11,8 +11,8 @@ DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 
-.PHONY: run test evm crash lint format protos check-protos stubs check-stubs stubs-clients bench install \
-	clean devnet
+.PHONY: run test evm crash lint format protos check-protos stubs check-stubs bench install clean \
+	devnet
 
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
@@ -69,8 +69,8 @@ check-protos: $(VENV)/.installed
 	diff -r --exclude=__pycache__ --exclude=__init__.py build/gen-check/yieldagent/v1 src/yieldagent/v1 \
 		|| (echo "generated code is stale: run 'make protos' and commit" && exit 1)
 
-# Client stubs (buf.gen.yaml) from the descriptor set above, which already holds googleapis' google/api
-# protos from the pinned pip package, so nothing is fetched: TypeScript (protoc-gen-es, pinned in
+# Client stubs (buf.gen.yaml) from the descriptor set above, which already holds the google/api
+# protos of the googleapis-common-protos pip package, so nothing is fetched: TypeScript (pinned in
 # tests/stubs/typescript/package.json) into build/gen/ts, Go (Debian's protoc-gen-go and
 # protoc-gen-go-grpc) into the GOPATH tree build/gen/go. build/node_modules links to the example
 # client's node_modules, so the generated TypeScript and the compiled client find their runtime.
@@ -81,25 +81,23 @@ STUBS_TS_CLIENT := build/stubs/ts/$(STUBS_TS_DIR)/client.js
 STUBS_GO_CLIENT := build/stubs/go-client
 # golang-github-golang-protobuf-1-5-dev: grpc-go's codec calls github.com/golang/protobuf, whose
 # 1.3 (apt's first pick otherwise) cannot marshal messages of today's protoc-gen-go.
-GO_APT := golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev golang-google-protobuf-dev \
-	golang-google-genproto-dev golang-github-golang-protobuf-1-5-dev
+GO_APT := golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev \
+	golang-google-protobuf-dev golang-google-genproto-dev golang-github-golang-protobuf-1-5-dev
 # Installs Debian's Go toolchain and protobuf/gRPC sources when one is missing (apt-get: as root).
 GO_TOOLS := dpkg -s $(GO_APT) >/dev/null 2>&1 || { apt-get update -qq && \
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GO_APT); }
 # Go 1.19 from Debian, offline: GOPATH mode over the generated tree and Debian's Go sources
 # (/usr/share/gocode: grpc, protobuf, genproto's google.golang.org/genproto/googleapis/api).
-GO_ENV := GO111MODULE=off GOPATH=$(CURDIR)/build/gen/go:/usr/share/gocode GOCACHE=$(CURDIR)/build/go-cache \
-	GOFLAGS=
+GO_ENV := GO111MODULE=off GOPATH=$(CURDIR)/build/gen/go:/usr/share/gocode \
+	GOCACHE=$(CURDIR)/build/go-cache GOFLAGS=
 GO_STUBS_PKG := github.com/yieldagent/yieldagent/gen/yieldagent/v1
 
 stubs: $(STUBS)
 
 # Compiles both stubs with their example clients: tsc type-checks the generated TypeScript and
-# the client (emitting nothing when an error is found), go vet and go build the generated Go and its
-# client. The clients are what tests/stubs runs against the real server.
+# the client (and emits nothing when it finds an error); go vet and go build check the generated
+# Go and its client. tests/stubs runs these clients against the real server.
 check-stubs: $(STUBS_TS_CLIENT) $(STUBS_GO_CLIENT)
-
-stubs-clients: check-stubs
 
 $(STUBS): buf.gen.yaml $(DESCRIPTOR) $(BUF) $(STUBS_NPM)
 	@$(GO_TOOLS)

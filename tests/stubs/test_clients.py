@@ -3,9 +3,9 @@
 gRPC server: each creates a smart account and reads a wallet, and prints what it got as JSON,
 which must be what the Python API answers for the same calls.
 
-``make stubs-clients`` generates the stubs (buf.gen.yaml) and compiles the example clients of
+``make check-stubs`` generates the stubs (buf.gen.yaml) and compiles the example clients of
 tests/stubs/typescript and tests/stubs/go; it does nothing when they are up to date, as after
-``make check-stubs`` in CI. One service on SQLite serves the module, with one partner and one
+CI ran it. One service on SQLite serves the module, with one partner and one
 activated wallet made through the Python gRPC API.
 """
 
@@ -65,7 +65,7 @@ class Clients:
 @pytest.fixture(scope="session")
 def clients() -> Clients:
     """Both example clients, generated and compiled by make."""
-    subprocess.run(["make", "--no-print-directory", "-s", "stubs-clients"], cwd=ROOT, check=True)
+    subprocess.run(["make", "--no-print-directory", "-s", "check-stubs"], cwd=ROOT, check=True)
     return Clients(
         typescript=["node", str(ROOT / "build/stubs/ts/tests/stubs/typescript/client.js")],
         go=[str(ROOT / "build/stubs/go-client")],
