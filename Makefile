@@ -17,9 +17,12 @@ PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
 
-# Every test but the money paths' kill loops (`make crash`), devnet tests included.
+# Every test but the money paths' kill loops (`make crash`), devnet tests included, on
+# TEST_WORKERS processes (pytest-xdist; a test file stays on one worker). TEST_WORKERS=0 runs
+# them in this process.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
-	$(PY) -m pytest -m "not crash" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not crash" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The tests that run against an anvil devnet alone (one devnet per session).
 evm: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
