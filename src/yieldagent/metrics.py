@@ -1,0 +1,225 @@
+"""Prometheus metrics: every metric the service exports, and the HTTP endpoint serving them.
+
+The metrics live in one registry of their own (``REGISTRY``), served at ``/metrics`` on
+``YIELDAGENT_METRICS_PORT`` (127.0.0.1 only) by ``MetricsServer``. They are recorded from
+the servicer, app and worker layers, never from the domain:
+
+- ``yieldagent_grpc_requests_total{method,code}`` and
+  ``yieldagent_grpc_request_duration_seconds{method}``: every API call, counted by its
+  gRPC status code and timed, in ``servicers.interceptor`` (``MethodMetrics`` binds each
+  method's label children once, so a call does two lookups-free updates);
+- ``yieldagent_agent_runs_total{outcome}``: agent runs by how they ended
+  (``completed``: funds moved, ``no_action``: held, ``failed``: the chain or the rules
+  refused, ``recovered``: finished after a crash, ``error``: an unexpected exception);
+- ``yieldagent_agent_moved_amount_total{chain_id,token,action}``: what completed runs moved,
+  in the token's **smallest unit** (USDC: 10^-6 USDC), by step action (``withdraw`` from a
+  protocol, ``deposit`` into one). Prometheus counters are float64: a total is exact up to
+  2^53 units (9·10^15: nine billion USDC, but only 0.009 of an 18-decimal token); past that
+  it keeps 15-16 significant digits. That is enough for rates and dashboards, and is no
+  record of money: the books (``wallet_transactions``) hold the exact integers;
+- ``yieldagent_most_overdue_wallet_age_seconds``: how late the most overdue activated
+  wallet's run is (0 when none is due), read with one indexed query on each scrape;
+- ``yieldagent_webhook_deliveries_total{outcome}``: webhook delivery attempts by outcome
+  (``delivered``, ``failed``: the receiver answered an error or did not answer, retried
+  later, ``abandoned``: given up). Defined here; the webhook sender records it.
+- ``yieldagent_rate_limited_total``: partner calls refused with 429 / RESOURCE_EXHAUSTED.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from threading import Thread
+from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+import grpc
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+"""The service's metrics (not prometheus_client's global registry: tests and embedders
+may run several services in one process)."""
+
+LATENCY_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
+"""Seconds: reads take a millisecond or two, calls that wait for the chain seconds."""
+
+GRPC_REQUESTS = Counter(
+    "yieldagent_grpc_requests",
+    "API calls served, by full gRPC method name and gRPC status code (REST calls included: "
+    "Envoy transcodes them to these methods).",
+    ["method", "code"],
+    registry=REGISTRY,
+)
+GRPC_LATENCY = Histogram(
+    "yieldagent_grpc_request_duration_seconds",
+    "Time the server spent on an API call, authentication and error mapping included, by "
+    "full gRPC method name.",
+    ["method"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+AGENT_RUNS = Counter(
+    "yieldagent_agent_runs",
+    "Agent runs by outcome: completed (moved funds), no_action (held), failed (refused by "
+    "the chain or the rules), recovered (finished after a crash), error (unexpected).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+MOVED_AMOUNT = Counter(
+    "yieldagent_agent_moved_amount",
+    "Amounts completed agent runs moved, in the token's smallest unit (float64: exact up to "
+    "2^53 units), by chain id, token address and step action (withdraw, deposit).",
+    ["chain_id", "token", "action"],
+    registry=REGISTRY,
+)
+WEBHOOK_DELIVERIES = Counter(
+    "yieldagent_webhook_deliveries",
+    "Webhook delivery attempts by outcome: delivered, failed (to be retried), abandoned.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+RATE_LIMITED = Counter(
+    "yieldagent_rate_limited",
+    "Partner calls refused because the partner exceeded YIELDAGENT_PARTNER_RATE_LIMIT.",
+    registry=REGISTRY,
+)
+
+RUN_OUTCOMES = ("completed", "no_action", "failed", "recovered", "error")
+for _outcome in RUN_OUTCOMES:  # every outcome shows from the start, at 0
+    AGENT_RUNS.labels(outcome=_outcome)
+
+
+class MethodMetrics:
+    """One method's request counter children and latency child, bound once.
+
+    ``observe`` is the per-call cost: a dict lookup by status code (the child for a code
+    is bound the first time that code occurs), one counter increment, one histogram
+    observation.
+    """
+
+    __slots__ = ("_by_code", "_latency", "_method")
+
+    def __init__(self, method: str) -> None:
+        self._method = method
+        self._latency = GRPC_LATENCY.labels(method=method)
+        self._by_code: dict[grpc.StatusCode, Any] = {
+            grpc.StatusCode.OK: GRPC_REQUESTS.labels(method=method, code="OK")
+        }
+
+    def observe(self, code: grpc.StatusCode, seconds: float) -> None:
+        """Counts one call that ended with ``code`` after ``seconds``."""
+        child = self._by_code.get(code)
+        if child is None:
+            child = self._by_code[code] = GRPC_REQUESTS.labels(method=self._method, code=code.name)
+        child.inc()
+        self._latency.observe(seconds)
+
+
+def record_run(outcome: str, moved: Iterable[tuple[int, str, str, int]] = ()) -> None:
+    """Counts one agent run by ``outcome`` and what it moved: ``(chain_id, token, action,
+    amount)`` with the amount in the token's smallest unit."""
+    AGENT_RUNS.labels(outcome=outcome).inc()
+    for chain_id, token, action, amount in moved:
+        MOVED_AMOUNT.labels(chain_id=str(chain_id), token=token, action=action).inc(amount)
+
+
+class OverdueCollector(Collector):
+    """``yieldagent_most_overdue_wallet_age_seconds``, read on each scrape.
+
+    Each source (one per service in this process: ``watch_overdue``) answers the earliest
+    ``next_run_at`` (unix seconds) of an activated wallet in its database, or None; the
+    gauge shows the oldest over all of them. A failing read is logged and skipped.
+    """
+
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        self._sources: list[Callable[[], float | None]] = []
+        self._now = now
+
+    def add(self, source: Callable[[], float | None]) -> Callable[[], None]:
+        """Adds a source; returns what removes it."""
+        self._sources.append(source)
+        return lambda: self._sources.remove(source)
+
+    def collect(self) -> Sequence[GaugeMetricFamily]:
+        """The gauge's current value."""
+        oldest: float | None = None
+        for source in list(self._sources):
+            try:
+                due = source()
+            except Exception:
+                log.exception("overdue wallet metric failed")
+                continue
+            if due is not None and (oldest is None or due < oldest):
+                oldest = due
+        age = max(0.0, self._now() - oldest) if oldest is not None else 0.0
+        return [
+            GaugeMetricFamily(
+                "yieldagent_most_overdue_wallet_age_seconds",
+                "Seconds since the most overdue activated wallet's agent run was due (0 when "
+                "none is due).",
+                value=age,
+            )
+        ]
+
+
+OVERDUE = OverdueCollector()
+REGISTRY.register(OVERDUE)
+
+
+def watch_overdue(source: Callable[[], float | None]) -> Callable[[], None]:
+    """Makes ``source`` (the earliest due run of a database) feed the overdue gauge;
+    returns what stops it."""
+    return OVERDUE.add(source)
+
+
+class MetricsServer:
+    """``/metrics`` over HTTP on 127.0.0.1, from a thread of its own."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self._requested = port
+        self._host = host
+        self._server: WSGIServer | None = None
+        self._thread: Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (known once started)."""
+        assert self._server is not None, "not started"
+        return int(self._server.server_port)
+
+    def start(self) -> None:
+        """Starts serving ``REGISTRY``; port 0 takes any free port."""
+        self._server, self._thread = start_http_server(
+            self._requested, addr=self._host, registry=REGISTRY
+        )
+        log.info("metrics served", extra={"url": f"http://{self._host}:{self.port}/metrics"})
+
+    def stop(self) -> None:
+        """Stops serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
