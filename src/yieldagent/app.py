@@ -28,7 +28,7 @@ from yieldagent.domain.optimizer import Thresholds
 from yieldagent.domain.rate_limits import RateLimiter
 from yieldagent.edge import EnvoyProcess
 from yieldagent.measured_agent import MeasuredAgent, count_recovered
-from yieldagent.metrics import MetricsServer, watch_overdue
+from yieldagent.metrics import MetricsServer, service_registry
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.storage.db import create_db_engine, migrate
@@ -142,7 +142,6 @@ class Service:
         self.worker = Worker(settings.worker_interval_seconds)
         self.envoy: EnvoyProcess | None = None
         self.metrics: MetricsServer | None = None
-        self._unwatch: Callable[[], None] | None = None
 
     @property
     def grpc_port(self) -> int:
@@ -192,9 +191,9 @@ class Service:
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})
         self.worker.start_thread()
-        self._unwatch = watch_overdue(RunStore(self.engine).oldest_due)
         if settings.metrics_port is not None:
-            self.metrics = MetricsServer(settings.metrics_port)
+            registry = service_registry(RunStore(self.engine).oldest_due)
+            self.metrics = MetricsServer(settings.metrics_port, registry)
             self.metrics.start()
         if self.with_edge:
             self.envoy = EnvoyProcess(settings, self.api.port)
@@ -218,9 +217,6 @@ class Service:
             self.envoy.stop()
         if self.metrics is not None:
             self.metrics.stop()
-        if self._unwatch is not None:
-            self._unwatch()
-            self._unwatch = None
         if self.engine is not None:
             self.engine.dispose()
         log.info("service stopped")

@@ -25,7 +25,8 @@ class Settings:
     grpc_host: str
     grpc_port: int
     envoy_admin_port: int | None
-    """Envoy's admin port (stats, config dump) on 127.0.0.1; 0: any free port, None: none."""
+    """Envoy's admin port (stats, config dump) on 127.0.0.1; 0 (the default): any free
+    port, written to ``<data dir>/envoy-admin.address``; None: no admin listener."""
     data_dir: Path
     database_url: str
     operator_private_key: str | None
@@ -155,7 +156,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
         grpc_host=env.get("YIELDAGENT_GRPC_HOST") or "127.0.0.1",
         grpc_port=_int(env, "YIELDAGENT_GRPC_PORT", 50051),
-        envoy_admin_port=_port_or_off(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 9901),
+        envoy_admin_port=_port_or_off(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
         data_dir=data_dir,
         database_url=database_url,
         operator_private_key=env.get("YIELDAGENT_OPERATOR_PRIVATE_KEY") or None,

@@ -18,7 +18,9 @@ the servicer, app and worker layers, never from the domain:
   it keeps 15-16 significant digits. That is enough for rates and dashboards, and is no
   record of money: the books (``wallet_transactions``) hold the exact integers;
 - ``yieldagent_most_overdue_wallet_age_seconds``: how late the most overdue activated
-  wallet's run is (0 when none is due), read with one indexed query on each scrape;
+  wallet's run is (0 when none is due), read from the database on each scrape (indexed
+  reads: ``storage.runs.RunStore.oldest_due``); served with the rest by each service
+  (``service_registry``);
 - ``yieldagent_webhook_deliveries_total{outcome}``: webhook delivery attempts by outcome
   (``delivered``, ``failed``: the receiver answered an error or did not answer, retried
   later, ``abandoned``: given up). Defined here; the webhook sender records it.
@@ -146,31 +148,24 @@ def record_run(outcome: str, moved: Iterable[tuple[int, str, str, int]] = ()) ->
 class OverdueCollector(Collector):
     """``yieldagent_most_overdue_wallet_age_seconds``, read on each scrape.
 
-    Each source (one per service in this process: ``watch_overdue``) answers the earliest
-    ``next_run_at`` (unix seconds) of an activated wallet in its database, or None; the
-    gauge shows the oldest over all of them. A failing read is logged and skipped.
+    ``oldest_due`` answers since when (unix seconds) the most overdue activated wallet of
+    the service's database has been due, or None; a failing read is logged and the gauge
+    left out of that scrape.
     """
 
-    def __init__(self, now: Callable[[], float] = time.time) -> None:
-        self._sources: list[Callable[[], float | None]] = []
+    def __init__(
+        self, oldest_due: Callable[[], float | None], now: Callable[[], float] = time.time
+    ) -> None:
+        self._oldest_due = oldest_due
         self._now = now
-
-    def add(self, source: Callable[[], float | None]) -> Callable[[], None]:
-        """Adds a source; returns what removes it."""
-        self._sources.append(source)
-        return lambda: self._sources.remove(source)
 
     def collect(self) -> Sequence[GaugeMetricFamily]:
         """The gauge's current value."""
-        oldest: float | None = None
-        for source in list(self._sources):
-            try:
-                due = source()
-            except Exception:
-                log.exception("overdue wallet metric failed")
-                continue
-            if due is not None and (oldest is None or due < oldest):
-                oldest = due
+        try:
+            oldest = self._oldest_due()
+        except Exception:
+            log.exception("overdue wallet metric failed")
+            return []
         age = max(0.0, self._now() - oldest) if oldest is not None else 0.0
         return [
             GaugeMetricFamily(
@@ -182,21 +177,32 @@ class OverdueCollector(Collector):
         ]
 
 
-OVERDUE = OverdueCollector()
-REGISTRY.register(OVERDUE)
+class _Shared(Collector):
+    """The process-wide ``REGISTRY``'s metrics, inside a service's own registry."""
+
+    def collect(self) -> Iterable[Any]:
+        return REGISTRY.collect()
 
 
-def watch_overdue(source: Callable[[], float | None]) -> Callable[[], None]:
-    """Makes ``source`` (the earliest due run of a database) feed the overdue gauge;
-    returns what stops it."""
-    return OVERDUE.add(source)
+def service_registry(oldest_due: Callable[[], float | None] | None = None) -> CollectorRegistry:
+    """What a service serves: every metric of ``REGISTRY`` and, given the read of its
+    database's most overdue run, the overdue gauge (one per service: several services in
+    one process, as in tests, each show their own)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Shared())
+    if oldest_due is not None:
+        registry.register(OverdueCollector(oldest_due))
+    return registry
 
 
 class MetricsServer:
     """``/metrics`` over HTTP on 127.0.0.1, from a thread of its own."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, port: int, registry: CollectorRegistry = REGISTRY, host: str = "127.0.0.1"
+    ) -> None:
         self._requested = port
+        self._registry = registry
         self._host = host
         self._server: WSGIServer | None = None
         self._thread: Thread | None = None
@@ -208,9 +214,9 @@ class MetricsServer:
         return int(self._server.server_port)
 
     def start(self) -> None:
-        """Starts serving ``REGISTRY``; port 0 takes any free port."""
+        """Starts serving its registry; port 0 takes any free port."""
         self._server, self._thread = start_http_server(
-            self._requested, addr=self._host, registry=REGISTRY
+            self._requested, addr=self._host, registry=self._registry
         )
         log.info("metrics served", extra={"url": f"http://{self._host}:{self.port}/metrics"})
 
