@@ -9,7 +9,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from yieldagent.metrics import (
     AGENT_RUNS,
-    GRPC_REQUESTS,
     MOVED_AMOUNT,
     REGISTRY,
     MethodMetrics,
@@ -27,16 +26,21 @@ def _sample(name: str, **labels: str) -> float:
 
 
 def test_a_method_counts_calls_by_code_and_times_them() -> None:
-    metrics = MethodMetrics(METHOD)
-    before = _sample("yieldagent_grpc_request_duration_seconds_count", method=METHOD)
-    metrics.observe(grpc.StatusCode.OK, 0.002)
-    metrics.observe(grpc.StatusCode.OK, 0.002)
-    metrics.observe(grpc.StatusCode.NOT_FOUND, 0.5)
-    assert _sample("yieldagent_grpc_requests_total", method=METHOD, code="OK") >= 2
-    assert _sample("yieldagent_grpc_requests_total", method=METHOD, code="NOT_FOUND") >= 1
-    count = "yieldagent_grpc_request_duration_seconds_count"
-    assert _sample(count, method=METHOD) - before == 3
-    assert GRPC_REQUESTS.labels(method=METHOD, code="OK") is not None
+    first, second = MethodMetrics(METHOD), MethodMetrics(METHOD)  # two servers
+    first.observe(grpc.StatusCode.OK, 0.002)
+    first.observe(grpc.StatusCode.OK, 0.001)  # a bound belongs to its own bucket (le)
+    second.observe(grpc.StatusCode.NOT_FOUND, 0.5)
+    second.observe(grpc.StatusCode.OK, 60.0)
+    assert _sample("yieldagent_grpc_requests_total", method=METHOD, code="OK") == 3
+    assert _sample("yieldagent_grpc_requests_total", method=METHOD, code="NOT_FOUND") == 1
+    latency = "yieldagent_grpc_request_duration_seconds"
+    buckets = {
+        le: _sample(f"{latency}_bucket", method=METHOD, le=le)
+        for le in ("0.001", "0.0025", "0.5", "30.0", "+Inf")
+    }
+    assert buckets == {"0.001": 1, "0.0025": 2, "0.5": 3, "30.0": 3, "+Inf": 4}
+    assert _sample(f"{latency}_count", method=METHOD) == 4
+    assert _sample(f"{latency}_sum", method=METHOD) == 0.002 + 0.001 + 0.5 + 60.0
 
 
 def test_runs_and_amounts_are_counted_in_the_smallest_unit() -> None:

@@ -6,8 +6,8 @@ the servicer, app and worker layers, never from the domain:
 
 - ``yieldagent_grpc_requests_total{method,code}`` and
   ``yieldagent_grpc_request_duration_seconds{method}``: every API call, counted by its
-  gRPC status code and timed, in ``servicers.interceptor`` (``MethodMetrics`` binds each
-  method's label children once, so a call does two lookups-free updates);
+  gRPC status code and timed, in ``servicers.interceptor`` (``MethodMetrics``, bound once
+  per method: a call updates three plain fields, no lock, no label lookup);
 - ``yieldagent_agent_runs_total{outcome}``: agent runs by how they ended
   (``completed``: funds moved, ``no_action``: held, ``failed``: the chain or the rules
   refused, ``recovered``: finished after a crash, ``error``: an unexpected exception);
@@ -31,14 +31,16 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate
 from threading import Thread
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
@@ -65,21 +67,6 @@ LATENCY_BUCKETS = (
 )
 """Seconds: reads take a millisecond or two, calls that wait for the chain seconds."""
 
-GRPC_REQUESTS = Counter(
-    "yieldagent_grpc_requests",
-    "API calls served, by full gRPC method name and gRPC status code (REST calls included: "
-    "Envoy transcodes them to these methods).",
-    ["method", "code"],
-    registry=REGISTRY,
-)
-GRPC_LATENCY = Histogram(
-    "yieldagent_grpc_request_duration_seconds",
-    "Time the server spent on an API call, authentication and error mapping included, by "
-    "full gRPC method name.",
-    ["method"],
-    buckets=LATENCY_BUCKETS,
-    registry=REGISTRY,
-)
 AGENT_RUNS = Counter(
     "yieldagent_agent_runs",
     "Agent runs by outcome: completed (moved funds), no_action (held), failed (refused by "
@@ -111,30 +98,83 @@ for _outcome in RUN_OUTCOMES:  # every outcome shows from the start, at 0
     AGENT_RUNS.labels(outcome=_outcome)
 
 
-class MethodMetrics:
-    """One method's request counter children and latency child, bound once.
+REQUESTS_HELP = (
+    "API calls served, by full gRPC method name and gRPC status code (REST calls included: "
+    "Envoy transcodes them to these methods)."
+)
+LATENCY_HELP = (
+    "Time the server spent on an API call, authentication and error mapping included, by "
+    "full gRPC method name."
+)
 
-    ``observe`` is the per-call cost: a dict lookup by status code (the child for a code
-    is bound the first time that code occurs), one counter increment, one histogram
-    observation.
+
+class MethodMetrics:
+    """One method's call counts by status code and its latency histogram, in plain fields.
+
+    ``observe`` is the per-call cost: no lock and no label lookup (prometheus_client's
+    children take a lock per update: 1.1 µs of CPU a call here, against 0.4 µs). Each
+    interceptor binds one per method, and a server's interceptor runs on that server's
+    event loop thread only, so the fields have a single writer; ``ApiCallCollector``
+    reads (copies) them at scrape time from the metrics thread.
     """
 
-    __slots__ = ("_by_code", "_latency", "_method")
+    __slots__ = ("buckets", "codes", "method", "sum")
 
     def __init__(self, method: str) -> None:
-        self._method = method
-        self._latency = GRPC_LATENCY.labels(method=method)
-        self._by_code: dict[grpc.StatusCode, Any] = {
-            grpc.StatusCode.OK: GRPC_REQUESTS.labels(method=method, code="OK")
-        }
+        self.method = method
+        self.codes: dict[grpc.StatusCode, int] = {}
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket; the last is +Inf
+        self.sum = 0.0
+        _API_CALLS.append(self)
 
     def observe(self, code: grpc.StatusCode, seconds: float) -> None:
         """Counts one call that ended with ``code`` after ``seconds``."""
-        child = self._by_code.get(code)
-        if child is None:
-            child = self._by_code[code] = GRPC_REQUESTS.labels(method=self._method, code=code.name)
-        child.inc()
-        self._latency.observe(seconds)
+        codes = self.codes
+        codes[code] = codes.get(code, 0) + 1
+        self.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.sum += seconds
+
+
+_API_CALLS: list[MethodMetrics] = []
+
+
+class ApiCallCollector(Collector):
+    """``yieldagent_grpc_requests_total`` and ``yieldagent_grpc_request_duration_seconds``
+    from every ``MethodMetrics`` of the process (summed per method: tests run several
+    servers in one process)."""
+
+    def collect(self) -> Sequence[Any]:
+        """The two families, as of now."""
+        codes: dict[tuple[str, str], int] = {}
+        buckets: dict[str, list[int]] = {}
+        sums: dict[str, float] = {}
+        for metrics in list(_API_CALLS):
+            method = metrics.method
+            for code, count in dict(metrics.codes).items():
+                codes[method, code.name] = codes.get((method, code.name), 0) + count
+            counted = list(metrics.buckets)
+            total = buckets.setdefault(method, [0] * len(counted))
+            for index, count in enumerate(counted):
+                total[index] += count
+            sums[method] = sums.get(method, 0.0) + metrics.sum
+        requests = CounterMetricFamily(
+            "yieldagent_grpc_requests", REQUESTS_HELP, labels=["method", "code"]
+        )
+        for (method, code), count in sorted(codes.items()):
+            requests.add_metric([method, code], count)
+        latency = HistogramMetricFamily(
+            "yieldagent_grpc_request_duration_seconds", LATENCY_HELP, labels=["method"]
+        )
+        bounds = [str(float(bound)) for bound in LATENCY_BUCKETS] + ["+Inf"]
+        for method, counted in sorted(buckets.items()):
+            cumulative = list(accumulate(counted))
+            latency.add_metric(
+                [method], buckets=list(zip(bounds, cumulative, strict=True)), sum_value=sums[method]
+            )
+        return [requests, latency]
+
+
+REGISTRY.register(ApiCallCollector())
 
 
 def record_run(outcome: str, moved: Iterable[tuple[int, str, str, int]] = ()) -> None:

@@ -19,6 +19,7 @@ Servicers therefore only translate messages and call the domain.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
@@ -49,8 +50,14 @@ MAX_REQUEST_ID = 200
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
+_ID_PREFIX = str(uuid.uuid4())[:24]
+_ids = itertools.count(1)
+
+
 def _new_request_id() -> str:
-    return str(uuid.uuid4())
+    """A fresh request id shaped like Envoy's UUIDs: this process's random prefix and a
+    counter (unique per process, and a tenth of uuid4's cost: no system call)."""
+    return f"{_ID_PREFIX}{next(_ids):012x}"
 
 
 class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
@@ -104,7 +111,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             echo: Metadata = ()
             if not request_id or len(request_id) > MAX_REQUEST_ID:
                 request_id = _new_request_id()
-                echo = ((REQUEST_ID_HEADER, request_id),)
+                if not rest:  # Envoy answers REST clients with the id it forwarded
+                    echo = ((REQUEST_ID_HEADER, request_id),)
             request_token = bind_request_id(request_id)
             code = ok
             token = None
