@@ -97,6 +97,9 @@ def running_service(
             "YIELDAGENT_SIM_SPEED": "0",
             "YIELDAGENT_METRICS_PORT": "0",
             "YIELDAGENT_ENVOY_ADMIN_PORT": "0",
+            # Unlimited: suites that hammer one partner (the property tests) must not
+            # depend on the machine's speed. tests/rest/test_operating.py sets a limit.
+            "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
             **(env or {}),
         }
     )
