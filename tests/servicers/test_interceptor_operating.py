@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from yieldagent import metrics
 from yieldagent.domain.errors import NotFound
 from yieldagent.logs import RequestIdFilter
 from yieldagent.metrics import REGISTRY
@@ -98,3 +99,14 @@ async def test_the_request_id_is_in_the_calls_log_lines_and_made_when_missing(
     served = [getattr(r, "request_id", None) for r in caplog.records if r.name == log.name]
     assert served == ["r-1", made]
     assert len(made) == 36 and made.count("-") == 4  # shaped like Envoy's UUIDs
+
+
+async def test_each_method_is_wrapped_and_measured_once(
+    stub: tuple[health_pb2_grpc.HealthcheckServiceStub, Scripted],
+) -> None:
+    client, _ = stub
+    await client.Healthcheck(health_pb2.HealthcheckRequest())
+    bound = len(metrics._API_CALLS)
+    for _ in range(20):
+        await client.Healthcheck(health_pb2.HealthcheckRequest())
+    assert len(metrics._API_CALLS) == bound  # no per-call binding, nothing grows
