@@ -78,7 +78,10 @@ def test_errors_are_detail_bodies_and_422_lists_loc_msg_type(document: dict[str,
         body = responses[status]["content"]["application/json"]["schema"]
         assert body == {"$ref": "#/components/schemas/Error"}
     assert schemas["Error"]["properties"]["detail"]["type"] == "string"
+    assert schemas["Error"]["properties"]["request_id"]["type"] == "string"
     assert responses["429"]["headers"]["Retry-After"]["required"] is True
+    for response in responses.values():
+        assert response["headers"]["X-Request-Id"] == {"$ref": "#/components/headers/RequestId"}
     assert responses["409"]["headers"]["Retry-After"]["required"] is False
 
 

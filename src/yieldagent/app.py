@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable, Mapping
 
 from sqlalchemy import Engine
@@ -24,7 +25,10 @@ from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer import Thresholds
+from yieldagent.domain.rate_limits import RateLimiter
 from yieldagent.edge import EnvoyProcess
+from yieldagent.measured_agent import MeasuredAgent, count_recovered
+from yieldagent.metrics import MetricsServer, service_registry
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.storage.db import create_db_engine, migrate
@@ -74,16 +78,25 @@ def build_lifecycle(
 
 
 def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
-    """The agent with the configured schedule and thresholds."""
+    """The agent with the configured schedule and thresholds; its runs are counted in the
+    metrics."""
     thresholds = Thresholds(
         min_apr_gain=settings.min_apr_gain, max_break_even_days=settings.max_break_even_days
     )
-    return Agent(
+    return MeasuredAgent(
         lifecycle,
         WalletStore(engine),
         RunStore(engine),
         AgentSettings(settings.agent_interval_seconds, thresholds),
+        OperationStore(engine),
     )
+
+
+def build_limiter(settings: Settings) -> RateLimiter | None:
+    """Each partner's rate limit (per process), or None when unlimited."""
+    if settings.partner_rate_limit <= 0:
+        return None
+    return RateLimiter(settings.partner_rate_limit, settings.partner_rate_burst, time.monotonic)
 
 
 def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
@@ -101,7 +114,7 @@ def reconciliation(lifecycle: Lifecycle) -> Job:
     deactivations waiting for a pool's cash."""
 
     async def reconcile() -> None:
-        await lifecycle.reconcile()
+        count_recovered(await lifecycle.reconcile())
 
     return reconcile
 
@@ -111,7 +124,7 @@ def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> J
     batch until none is due or the service is stopping."""
 
     async def run_agents() -> None:
-        await agent.reconcile()
+        count_recovered(await agent.reconcile())
         while not stopping() and await agent.run_due():
             pass
 
@@ -128,6 +141,7 @@ class Service:
         self.api: ApiServer | None = None
         self.worker = Worker(settings.worker_interval_seconds)
         self.envoy: EnvoyProcess | None = None
+        self.metrics: MetricsServer | None = None
 
     @property
     def grpc_port(self) -> int:
@@ -171,11 +185,16 @@ class Service:
             settings.grpc_target,
             idempotency,
             catalog,
+            build_limiter(settings),
         )
         await self.api.server.start()
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})
         self.worker.start_thread()
+        if settings.metrics_port is not None:
+            registry = service_registry(RunStore(self.engine).oldest_due)
+            self.metrics = MetricsServer(settings.metrics_port, registry)
+            self.metrics.start()
         if self.with_edge:
             self.envoy = EnvoyProcess(settings, self.api.port)
             self.envoy.start()
@@ -196,6 +215,8 @@ class Service:
         await asyncio.to_thread(self.worker.join, self.settings.shutdown_grace_seconds)
         if self.envoy is not None:
             self.envoy.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
         if self.engine is not None:
             self.engine.dispose()
         log.info("service stopped")

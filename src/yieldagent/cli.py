@@ -4,7 +4,9 @@
     yieldagent serve                       the same without Envoy
     yieldagent migrate                     apply database migrations
     yieldagent partner create NAME         register a partner; prints its API key once
-    yieldagent partner rotate NAME         issue a new key; the old one stops working
+    yieldagent partner rotate NAME [--grace SECONDS]
+                                           issue a new key; the old one stops working
+                                           at once, or after the grace period
     yieldagent partner disable NAME        deactivate a partner (403 on keyed calls)
     yieldagent partner enable NAME         reactivate a partner
     yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
@@ -95,6 +97,17 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
     _print({"migrated": True})
 
 
+def _seconds(text: str) -> float:
+    """A non-negative number of seconds (an argparse type)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text!r}")
+    return seconds
+
+
 def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
     store = _partners(settings)
     if args.action == "create":
@@ -102,7 +115,7 @@ def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
         partner, key = store.create(args.name, permissions)
         _print({"name": partner.name, "api_key": key})
     elif args.action == "rotate":
-        partner, key = store.rotate(args.name)
+        partner, key = store.rotate(args.name, args.grace)
         _print({"name": partner.name, "api_key": key})
     elif args.action == "disable":
         _print(_partner_json(store.disable(args.name)))
@@ -295,7 +308,16 @@ def _parser() -> argparse.ArgumentParser:
         default=",".join(sorted(PERMISSIONS)),
         help=f"comma-separated, from: {', '.join(sorted(PERMISSIONS))} (default: all)",
     )
-    for action in ("rotate", "disable", "enable"):
+    rotate = actions.add_parser("rotate", help="issue a new key and print it")
+    rotate.add_argument("name")
+    rotate.add_argument(
+        "--grace",
+        type=_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="how long the old key keeps working (default 0: it stops at once)",
+    )
+    for action in ("disable", "enable"):
         actions.add_parser(action).add_argument("name")
     sim = commands.add_parser("sim", help="drive the simulated chain")
     sim_actions = sim.add_subparsers(dest="action", required=True)

@@ -28,7 +28,9 @@ Per operation it sets:
 - ``Idempotency-Key`` and the ``Idempotent-Replayed`` answer where ``idempotent``;
 - error responses: every REST status of ``servicers.errors`` (a domain error of any
   kind may reach any method), 409 with an optional ``Retry-After``, 500; all
-  ``{"detail": "..."}`` but 422, whose detail lists ``{loc, msg, type}``.
+  ``{"detail": "...", "request_id": "..."}`` but 422, whose detail lists
+  ``{loc, msg, type}``;
+- the ``X-Request-Id`` header Envoy sets on every answer.
 
 ``python -m yieldagent.openapi OUTPUT`` writes the document (``make openapi``);
 ``--check`` fails when OUTPUT differs from what the protos give (``make check-protos``).
@@ -48,7 +50,13 @@ from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 
 import yieldagent
-from yieldagent.domain.errors import AccessDenied, AuthenticationFailed, InvalidInput
+from yieldagent.domain.errors import (
+    AccessDenied,
+    AuthenticationFailed,
+    Conflict,
+    InvalidInput,
+    RateLimited,
+)
 from yieldagent.openapi_swagger import PLUGIN, generate, handed_over
 from yieldagent.servicers.errors import STATUS_OF
 from yieldagent.servicers.idempotency import MAX_KEY_LENGTH
@@ -60,9 +68,11 @@ PARTNER_NAME_HEADER = "X-Partner-Name"
 PARTNER_KEY_HEADER = "X-Partner-API-Key"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
-RATE_LIMITED = 429
 INTERNAL = 500
-_AUTH_ERRORS = (AuthenticationFailed, AccessDenied)
+_PARTNER_ERRORS = (AuthenticationFailed, AccessDenied, RateLimited)
+"""Errors only a call with partner credentials meets: its checks and its rate limit."""
+_RETRY_AFTER = {STATUS_OF[Conflict][1]: False, STATUS_OF[RateLimited][1]: True}
+"""Statuses that carry Retry-After, and whether always (409: only when passing)."""
 
 _SIXTY_FOUR_BIT = frozenset(
     {
@@ -289,12 +299,13 @@ def _error_statuses(policy: MethodPolicy) -> list[int]:
     """The error statuses a method may answer, from the error mapping and its policy."""
     statuses = {INTERNAL}
     for kind, (_, status) in STATUS_OF.items():
-        if issubclass(kind, _AUTH_ERRORS) and policy.permission is None:
-            continue  # only authentication and its checks deny
+        if issubclass(kind, _PARTNER_ERRORS) and policy.permission is None:
+            continue
         statuses.add(status)
-    if policy.permission is not None:
-        statuses.add(RATE_LIMITED)
     return sorted(statuses)
+
+
+_REQUEST_ID = {"$ref": "#/components/headers/RequestId"}
 
 
 def _error_response(status: int) -> dict[str, Any]:
@@ -303,11 +314,12 @@ def _error_response(status: int) -> dict[str, Any]:
         "description": _STATUS_TEXT.get(status, "Error."),
         "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
     }
-    if status in (409, RATE_LIMITED):
-        response["headers"] = {
+    response["headers"] = {"X-Request-Id": _REQUEST_ID}
+    if status in _RETRY_AFTER:
+        response["headers"] |= {
             "Retry-After": {
                 "description": "Seconds after which a retry may succeed.",
-                "required": status == RATE_LIMITED,
+                "required": _RETRY_AFTER[status],
                 "schema": {"type": "integer", "minimum": 0},
             }
         }
@@ -395,8 +407,9 @@ def _responses(
         success["content"] = {
             "application/json": {"schema": schemas.ref(_ref_target(reply["$ref"]), False)}
         }
+    success["headers"] = {"X-Request-Id": _REQUEST_ID}
     if policy.idempotent:
-        success["headers"] = {
+        success["headers"] |= {
             REPLAYED_HEADER: {
                 "description": "`true` when the answer is replayed for an Idempotency-Key.",
                 "schema": {"type": "string", "enum": ["true"]},
@@ -408,12 +421,18 @@ def _responses(
     return responses
 
 
+_REQUEST_ID_FIELD = {"type": "string", "description": "The request's id, as X-Request-Id."}
+
+
 def _components(schemas: _Schemas, statuses: set[int]) -> dict[str, Any]:
     schemas.components["Error"] = {
         "type": "object",
         "description": "An error.",
         "required": ["detail"],
-        "properties": {"detail": {"type": "string", "description": "What went wrong."}},
+        "properties": {
+            "detail": {"type": "string", "description": "What went wrong."},
+            "request_id": _REQUEST_ID_FIELD,
+        },
     }
     schemas.components["ValidationError"] = {
         "type": "object",
@@ -436,12 +455,21 @@ def _components(schemas: _Schemas, statuses: set[int]) -> dict[str, Any]:
                         "type": {"type": "string"},
                     },
                 },
-            }
+            },
+            "request_id": _REQUEST_ID_FIELD,
         },
     }
     return {
         "schemas": dict(sorted(schemas.components.items())),
         "responses": {str(status): _error_response(status) for status in sorted(statuses)},
+        "headers": {
+            "RequestId": {
+                "description": "The request's id (the client's X-Request-Id, or one Envoy "
+                "made): in the service's logs and Envoy's access log.",
+                "required": True,
+                "schema": {"type": "string"},
+            }
+        },
         "securitySchemes": {
             "partnerName": {
                 "type": "apiKey",

@@ -29,7 +29,7 @@ def test_head_answers_without_a_body(api: RunningService) -> None:
 def test_other_methods_reach_the_api_and_find_no_operation(api: RunningService) -> None:
     response = api.request("POST", "/api/v1/openapi.json", {"a": 1})
     assert response.status == 404
-    assert response.json() == {"detail": "Not Found"}
+    assert response.json()["detail"] == "Not Found"
 
 
 def test_partner_headers_change_nothing(api: RunningService) -> None:
