@@ -67,7 +67,8 @@ KINDS = (ACTIVATED, DEPOSIT_CREDITED, RUN_COMPLETED, WITHDRAWN, DEACTIVATED, REW
 """Every event kind, as it appears in ``type``."""
 
 IDLE = ""
-"""The ``from``/``to`` of a run's move that is the smart account's own idle balance."""
+"""The ``from_protocol`` or ``to_protocol`` of a run's move that is the smart account's
+own idle balance."""
 _RUN_ENDS = (COMPLETED, FAILED, RECOVERED)
 
 
@@ -167,8 +168,8 @@ def run_moves(operation: Operation) -> list[dict[str, Any]]:
         withdraw = step.action == WITHDRAW_STEP
         moves.append(
             {
-                "from": step.protocol if withdraw else IDLE,
-                "to": IDLE if withdraw else step.protocol,
+                "from_protocol": step.protocol if withdraw else IDLE,
+                "to_protocol": IDLE if withdraw else step.protocol,
                 "token": step.token,
                 "amount": str(step.amount),
                 "tx_hash": step.tx_hash,
@@ -227,7 +228,7 @@ def derive(
         add(WITHDRAWN, withdrawal.amount, _withdrawal(withdrawal))
     operation = journal.operation
     if operation is not None and (run := _run_completed(operation, previous_operation_status)):
-        moved = sum(int(move["amount"]) for move in run["moves"] if move["to"] != IDLE)
+        moved = sum(int(move["amount"]) for move in run["moves"] if move["to_protocol"] != IDLE)
         add(RUN_COMPLETED, moved, run)
     status = wallet.status
     if previous_status == WalletStatus.ACTIVATING and status == WalletStatus.ACTIVATED:

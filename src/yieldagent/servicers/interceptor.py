@@ -14,7 +14,7 @@ Servicers therefore only translate messages and call the domain.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
@@ -31,6 +31,7 @@ EDGE_HEADER = "x-yieldagent-edge"
 """Request metadata that Envoy adds to every call it transcodes from REST."""
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
 
 
 def _from_rest(metadata: Any) -> bool:
@@ -56,11 +57,18 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     ) -> Any:
         handler = await continuation(details)
         policy = self._policies.get(details.method)
-        if handler is None or policy is None or handler.unary_unary is None:
+        if handler is None or policy is None:
+            return handler
+        if handler.unary_unary is None and handler.unary_stream is None:
             return handler
         cached = self._wrapped.get(details.method)
         if cached is None or cached[0] is not handler:
-            wrapped = handler._replace(unary_unary=self._wrap(policy, handler.unary_unary))
+            if handler.unary_unary is not None:
+                wrapped = handler._replace(unary_unary=self._wrap(policy, handler.unary_unary))
+            else:
+                wrapped = handler._replace(
+                    unary_stream=self._wrap_stream(policy, handler.unary_stream)
+                )
             cached = (handler, wrapped)
             self._wrapped[details.method] = cached
         return cached[1]
@@ -110,5 +118,41 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             if hints:
                 await context.send_initial_metadata(hints)
             return response
+
+        return guarded
+
+    def _wrap_stream(self, policy: MethodPolicy, behavior: StreamBehavior) -> StreamBehavior:
+        """A server-streaming method (gRPC only; the edge transcodes no stream): the same
+        authentication and error mapping, around the whole stream."""
+        authenticator = self._authenticator
+
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            token = None
+            try:
+                if policy.permission is not None:
+                    partner = authenticator.authenticate(
+                        context.invocation_metadata() or (), policy.permission
+                    )
+                    token = authenticator.bind(partner)
+                async for response in behavior(request, context):
+                    yield response
+            except grpc.aio.AbortError:
+                raise
+            except YieldAgentError as error:
+                log.info(
+                    "request refused",
+                    extra={
+                        "method": policy.full_name,
+                        "error": type(error).__name__,
+                        "detail": error.detail,
+                    },
+                )
+                await errors.abort(context, error, policy, False)
+            except Exception:
+                log.exception("request failed", extra={"method": policy.full_name})
+                await errors.abort(context, None, policy, False)
+            finally:
+                if token is not None:
+                    authenticator.unbind(token)
 
         return guarded
