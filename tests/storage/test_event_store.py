@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlmodel import Session
 
 from support.agent_setup import make_agent
 from support.agent_world import expire_leases
@@ -30,11 +31,12 @@ from support.wallet_setup import (
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.events import WalletEvent
+from yieldagent.domain.events import EventDraft, WalletEvent
 from yieldagent.domain.partners import Partner
 from yieldagent.domain.wallets import Journal
 from yieldagent.storage import wallets as wallet_storage
-from yieldagent.storage.events import EventSignal, EventStore
+from yieldagent.storage.events import EventSignal, EventStore, event_of, record_events
+from yieldagent.storage.tables import WalletEventRow
 from yieldagent.storage.wallets import WalletStore
 
 Chains = dict[int, ChainPort]
@@ -291,3 +293,41 @@ async def test_closing_the_store_ends_its_watches(
         "deposit_credited",
         "activated",
     ]
+
+
+async def test_event_ids_follow_commit_order(
+    engine: Engine, market: SimulatedMarket, chains: Chains, partner: PartnerKey
+) -> None:
+    """A transaction that took an event id and has not committed holds back the next
+    one (PostgreSQL: the advisory lock; SQLite: its single writer), so a watcher that
+    moved past id N never finds an id below N appearing later."""
+    owner, _ = partner
+    wallet = await activated(make_lifecycle(engine, chains), engine, market, owner.id, USDC)
+    draft = EventDraft("withdrawn", wallet.id, owner.id, BASE, wallet.address, 1, {})
+    first = Session(engine)
+    record_events(first, [draft])
+    first_id = max(e.id for e in events_of_session(first, wallet.id))
+    second_ids: list[int] = []
+
+    def second() -> None:
+        with Session(engine) as session:
+            record_events(session, [draft])
+            second_ids.append(max(e.id for e in events_of_session(session, wallet.id)))
+            session.commit()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    thread.join(0.5)
+    held_back = thread.is_alive()
+    first.commit()
+    first.close()
+    thread.join(30)
+
+    assert held_back
+    assert second_ids and second_ids[0] > first_id
+    assert [e.id for e in events_of(engine, wallet.id)][-2:] == [first_id, second_ids[0]]
+
+
+def events_of_session(session: Session, wallet_id: int) -> list[WalletEvent]:
+    rows = session.execute(select(WalletEventRow).where(WalletEventRow.wallet_id == wallet_id))
+    return [event_of(row) for row in rows.scalars()]
