@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from support.agent_setup import make_agent
 from support.agent_world import expire_leases
@@ -329,5 +329,5 @@ async def test_event_ids_follow_commit_order(
 
 
 def events_of_session(session: Session, wallet_id: int) -> list[WalletEvent]:
-    rows = session.execute(select(WalletEventRow).where(WalletEventRow.wallet_id == wallet_id))
+    rows = session.execute(select(WalletEventRow).where(col(WalletEventRow.wallet_id) == wallet_id))
     return [event_of(row) for row in rows.scalars()]

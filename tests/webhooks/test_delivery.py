@@ -95,6 +95,10 @@ def held_back(receiver: Receiver) -> list[Received]:
     return [r for r in receiver.accepted() if r.json()["wallet"] == wallet]
 
 
+def repeats_dropped(bodies: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [body for n, body in enumerate(bodies) if n == 0 or bodies[n - 1] != body]
+
+
 def by_wallet(received: list[Received]) -> dict[str, list[dict[str, object]]]:
     found: dict[str, list[dict[str, object]]] = {}
     for request in received:
@@ -263,11 +267,14 @@ async def test_a_deliverer_that_dies_mid_post_loses_nothing(
     finally:
         restarted.dispose()
 
-    assert by_wallet(receiver.accepted()) == expected
+    # At least once: what the dead deliverer posted but had not recorded is posted again,
+    # right after itself; order per wallet holds.
+    received = by_wallet(receiver.accepted())
+    assert {wallet: repeats_dropped(bodies) for wallet, bodies in received.items()} == expected
     assert all(r.signed_by(hook["secret"], clock.now) for r in receiver.accepted())
     [held] = receiver.held
     assert held.event_id in {r.event_id for r in receiver.accepted()}
-    assert len(receiver.received) == len(receiver.accepted()) == sum(map(len, expected.values()))
+    assert len(receiver.accepted()) <= sum(map(len, expected.values())) + len(wallets) - 1
     assert delivery_log(WebhookStore(engine), owner.name, 100)["pending"] == 0
 
 

@@ -10,6 +10,7 @@ the delivery is then claimed again (at least once).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +55,18 @@ class Claimed:
     partner_id: int
     url: str
     sealed_secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """How posting one claimed delivery went."""
+
+    delivery_id: int
+    delivered: bool
+    status: int | None
+    error: str
+    next_attempt_at: float
+    """When to try again, if it was not delivered (wall-clock unix time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,41 +207,38 @@ class WebhookStore:
             for row in rows
         ]
 
-    def finish(
-        self,
-        delivery_id: int,
-        owner: str,
-        delivered: bool,
-        status: int | None,
-        error: str,
-        next_attempt_at: float,
-    ) -> bool:
-        """Records an attempt's outcome and releases the lease; False (nothing written)
-        when ``owner`` lost the lease meanwhile."""
-        values: dict[str, Any] = {
-            "attempts": WebhookDeliveryRow.attempts + 1,
-            "last_status": status,
-            "last_error": error,
-            "lease_owner": None,
-            "lease_until": None,
-        }
-        if delivered:
-            values.update(delivered=True, delivered_at=datetime.now(UTC))
-        else:
-            values["next_attempt_at"] = next_attempt_at
+    def finish(self, owner: str, attempts: Sequence[Attempt]) -> int:
+        """Records the outcome of each attempt and releases its lease, in one transaction;
+        an attempt whose lease ``owner`` lost meanwhile writes nothing. Returns how many
+        were recorded."""
+        recorded = 0
+        now = datetime.now(UTC)
         with Session(self._engine) as session:
-            result = session.execute(
-                update(WebhookDeliveryRow)
-                .where(
-                    and_(
-                        col(WebhookDeliveryRow.id) == delivery_id,
-                        col(WebhookDeliveryRow.lease_owner) == owner,
+            for attempt in attempts:
+                values: dict[str, Any] = {
+                    "attempts": WebhookDeliveryRow.attempts + 1,
+                    "last_status": attempt.status,
+                    "last_error": attempt.error,
+                    "lease_owner": None,
+                    "lease_until": None,
+                }
+                if attempt.delivered:
+                    values.update(delivered=True, delivered_at=now)
+                else:
+                    values["next_attempt_at"] = attempt.next_attempt_at
+                result = session.execute(
+                    update(WebhookDeliveryRow)
+                    .where(
+                        and_(
+                            col(WebhookDeliveryRow.id) == attempt.delivery_id,
+                            col(WebhookDeliveryRow.lease_owner) == owner,
+                        )
                     )
+                    .values(**values)
                 )
-                .values(**values)
-            )
+                recorded += result.rowcount  # type: ignore[attr-defined]
             session.commit()
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return recorded
 
     def log(self, partner_id: int, limit: int) -> list[DeliveryEntry]:
         """The partner's latest deliveries, newest event first."""

@@ -2,13 +2,14 @@
 per wallet.
 
 Each run claims the due deliveries (``storage.webhooks``: the oldest undelivered one of
-each wallet, leased), posts them concurrently (one per wallet at a time), and records
-each attempt. A 2xx answer delivers; anything else (another status, a timeout, a refused
-connection) schedules the next attempt after a backoff: 1 s, 2 s, 4 s, … doubling up to
-``max_backoff_seconds``, each drawn between half and all of it. There is no last attempt:
-a wallet's later events wait until the receiver accepts the earlier one. A run keeps
-claiming while deliveries succeed (so a wallet's queue drains in one run), up to
-``rounds`` times.
+each wallet, leased), posts them concurrently (one per wallet at a time), and records the
+round's attempts in one transaction. A 2xx answer delivers; anything else (another
+status, a timeout, a refused connection) schedules the next attempt after a backoff:
+1 s, 2 s, 4 s, … doubling up to ``max_backoff_seconds``, each drawn between half and all
+of it. There is no last attempt: a wallet's later events wait until the receiver accepts
+the earlier one. A run keeps claiming while deliveries succeed (so a wallet's queue
+drains in one run), up to ``rounds`` times. A process that dies after posting and before
+recording posts again once the lease lapses: at least once.
 
 ``Deliverer(observe=...)`` calls ``observe`` with every attempt's ``DeliveryOutcome``,
 and ``deliver_due`` returns them: the hook for metrics.
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from yieldagent.storage.webhooks import Claimed, WebhookStore
+from yieldagent.storage.webhooks import Attempt, Claimed, WebhookStore
 from yieldagent.webhooks.sealing import SecretBox, partner_context
 from yieldagent.webhooks.signing import SIGNATURE_HEADER, signature
 
@@ -110,7 +111,11 @@ class Deliverer:
                         timeout=aiohttp.ClientTimeout(total=settings.timeout_seconds),
                         headers={"User-Agent": USER_AGENT},
                     )
-                done = await asyncio.gather(*(self._post(http, item) for item in claimed))
+                posted = await asyncio.gather(*(self._post(http, item) for item in claimed))
+                self._store.finish(self.owner, [attempt for attempt, _ in posted])
+                done = [outcome for _, outcome in posted]
+                for outcome in done:
+                    self._report(outcome)
                 outcomes += done
                 if stopping() or not any(outcome.delivered for outcome in done):
                     break
@@ -119,7 +124,9 @@ class Deliverer:
                 await http.close()
         return outcomes
 
-    async def _post(self, http: aiohttp.ClientSession, item: Claimed) -> DeliveryOutcome:
+    async def _post(
+        self, http: aiohttp.ClientSession, item: Claimed
+    ) -> tuple[Attempt, DeliveryOutcome]:
         started = time.monotonic()
         status: int | None = None
         error = ""
@@ -152,7 +159,6 @@ class Deliverer:
         delivered = not error
         attempt = item.attempts + 1
         retry_at = self._clock() + backoff(attempt, self._settings.max_backoff_seconds)
-        self._store.finish(item.id, self.owner, delivered, status, error, retry_at)
         outcome = DeliveryOutcome(
             item.event.id,
             item.partner_id,
@@ -162,16 +168,18 @@ class Deliverer:
             error,
             time.monotonic() - started,
         )
+        return Attempt(item.id, delivered, status, error, retry_at), outcome
+
+    def _report(self, outcome: DeliveryOutcome) -> None:
         extra = {
-            "event_id": item.event.id,
-            "partner_id": item.partner_id,
-            "attempt": attempt,
-            "status": status,
+            "event_id": outcome.event_id,
+            "partner_id": outcome.partner_id,
+            "attempt": outcome.attempt,
+            "status": outcome.status,
         }
-        if delivered:
+        if outcome.delivered:
             log.info("webhook delivered", extra=extra)
         else:
-            log.warning("webhook delivery failed", extra={**extra, "error": error})
+            log.warning("webhook delivery failed", extra={**extra, "error": outcome.error})
         if self._observe is not None:
             self._observe(outcome)
-        return outcome
