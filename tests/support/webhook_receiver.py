@@ -79,6 +79,7 @@ class Receiver:
                 pass
 
         ThreadingHTTPServer.allow_reuse_address = True
+        ThreadingHTTPServer.request_queue_size = 128  # concurrent posts: no SYN retries
         self._server = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
         self._server.daemon_threads = True
         self._port = self._server.server_address[1]
