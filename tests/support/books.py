@@ -78,7 +78,7 @@ from yieldagent.domain.events import (
 )
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import Wallet, WithdrawalRecord
+from yieldagent.domain.wallets import DepositRecord, Wallet, WithdrawalRecord
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -170,8 +170,9 @@ def book_disagreements(
             continue
         problems += [
             f"wallet {wallet.id} ({wallet.address}): {problem}"
-            for problem in _disagreements(store, _read(market, wallet, fee_collector), wallet)
-            + _event_disagreements(engine, store, wallet)
+            for problem in _disagreements(
+                engine, store, _read(market, wallet, fee_collector), wallet
+            )
         ]
     return problems
 
@@ -184,7 +185,9 @@ def _read(
     return source(wallet)
 
 
-def _disagreements(store: WalletStore, chain: ChainBooks, wallet: Wallet) -> list[str]:
+def _disagreements(
+    engine: Engine, store: WalletStore, chain: ChainBooks, wallet: Wallet
+) -> list[str]:
     problems: list[str] = []
     deposits = store.deposits(wallet.id)
     withdrawals = store.withdrawals(wallet.id)
@@ -275,13 +278,17 @@ def _disagreements(store: WalletStore, chain: ChainBooks, wallet: Wallet) -> lis
         problems.append(f"(g) left {wallet.status}")
     if wallet.status == WalletStatus.DEACTIVATING and not wallet.status_reason:
         problems.append("(g) left deactivating with no reason")
-    return problems
+    return problems + _event_disagreements(engine, store, wallet, deposits, withdrawals)
 
 
-def _event_disagreements(engine: Engine, store: WalletStore, wallet: Wallet) -> list[str]:
+def _event_disagreements(
+    engine: Engine,
+    store: WalletStore,
+    wallet: Wallet,
+    deposits: list[DepositRecord],
+    withdrawals: list[WithdrawalRecord],
+) -> list[str]:
     """Rule (h): the wallet's events against its records."""
-    deposits = store.deposits(wallet.id)
-    withdrawals = store.withdrawals(wallet.id)
     events = EventStore(engine).after(wallet.id, 0, 100_000)
     problems: list[str] = []
     of = {kind: [e for e in events if e.kind == kind] for kind in KINDS}
