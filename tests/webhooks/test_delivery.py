@@ -300,3 +300,31 @@ async def test_a_new_secret_and_url_apply_to_what_is_still_undelivered(
     assert not any(r.signed_by(old["secret"], START) for r in receiver.received)
     webhook = store.get(owner.id)
     assert webhook is not None and new["secret"] not in webhook.sealed_secret
+
+
+async def test_two_deliverers_at_once_post_each_event_once_in_order(
+    engine: Engine,
+    database_url: str,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    partner: PartnerKey,
+    receiver: Receiver,
+    box: SecretBox,
+) -> None:
+    """Two replicas' delivery jobs, interleaved at every post: the leases keep them off
+    each other's deliveries, and each wallet's order holds."""
+    owner, _ = partner
+    set_webhook(WebhookStore(engine), box, owner.name, receiver.url)
+    wallets = await flows(engine, market, chains, owner)
+    expected = stored_bodies(engine, wallets)
+    other = create_db_engine(database_url)
+    clock = Clock()
+    try:
+        one, two = deliverer(engine, box, clock), deliverer(other, box, clock)
+        for _ in range(10):
+            await asyncio.gather(one.deliver_due(), two.deliver_due())
+    finally:
+        other.dispose()
+
+    assert by_wallet(receiver.received) == expected
+    assert len(receiver.received) == sum(map(len, expected.values()))
