@@ -11,14 +11,18 @@ DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
 
-.PHONY: run test evm crash lint format protos check-protos bench install clean devnet
+.PHONY: run test evm crash lint format protos check-protos stubs check-stubs bench install clean \
+	devnet
 
 run: $(VENV)/.installed $(DESCRIPTOR)
 	$(VENV)/bin/yieldagent run
 
-# Every test but the money paths' kill loops (`make crash`), devnet tests included.
+# Every test but the money paths' kill loops (`make crash`), devnet tests included, on
+# TEST_WORKERS processes (pytest-xdist; a test file stays on one worker). TEST_WORKERS=0 runs
+# them in this process.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
-	$(PY) -m pytest -m "not crash" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not crash" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The tests that run against an anvil devnet alone (one devnet per session).
 evm: $(VENV)/.installed $(DESCRIPTOR) contracts/node_modules/.installed
@@ -67,6 +71,53 @@ check-protos: $(VENV)/.installed
 	rm -f build/gen-check/yieldagent/v1/options_pb2_grpc.py build/gen-check/yieldagent/v1/types_pb2_grpc.py
 	diff -r --exclude=__pycache__ --exclude=__init__.py build/gen-check/yieldagent/v1 src/yieldagent/v1 \
 		|| (echo "generated code is stale: run 'make protos' and commit" && exit 1)
+
+# Client stubs (buf.gen.yaml) from the descriptor set above, which already holds the google/api
+# protos of the googleapis-common-protos pip package, so nothing is fetched: TypeScript (pinned in
+# tests/stubs/typescript/package.json) into build/gen/ts, Go (Debian's protoc-gen-go and
+# protoc-gen-go-grpc) into the GOPATH tree build/gen/go. build/node_modules links to the example
+# client's node_modules, so the generated TypeScript and the compiled client find their runtime.
+STUBS_TS_DIR := tests/stubs/typescript
+STUBS_NPM := $(STUBS_TS_DIR)/node_modules/.installed
+STUBS := build/gen/.generated
+STUBS_TS_CLIENT := build/stubs/ts/$(STUBS_TS_DIR)/client.js
+STUBS_GO_CLIENT := build/stubs/go-client
+# golang-github-golang-protobuf-1-5-dev: grpc-go's codec calls github.com/golang/protobuf, whose
+# 1.3 (apt's first pick otherwise) cannot marshal messages of today's protoc-gen-go.
+GO_APT := golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev \
+	golang-google-protobuf-dev golang-google-genproto-dev golang-github-golang-protobuf-1-5-dev
+# Installs Debian's Go toolchain and protobuf/gRPC sources when one is missing (apt-get: as root).
+GO_TOOLS := dpkg -s $(GO_APT) >/dev/null 2>&1 || { apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GO_APT); }
+# Go 1.19 from Debian, offline: GOPATH mode over the generated tree and Debian's Go sources
+# (/usr/share/gocode: grpc, protobuf, genproto's google.golang.org/genproto/googleapis/api).
+GO_ENV := GO111MODULE=off GOPATH=$(CURDIR)/build/gen/go:/usr/share/gocode \
+	GOCACHE=$(CURDIR)/build/go-cache GOFLAGS=
+GO_STUBS_PKG := github.com/yieldagent/yieldagent/gen/yieldagent/v1
+
+stubs: $(STUBS)
+
+# Compiles both stubs with their example clients: tsc type-checks the generated TypeScript and
+# the client (and emits nothing when it finds an error); go vet and go build check the generated
+# Go and its client. tests/stubs runs these clients against the real server.
+check-stubs: $(STUBS_TS_CLIENT) $(STUBS_GO_CLIENT)
+
+$(STUBS): buf.gen.yaml $(DESCRIPTOR) $(BUF) $(STUBS_NPM)
+	@$(GO_TOOLS)
+	$(BUF) generate
+	ln -sfn ../$(STUBS_TS_DIR)/node_modules build/node_modules
+	touch $@
+
+$(STUBS_TS_CLIENT): $(STUBS) $(STUBS_TS_DIR)/client.ts $(STUBS_TS_DIR)/tsconfig.json
+	$(STUBS_TS_DIR)/node_modules/.bin/tsc -p $(STUBS_TS_DIR)
+
+$(STUBS_GO_CLIENT): $(STUBS) tests/stubs/go/main.go
+	$(GO_ENV) go vet ./tests/stubs/go $(GO_STUBS_PKG)
+	$(GO_ENV) go build -o $@ ./tests/stubs/go
+
+$(STUBS_NPM): $(STUBS_TS_DIR)/package.json $(STUBS_TS_DIR)/package-lock.json
+	npm ci --no-audit --no-fund --prefix $(STUBS_TS_DIR)
+	touch $@
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)

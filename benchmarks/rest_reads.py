@@ -94,6 +94,10 @@ def main() -> None:
             "YIELDAGENT_HTTP_PORT": str(http_port),
             "YIELDAGENT_GRPC_PORT": str(_free_port()),
             "YIELDAGENT_LOG_LEVEL": "WARNING",
+            "YIELDAGENT_METRICS_PORT": "0",
+            # Keyed reads at 32 connections exceed the default per-partner limit: measure
+            # the service, not the limiter's 429s (BENCH_RATE_LIMIT sets one to measure).
+            "YIELDAGENT_PARTNER_RATE_LIMIT": os.environ.get("BENCH_RATE_LIMIT", "0"),
         }
         env.pop("YIELDAGENT_DATABASE_URL", None)
         server = subprocess.Popen(

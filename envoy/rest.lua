@@ -25,6 +25,11 @@
 -- 422. A body sent with GET (or any method but POST, PUT and PATCH) is dropped:
 -- the transcoder would otherwise read it as the call's fields.
 --
+-- Every error body (the service's and Envoy's alike) gets the request's id next to
+-- its detail: {"detail": ..., "request_id": "<x-request-id>"}. This is the one place
+-- that adds it; the id is recorded from the request headers (Envoy sets one on every
+-- request) into the stream's dynamic metadata ("yieldagent": request_id).
+--
 -- Errors Envoy and the transcoder raise themselves (unknown path or method,
 -- malformed JSON, a value of the wrong type, headers too large) come as plain
 -- text; they are rewritten to {"detail": ...}, with a 422 and the field's
@@ -324,6 +329,8 @@ function envoy_on_request(handle)
   local metadata = handle:streamInfo():dynamicMetadata()
   metadata:set('yieldagent', 'path', headers:get(':path'))
   metadata:set('yieldagent', 'method', method)
+  local request_id = headers:get('x-request-id')
+  if request_id then metadata:set('yieldagent', 'request_id', request_id) end
   local content_type = headers:get('content-type')
   if content_type and find(string.lower(content_type), '^application/grpc') then
     -- Every gRPC flavour (gRPC-Web, any letter case) as the transcoder knows gRPC,
@@ -388,6 +395,10 @@ function envoy_on_response(handle)
     if shaped ~= text then new_body = shaped end
   end
 
+  if new_body and new_body ~= '' and meta and meta.request_id
+      and tonumber(new_status or status) >= 400 and byte(new_body, -1) == RBRACE then
+    new_body = sub(new_body, 1, -2) .. ',"request_id":' .. json_string(meta.request_id) .. '}'
+  end
   if new_body and meta and meta.method == 'HEAD' then
     new_body = nil -- a response to HEAD has no body
   end

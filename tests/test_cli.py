@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from yieldagent.cli import main
+from yieldagent.servicers.auth import Authenticator
+from yieldagent.storage.db import create_db_engine
+from yieldagent.storage.partners import PartnerStore
 
 
 @pytest.fixture
@@ -58,3 +61,22 @@ def test_permissions_can_be_limited(data_dir: Path, capsys: pytest.CaptureFixtur
 
 def test_migrate(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(capsys, "migrate") == (0, {"migrated": True})
+
+
+def test_partner_rotate_with_grace_keeps_the_old_key_valid(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, created = _run(capsys, "partner", "create", "acme")
+    code, rotated = _run(capsys, "partner", "rotate", "acme", "--grace", "600")
+    assert code == 0 and set(rotated) == {"name", "api_key"}  # printed as without grace
+    engine = create_db_engine(f"sqlite:///{data_dir / 'yieldagent.db'}")
+    try:
+        authenticator = Authenticator(PartnerStore(engine))
+        for key in (created["api_key"], rotated["api_key"]):
+            headers = [("x-partner-name", "acme"), ("x-partner-api-key", str(key))]
+            assert authenticator.authenticate(headers, "wallets").name == "acme"
+    finally:
+        engine.dispose()
+    with pytest.raises(SystemExit):
+        main(["partner", "rotate", "acme", "--grace", "-5"])
+    assert "seconds must be 0 or more" in capsys.readouterr().err

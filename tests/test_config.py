@@ -58,3 +58,40 @@ def test_rpc_urls_and_deployments_are_per_chain(tmp_path: Path) -> None:
 def test_a_per_chain_variable_needs_a_chain_id() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_RPC_URL_base"):
         load_settings({"YIELDAGENT_RPC_URL_base": "http://node"})
+
+
+def test_operating_defaults() -> None:
+    settings = load_settings({"YIELDAGENT_DATA_DIR": "/srv/ya"})
+    assert settings.metrics_port == 9464
+    assert settings.envoy_admin_port == 0  # any free port; its address under the data dir
+    assert settings.envoy_access_log == Path("/srv/ya/envoy-access.log")
+    assert (settings.partner_rate_limit, settings.partner_rate_burst) == (100.0, 200.0)
+
+
+def test_operating_settings_can_be_set_or_turned_off() -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_METRICS_PORT": "0",
+            "YIELDAGENT_ENVOY_ADMIN_PORT": "9901",
+            "YIELDAGENT_ENVOY_ACCESS_LOG": "/var/log/ya/access.log",
+            "YIELDAGENT_PARTNER_RATE_LIMIT": "0.5",
+        }
+    )
+    assert (settings.metrics_port, settings.envoy_admin_port) == (0, 9901)
+    assert settings.envoy_access_log == Path("/var/log/ya/access.log")
+    assert (settings.partner_rate_limit, settings.partner_rate_burst) == (0.5, 1.0)
+    off = load_settings(
+        {
+            "YIELDAGENT_METRICS_PORT": "off",
+            "YIELDAGENT_ENVOY_ADMIN_PORT": "OFF",
+            "YIELDAGENT_ENVOY_ACCESS_LOG": "off",
+            "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
+        }
+    )
+    assert off.metrics_port is None and off.envoy_admin_port is None
+    assert off.envoy_access_log is None and off.partner_rate_limit == 0
+
+
+def test_a_port_out_of_range_is_a_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_METRICS_PORT must be a port"):
+        load_settings({"YIELDAGENT_METRICS_PORT": "70000"})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from yieldagent.config import load_settings
+from yieldagent.config import Settings, load_settings
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.edge import render_config, validate_shipped_config
 
@@ -22,6 +22,7 @@ def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
         {
             "YIELDAGENT_HTTP_PORT": "18080",
             "YIELDAGENT_DATA_DIR": "/x",
+            "YIELDAGENT_ENVOY_ACCESS_LOG": str(tmp_path / "access.log"),
             "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
             "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
         }
@@ -46,3 +47,43 @@ def test_rendering_refuses_a_config_it_does_not_recognize(tmp_path: Path) -> Non
     )
     with pytest.raises(ConfigurationError, match="expected one"):
         render_config(settings, grpc_port=1)
+
+
+def _settings(**env: str) -> Settings:
+    return load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": "/x",
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+            **env,
+        }
+    )
+
+
+def test_rendering_sets_the_admin_port_and_the_access_log(tmp_path: Path) -> None:
+    log_file = tmp_path / "logs" / "access.log"
+    settings = _settings(
+        YIELDAGENT_ENVOY_ADMIN_PORT="19901", YIELDAGENT_ENVOY_ACCESS_LOG=str(log_file)
+    )
+    text = render_config(settings, grpc_port=15051)
+    assert "admin:\n  address:\n    socket_address: {address: 127.0.0.1, port_value: 19901}" in text
+    assert f"path: {log_file}" in text
+    log_file.parent.mkdir()
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+
+
+def test_the_access_log_goes_to_the_data_dir_by_default() -> None:
+    text = render_config(_settings(), grpc_port=15051)
+    assert "path: /x/envoy-access.log" in text
+    assert "port_value: 0}" in text  # the admin listener takes any free port
+
+
+def test_rendering_leaves_out_the_admin_listener_and_access_log_when_off(tmp_path: Path) -> None:
+    settings = _settings(YIELDAGENT_ENVOY_ADMIN_PORT="off", YIELDAGENT_ENVOY_ACCESS_LOG="off")
+    text = render_config(settings, grpc_port=15051)
+    assert "admin:" not in text and "access_log" not in text
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)

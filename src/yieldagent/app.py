@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable, Mapping
 
 from sqlalchemy import Engine
@@ -24,7 +25,10 @@ from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer import Thresholds
+from yieldagent.domain.rate_limits import RateLimiter
 from yieldagent.edge import EnvoyProcess
+from yieldagent.measured_agent import MeasuredAgent, count_recovered
+from yieldagent.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.storage.db import create_db_engine, migrate
@@ -78,16 +82,25 @@ def build_lifecycle(
 
 
 def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
-    """The agent with the configured schedule and thresholds."""
+    """The agent with the configured schedule and thresholds; its runs are counted in the
+    metrics."""
     thresholds = Thresholds(
         min_apr_gain=settings.min_apr_gain, max_break_even_days=settings.max_break_even_days
     )
-    return Agent(
+    return MeasuredAgent(
         lifecycle,
         WalletStore(engine),
         RunStore(engine),
         AgentSettings(settings.agent_interval_seconds, thresholds),
+        OperationStore(engine),
     )
+
+
+def build_limiter(settings: Settings) -> RateLimiter | None:
+    """Each partner's rate limit (per process), or None when unlimited."""
+    if settings.partner_rate_limit <= 0:
+        return None
+    return RateLimiter(settings.partner_rate_limit, settings.partner_rate_burst, time.monotonic)
 
 
 def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
@@ -105,7 +118,7 @@ def reconciliation(lifecycle: Lifecycle) -> Job:
     deactivations waiting for a pool's cash."""
 
     async def reconcile() -> None:
-        await lifecycle.reconcile()
+        count_recovered(await lifecycle.reconcile())
 
     return reconcile
 
@@ -129,6 +142,11 @@ def build_deliverer(
     )
 
 
+def count_delivery(outcome: DeliveryOutcome) -> None:
+    """Counts a webhook delivery attempt in ``yieldagent_webhook_deliveries_total``."""
+    WEBHOOK_DELIVERIES.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+
+
 def webhook_delivery(deliverer: Deliverer, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that posts due webhook deliveries."""
 
@@ -143,7 +161,7 @@ def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> J
     batch until none is due or the service is stopping."""
 
     async def run_agents() -> None:
-        await agent.reconcile()
+        count_recovered(await agent.reconcile())
         while not stopping() and await agent.run_due():
             pass
 
@@ -163,6 +181,7 @@ class Service:
         """Webhook deliveries, in a thread of their own: a long agent cycle never delays them."""
         self.events: EventStore | None = None
         self.envoy: EnvoyProcess | None = None
+        self.metrics: MetricsServer | None = None
 
     @property
     def grpc_port(self) -> int:
@@ -207,9 +226,10 @@ class Service:
             settings.grpc_target,
             idempotency,
             catalog,
+            build_limiter(settings),
             self.events,
         )
-        deliverer = build_deliverer(settings, self.engine)
+        deliverer = build_deliverer(settings, self.engine, count_delivery)
         self.deliveries.add(
             webhook_delivery(deliverer, lambda: self.deliveries.stop_requested),
             every=settings.webhook_interval_seconds,
@@ -219,6 +239,10 @@ class Service:
         log.info("grpc server started", extra={"port": self.api.port})
         self.worker.start_thread()
         self.deliveries.start_thread()
+        if settings.metrics_port is not None:
+            registry = service_registry(RunStore(self.engine).oldest_due)
+            self.metrics = MetricsServer(settings.metrics_port, registry)
+            self.metrics.start()
         if self.with_edge:
             self.envoy = EnvoyProcess(settings, self.api.port)
             self.envoy.start()
@@ -243,6 +267,8 @@ class Service:
         await asyncio.to_thread(self.deliveries.join, self.settings.shutdown_grace_seconds)
         if self.envoy is not None:
             self.envoy.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
         if self.engine is not None:
             self.engine.dispose()
         log.info("service stopped")

@@ -4,7 +4,9 @@
     yieldagent serve                       the same without Envoy
     yieldagent migrate                     apply database migrations
     yieldagent partner create NAME         register a partner; prints its API key once
-    yieldagent partner rotate NAME         issue a new key; the old one stops working
+    yieldagent partner rotate NAME [--grace SECONDS]
+                                           issue a new key; the old one stops working
+                                           at once, or after the grace period
     yieldagent partner disable NAME        deactivate a partner (403 on keyed calls)
     yieldagent partner enable NAME         reactivate a partner
     yieldagent partner webhook NAME --url URL
@@ -114,6 +116,17 @@ def _cmd_webhooks(settings: Settings, args: argparse.Namespace) -> None:
         _print(delivery_log(store, args.name, args.limit))
 
 
+def _seconds(text: str) -> float:
+    """A non-negative number of seconds (an argparse type)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text!r}")
+    return seconds
+
+
 def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
     if args.action in ("webhook", "deliveries"):
         return _cmd_webhooks(settings, args)
@@ -123,7 +136,7 @@ def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
         partner, key = store.create(args.name, permissions)
         _print({"name": partner.name, "api_key": key})
     elif args.action == "rotate":
-        partner, key = store.rotate(args.name)
+        partner, key = store.rotate(args.name, args.grace)
         _print({"name": partner.name, "api_key": key})
     elif args.action == "disable":
         _print(_partner_json(store.disable(args.name)))
@@ -316,7 +329,16 @@ def _parser() -> argparse.ArgumentParser:
         default=",".join(sorted(PERMISSIONS)),
         help=f"comma-separated, from: {', '.join(sorted(PERMISSIONS))} (default: all)",
     )
-    for action in ("rotate", "disable", "enable"):
+    rotate = actions.add_parser("rotate", help="issue a new key and print it")
+    rotate.add_argument("name")
+    rotate.add_argument(
+        "--grace",
+        type=_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="how long the old key keeps working (default 0: it stops at once)",
+    )
+    for action in ("disable", "enable"):
         actions.add_parser(action).add_argument("name")
     webhook = actions.add_parser("webhook", help="set where the partner's events are posted")
     webhook.add_argument("name")

@@ -24,7 +24,9 @@ class Settings:
     http_port: int
     grpc_host: str
     grpc_port: int
-    envoy_admin_port: int
+    envoy_admin_port: int | None
+    """Envoy's admin port (stats, config dump) on 127.0.0.1; 0 (the default): any free
+    port, written to ``<data dir>/envoy-admin.address``; None: no admin listener."""
     data_dir: Path
     database_url: str
     operator_private_key: str | None
@@ -65,6 +67,17 @@ class Settings:
     webhook_batch: int = 50
     webhook_secret_key: str | None = field(default=None, repr=False)
     """Seals webhook secrets at rest; unset: a key generated under the data dir."""
+    metrics_port: int | None = 9464
+    """Where ``/metrics`` is served on 127.0.0.1; 0: any free port, None: not served."""
+    partner_rate_limit: float = 100.0
+    """Calls a second each partner may make (per process); 0: unlimited."""
+    envoy_access_log: Path | None = None
+    """Envoy's JSON access log; None: none."""
+
+    @property
+    def partner_rate_burst(self) -> float:
+        """The calls a partner may make at once: two seconds' worth of its rate, at least 1."""
+        return max(2.0 * self.partner_rate_limit, 1.0)
 
     def deployment(self, chain_id: int) -> Path | None:
         """The deployment manifest for ``chain_id``: the configured one, else the devnet's
@@ -106,6 +119,29 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
 
 
+OFF = frozenset({"off", "none", "disabled"})
+
+
+def _port_or_off(env: Mapping[str, str], name: str, default: int) -> int | None:
+    """A port setting that ``off`` disables (None)."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw in OFF:
+        return None
+    port = _int(env, name, default)
+    if not 0 <= port <= 65_535:
+        raise ConfigurationError(f"{name} must be a port (0-65535) or 'off', got {port}")
+    return port
+
+
+def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
+    raw = env.get("YIELDAGENT_ENVOY_ACCESS_LOG")
+    if raw is None or raw == "":
+        return data_dir / "envoy-access.log"
+    if raw.strip().lower() in OFF:
+        return None
+    return Path(raw).resolve()
+
+
 def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
     """``<prefix><chain_id>`` variables, by chain id."""
     found = {}
@@ -128,7 +164,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
         grpc_host=env.get("YIELDAGENT_GRPC_HOST") or "127.0.0.1",
         grpc_port=_int(env, "YIELDAGENT_GRPC_PORT", 50051),
-        envoy_admin_port=_int(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
+        envoy_admin_port=_port_or_off(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
         data_dir=data_dir,
         database_url=database_url,
         operator_private_key=env.get("YIELDAGENT_OPERATOR_PRIVATE_KEY") or None,
@@ -170,4 +206,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         webhook_batch=max(_int(env, "YIELDAGENT_WEBHOOK_BATCH", 50), 1),
         webhook_secret_key=env.get("YIELDAGENT_WEBHOOK_SECRET_KEY") or None,
+        metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
+        partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
+        envoy_access_log=_access_log(env, data_dir),
     )

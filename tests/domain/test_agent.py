@@ -558,9 +558,10 @@ async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agen
     wallets = await rebalancing_wallets(engine, market, chains, partner[0], "long")
 
     async def slow(action: str, protocol: str, amount: int) -> None:
-        await asyncio.sleep(0.2)  # each wallet's moves take longer than a whole lease
+        await asyncio.sleep(0.25)  # a wallet's moves together take longer than a whole lease
 
-    short = policy(lease_seconds=0.3)
+    # Long enough that renewing every third of it survives the delays of a loaded machine.
+    short = policy(lease_seconds=0.75)
     first = make_agent(
         engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, slow)}, short)
     )

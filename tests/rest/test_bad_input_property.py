@@ -339,7 +339,9 @@ def _assert_contract_shape(method: str, path: str, response: Response) -> None:
         return
     assert response.headers.get("content-type") == "application/json", where
     body = json.loads(response.body.decode("utf-8"))
-    assert isinstance(body, dict) and set(body) == {"detail"}, where
+    assert isinstance(body, dict), where
+    assert body.pop("request_id", None) == response.headers.get("x-request-id"), where
+    assert set(body) == {"detail"}, where
     detail = body["detail"]
     if response.status != 422:
         assert isinstance(detail, str) and detail, where

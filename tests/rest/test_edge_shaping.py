@@ -223,7 +223,7 @@ def test_input_errors_are_422_with_the_location_of_the_field(edge: Any) -> None:
     api, _, headers = edge
     response = api.request("POST", "/api/v1/8453/wallets", {"eoa": "bad"}, headers)
     assert response.status == 422
-    assert response.json() == {
+    assert response.error() == {
         "detail": [
             {
                 "loc": ["body", "constraints", 0, "params", "max_amount"],
@@ -266,7 +266,7 @@ def test_domain_refusals_keep_their_status_and_detail(edge: Any) -> None:
     api, _, _ = edge
     response = api.request("GET", "/api/v1/8453/wallets/busy")
     assert response.status == 409
-    assert response.json() == {"detail": "Agent is running"}
+    assert response.error() == {"detail": "Agent is running"}
     assert response.headers["content-type"] == "application/json"
 
 
@@ -280,7 +280,7 @@ def test_unknown_paths_and_verbs_are_404_with_a_detail(edge: Any) -> None:
     ):
         response = api.request(method, path, headers=headers)
         assert response.status == 404, (method, path)
-        assert response.json() == {"detail": "Not Found"}
+        assert response.error() == {"detail": "Not Found"}
 
 
 def test_methods_without_a_servicer_answer_501(edge: Any) -> None:

@@ -136,7 +136,7 @@ def test_the_partner_flow(api: RunningService, make_partner: Any) -> None:
         history = api.request("GET", f"/api/v1/8453/rewards/{wallet}/history", headers=keyed).json()
         assert history["rewards"][0]["is_staked"] is True
     else:
-        assert claimed.json() == {"detail": "No rewards to claim"}
+        assert claimed.error() == {"detail": "No rewards to claim"}
 
     # 9. Deactivation returns everything to the user.
     deactivated = api.request("POST", f"/api/v1/8453/wallets/{wallet}:deactivate", headers=keyed)

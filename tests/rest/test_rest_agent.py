@@ -146,7 +146,7 @@ def test_infeasible_constraints_are_400(api: RunningService, keyed: dict[str, st
 def test_optimize_needs_a_key(api: RunningService) -> None:
     response = api.request("POST", OPTIMIZE, _request())
     assert response.status == 401
-    assert response.json() == {"detail": "Invalid or missing API key"}
+    assert response.error() == {"detail": "Invalid or missing API key"}
 
 
 @pytest.mark.parametrize(

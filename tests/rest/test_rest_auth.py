@@ -62,7 +62,7 @@ def test_keyed_endpoints_refuse_missing_and_wrong_keys(
     ):
         response = api.request(method, path, _body(method, path), headers)
         assert response.status == 401, (headers, response.body)
-        assert response.json() == {"detail": "Invalid or missing API key"}
+        assert response.error() == {"detail": "Invalid or missing API key"}
 
 
 @pytest.mark.parametrize(("method", "path"), KEYED)
@@ -91,7 +91,7 @@ def test_a_disabled_partner_gets_403(
         headers,
     )
     assert response.status == 403
-    assert response.json() == {"detail": "Access denied: the API key is inactive"}
+    assert response.error() == {"detail": "Access denied: the API key is inactive"}
 
 
 def test_a_partner_without_the_permission_gets_403(api: RunningService, make_partner: Any) -> None:

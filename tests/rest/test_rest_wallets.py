@@ -66,7 +66,7 @@ def test_a_deposit_above_the_maximum_is_403(api: RunningService, fund: Any) -> N
     funded = fund(amount=2_000_000 * 10**6)  # above the default 1,000,000 USD
     response = api.request("POST", BASE, funded.activation(), funded.headers)
     assert response.status == 403
-    assert response.json() == {"detail": "Access denied or deposit too large"}
+    assert response.error() == {"detail": "Access denied or deposit too large"}
 
 
 def test_activating_an_active_wallet_is_409(api: RunningService, activated: Funded) -> None:
@@ -186,7 +186,7 @@ def test_claim_without_rewards_is_400(api: RunningService, activated: Funded) ->
     response = api.request("POST", _url(activated, ":claim-rewards"), headers=activated.headers)
     assert response.status in (200, 400)
     if response.status == 400:
-        assert response.json() == {"detail": "No rewards to claim"}
+        assert response.error() == {"detail": "No rewards to claim"}
 
 
 def test_transaction_pages(api: RunningService, activated: Funded) -> None:

@@ -29,6 +29,7 @@ CREATE = load_policies()["/yieldagent.v1.SmartAccountService/CreateSmartAccount"
         (domain.ChainRejected("reverted: no", "no"), grpc.StatusCode.FAILED_PRECONDITION, 409),
         (domain.ChainUnavailable("down"), grpc.StatusCode.UNAVAILABLE, 503),
         (domain.NotImplementedYet("no"), grpc.StatusCode.UNIMPLEMENTED, 501),
+        (domain.RateLimited("slow down", 2), grpc.StatusCode.RESOURCE_EXHAUSTED, 429),
         (domain.ConfigurationError("no"), grpc.StatusCode.INTERNAL, 500),
         (None, grpc.StatusCode.INTERNAL, 500),
     ],
@@ -110,3 +111,15 @@ async def test_only_rest_calls_get_a_retry_after_header(rest: bool) -> None:
 def test_a_retry_hint_cannot_be_negative() -> None:
     with pytest.raises(ValueError, match="negative"):
         domain.Conflict("busy", retry_after_seconds=-1)
+
+
+async def test_a_rate_limit_gives_a_retry_info_and_a_retry_after_header() -> None:
+    limited = domain.RateLimited("Rate limit exceeded", 2)
+    info, retry = _details(limited)
+    assert info.reason == "RATE_LIMITED" and retry.retry_delay.seconds == 2
+    context = _Context()
+    await abort(context, limited, CREATE, True, (("x-request-id", "abc"),))
+    headers = dict(context.trailing)
+    assert headers["retry-after"] == "2" and headers["x-yieldagent-status"] == "429"
+    assert json.loads(headers["x-yieldagent-error"]) == {"detail": "Rate limit exceeded"}
+    assert headers["x-request-id"] == "abc"  # the id the server made, for direct callers

@@ -18,6 +18,7 @@ from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.metrics import REGISTRY
 from yieldagent.server import build_server, mark_serving
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
@@ -147,3 +148,41 @@ async def test_closing_the_event_store_ends_open_streams_cleanly(
     assert await asyncio.wait_for(call.read(), timeout=10) is grpc.aio.EOF
     assert await call.code() == grpc.StatusCode.OK
     assert [e.type for e in received] == ["deposit_credited", "activated"]
+
+
+def counted(code: str) -> float:
+    labels = {"method": "/yieldagent.v1.WalletService/WatchWallet", "code": code}
+    return REGISTRY.get_sample_value("yieldagent_grpc_requests_total", labels) or 0.0
+
+
+async def test_a_stream_is_counted_by_its_final_code_and_gets_a_request_id(
+    served: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub, events = served
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    request = wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address)
+    before = {code: counted(code) for code in ("OK", "PERMISSION_DENIED")}
+    other = PartnerStore(engine).create("initech", PERMISSIONS)
+
+    refused = stub.WatchWallet(request, metadata=credentials(other))
+    with pytest.raises(grpc.aio.AioRpcError):
+        await refused.read()
+    call = stub.WatchWallet(request, metadata=credentials(partner))
+    await call.read()
+    events.close()
+    while await call.read() is not grpc.aio.EOF:
+        pass
+    made = dict(await call.trailing_metadata() or ())["x-request-id"]
+    named = stub.WatchWallet(request, metadata=(*credentials(partner), ("x-request-id", "watch-1")))
+    while await named.read() is not grpc.aio.EOF:  # the store is closed: it ends at once
+        pass
+
+    assert len(made) == 36 and made.count("-") == 4
+    assert "x-request-id" not in dict(await named.trailing_metadata() or ())
+    assert dict(await refused.trailing_metadata() or ()).get("x-request-id")
+    after = {code: counted(code) for code in before}
+    assert {code: after[code] - before[code] for code in before} == {
+        "OK": 2,
+        "PERMISSION_DENIED": 1,
+    }

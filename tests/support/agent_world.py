@@ -298,6 +298,8 @@ def cycle_env(url: str, data_dir: Path, **settings: str) -> dict[str, str]:
         YIELDAGENT_OPERATOR_PRIVATE_KEY=OPERATOR_KEY,
         YIELDAGENT_LOG_LEVEL="INFO",
         YIELDAGENT_LOG_FORMAT="json",
+        YIELDAGENT_METRICS_PORT="0",  # replicas and restarts side by side: no fixed port
+        YIELDAGENT_PARTNER_RATE_LIMIT="0",
     )
     env.update(settings)
     return env

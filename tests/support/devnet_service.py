@@ -32,6 +32,7 @@ def devnet_env(
         "YIELDAGENT_OPERATOR_PRIVATE_KEY": operator_key,
         "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
         "YIELDAGENT_AGENT_INTERVAL_SECONDS": "1000000",
+        "YIELDAGENT_METRICS_PORT": "0",
         **settings,
     }
 

@@ -35,6 +35,13 @@ class Response:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    def error(self) -> Any:
+        """An error body less its ``request_id``, which must be the response's
+        ``x-request-id`` (Envoy's id of the request)."""
+        body = self.json()
+        assert body.pop("request_id") == self.headers["x-request-id"], (body, self.headers)
+        return body
+
 
 @dataclass(frozen=True)
 class RunningService:
@@ -44,6 +51,8 @@ class RunningService:
     grpc_target: str
     database_url: str
     data_dir: Path
+    metrics_port: int | None = None
+    """Where ``/metrics`` answers (None: not served)."""
 
     def request(
         self,
@@ -86,6 +95,11 @@ def running_service(
             "YIELDAGENT_GRPC_PORT": "0",
             "YIELDAGENT_SHUTDOWN_GRACE_SECONDS": "1",
             "YIELDAGENT_SIM_SPEED": "0",
+            "YIELDAGENT_METRICS_PORT": "0",
+            "YIELDAGENT_ENVOY_ADMIN_PORT": "0",
+            # Unlimited: suites that hammer one partner (the property tests) must not
+            # depend on the machine's speed. tests/rest/test_operating.py sets a limit.
+            "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
             **(env or {}),
         }
     )
@@ -99,6 +113,7 @@ def running_service(
         try:
             await service.start()
             state["grpc_port"] = service.grpc_port
+            state["metrics_port"] = service.metrics.port if service.metrics else None
         except BaseException as error:
             state["error"] = error
             started.set()
@@ -115,7 +130,13 @@ def running_service(
     if "error" in state:
         raise RuntimeError("the service failed to start") from state["error"]
     try:
-        yield RunningService(http_port, f"127.0.0.1:{state['grpc_port']}", database_url, data_dir)
+        yield RunningService(
+            http_port,
+            f"127.0.0.1:{state['grpc_port']}",
+            database_url,
+            data_dir,
+            state["metrics_port"],
+        )
     finally:
         state["loop"].call_soon_threadsafe(state["stop"].set)
         thread.join(30)

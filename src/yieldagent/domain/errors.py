@@ -9,6 +9,8 @@
     ├── Conflict              the resource's state forbids the call now (REST 409),
     │   │                     possibly with a retry hint (Retry-After)
     │   └── ChainRejected     the chain refused the transaction: it reverted (reason attached)
+    ├── RateLimited           the partner called faster than its rate limit (REST 429,
+    │                         Retry-After)
     ├── ChainUnavailable      the chain refused or did not answer a call (REST 503)
     ├── NotImplementedYet     a documented call the service does not offer yet (REST 501)
     └── ConfigurationError    the service was started with unusable settings
@@ -103,6 +105,16 @@ class ChainRejected(Conflict):
     def __init__(self, detail: str, reason: str = "") -> None:
         super().__init__(detail)
         self.reason = reason or detail
+
+
+class RateLimited(YieldAgentError):
+    """The partner exceeded its rate limit; a retry after ``retry_after_seconds`` (whole
+    seconds, at least 1) is allowed again. Callers get a ``Retry-After`` header (REST) or
+    a ``google.rpc.RetryInfo`` detail (gRPC)."""
+
+    def __init__(self, detail: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(detail)
+        self.retry_after_seconds = max(retry_after_seconds, 1)
 
 
 class ChainUnavailable(YieldAgentError):

@@ -3,6 +3,10 @@
 An API key is 256 random bits, shown once and stored only as its SHA-256 digest.
 A key of that entropy needs no slow hash: the digest cannot be reversed or
 guessed, and comparing digests takes constant time.
+
+A rotation may keep the previous key valid for a grace period, so that a partner can
+switch keys without downtime: authentication then accepts either key until the
+previous one expires, comparing the presented key with both digests every time.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from yieldagent.domain.errors import AccessDenied, AuthenticationFailed, InvalidRequest
@@ -39,10 +44,37 @@ class Partner:
 
 @dataclass(frozen=True, slots=True)
 class StoredCredentials:
-    """What storage keeps about a partner's key: the partner and the key's digest."""
+    """What storage keeps about a partner's key: the partner and the key's digest, and
+    the previous key's digest with when it expires (unix seconds) during a grace period."""
 
     partner: Partner
     key_digest: str
+    previous_digest: str | None = None
+    previous_expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """The digests a rotation stores: the new key's, and the old one's with its expiry
+    (None for both when the old key stops working at once)."""
+
+    key_digest: str
+    previous_digest: str | None
+    previous_expires_at: float | None
+
+
+def rotation(current_digest: str, new_key: str, grace_seconds: float, now: float) -> Rotation:
+    """What to store when ``new_key`` replaces the key whose digest is ``current_digest``.
+
+    With ``grace_seconds`` > 0 the current key stays valid until ``now`` + grace; any key
+    an earlier rotation kept is dropped (only the latest previous key is kept). 0 ends the
+    current key at once.
+    """
+    if grace_seconds < 0:
+        raise InvalidRequest("The grace period cannot be negative")
+    if grace_seconds == 0:
+        return Rotation(key_digest(new_key), None, None)
+    return Rotation(key_digest(new_key), current_digest, now + grace_seconds)
 
 
 def check_partner_name(name: str) -> str:
@@ -73,16 +105,31 @@ def key_digest(api_key: str) -> str:
 
 
 def authenticate(
-    stored: StoredCredentials | None, presented_key: str | None, permission: str
+    stored: StoredCredentials | None,
+    presented_key: str | None,
+    permission: str,
+    now: Callable[[], float],
 ) -> Partner:
     """Checks presented credentials against what storage holds for that partner name.
 
-    Raises AuthenticationFailed (unknown partner, missing or wrong key) or
+    The key may be the current one or, until it expires (``now()``, unix seconds, is read
+    only when there is a previous key), the previous one. Both digests are compared
+    every time, whichever matches.
+
+    Raises AuthenticationFailed (unknown partner, missing, wrong or expired key) or
     AccessDenied (disabled partner, or one without ``permission``).
     """
     expected = stored.key_digest if stored is not None else _UNKNOWN_PARTNER_DIGEST
+    previous = stored.previous_digest if stored is not None else None
     presented = key_digest(presented_key or "")
-    if not hmac.compare_digest(expected, presented) or stored is None or not presented_key:
+    current_ok = hmac.compare_digest(expected, presented)
+    previous_ok = hmac.compare_digest(previous or _UNKNOWN_PARTNER_DIGEST, presented)
+    if previous_ok and previous is not None:
+        expires = stored.previous_expires_at if stored is not None else None
+        previous_ok = expires is not None and now() < expires
+    else:
+        previous_ok = False
+    if not (current_ok or previous_ok) or stored is None or not presented_key:
         raise AuthenticationFailed(INVALID_KEY)
     partner = stored.partner
     if not partner.active:

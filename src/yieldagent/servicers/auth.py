@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 
 from yieldagent.domain.partners import Partner, authenticate
@@ -20,10 +21,12 @@ def current_partner() -> Partner:
 
 
 class Authenticator:
-    """Checks the partner credentials of a call."""
+    """Checks the partner credentials of a call; ``now`` (unix seconds) tells whether a
+    previous key's grace period is over."""
 
-    def __init__(self, partners: PartnerStore) -> None:
+    def __init__(self, partners: PartnerStore, now: Callable[[], float] = time.time) -> None:
         self._partners = partners
+        self._now = now
 
     def authenticate(self, metadata: Sequence[tuple[str, str | bytes]], permission: str) -> Partner:
         """The calling partner, if its credentials allow ``permission``; raises otherwise."""
@@ -34,7 +37,7 @@ class Authenticator:
             elif header == API_KEY_HEADER and isinstance(value, str):
                 key = value
         stored = self._partners.credentials(name) if name else None
-        return authenticate(stored, key, permission)
+        return authenticate(stored, key, permission, self._now)
 
     @staticmethod
     def bind(partner: Partner) -> object:

@@ -2,10 +2,11 @@
 
 gRPC callers get a canonical status code plus ``google.rpc`` details in
 ``grpc-status-details-bin``: an ErrorInfo always, and a BadRequest with field
-violations for malformed input, a RetryInfo for a conflict with a retry hint.
-Calls through the REST edge also get the REST status and the contract's JSON
-error body as metadata, which envoy/rest.lua turns into the HTTP response, and
-the retry hint as a ``Retry-After`` header.
+violations for malformed input, a RetryInfo for a conflict with a retry hint and
+for an exceeded rate limit (RESOURCE_EXHAUSTED). Calls through the REST edge also
+get the REST status and the contract's JSON error body as metadata, which
+envoy/rest.lua turns into the HTTP response (adding the call's ``request_id`` to
+the body), and the retry hint as a ``Retry-After`` header.
 
 Every text a caller sees goes through ``shorten`` first: messages echo input (an
 unknown protocol name, a map key), and all of it travels in metadata, whose size
@@ -32,6 +33,7 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotFound,
     NotImplementedYet,
+    RateLimited,
     YieldAgentError,
 )
 from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, MethodPolicy
@@ -71,6 +73,7 @@ STATUS_OF: dict[type[YieldAgentError], tuple[grpc.StatusCode, int]] = {
     ChainRejected: (grpc.StatusCode.FAILED_PRECONDITION, 409),  # the revert reason in detail
     ChainUnavailable: (grpc.StatusCode.UNAVAILABLE, 503),
     NotImplementedYet: (grpc.StatusCode.UNIMPLEMENTED, 501),
+    RateLimited: (grpc.StatusCode.RESOURCE_EXHAUSTED, 429),  # with RetryInfo / Retry-After
 }
 _INTERNAL = (grpc.StatusCode.INTERNAL, 500)
 # A conflict that passes (it carries a retry hint): retry at a higher level.
@@ -79,14 +82,16 @@ _PASSING_CONFLICT = (grpc.StatusCode.ABORTED, 409)
 
 def retry_after(error: YieldAgentError | None) -> int | None:
     """The seconds after which a retry may succeed, when the error says so."""
-    return error.retry_after_seconds if isinstance(error, Conflict) else None
+    if isinstance(error, Conflict | RateLimited):
+        return error.retry_after_seconds
+    return None
 
 
 def status_of(error: YieldAgentError | None) -> tuple[grpc.StatusCode, int]:
     """gRPC code and REST status for an error; None stands for an unexpected failure."""
     if error is None:
         return _INTERNAL
-    if retry_after(error) is not None:
+    if isinstance(error, Conflict) and error.retry_after_seconds is not None:
         return _PASSING_CONFLICT
     for kind in type(error).__mro__:
         if kind in STATUS_OF:
@@ -156,10 +161,12 @@ async def abort(
     error: YieldAgentError | None,
     policy: MethodPolicy,
     rest: bool,
+    extra: tuple[tuple[str, str], ...] = (),
 ) -> None:
-    """Ends the call with ``error`` (None: an unexpected failure). Never returns."""
+    """Ends the call with ``error`` (None: an unexpected failure), adding ``extra`` to
+    the trailing metadata (the request id the server made). Never returns."""
     status = grpc_status(error)
-    metadata = tuple(status.trailing_metadata)
+    metadata = tuple(status.trailing_metadata) + extra
     if rest:
         rest_status = str(status_of(error)[1])
         metadata += ((STATUS_HEADER, rest_status), (ERROR_HEADER, rest_body(error, policy)))

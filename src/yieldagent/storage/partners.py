@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, bindparam
@@ -17,6 +19,7 @@ from yieldagent.domain.partners import (
     check_permissions,
     key_digest,
     new_api_key,
+    rotation,
 )
 from yieldagent.storage.tables import PartnerRow
 
@@ -29,6 +32,8 @@ _CREDENTIALS = core_select(
     _partners.c.active,
     _partners.c.permissions,
     _partners.c.api_key_digest,
+    _partners.c.previous_key_digest,
+    _partners.c.previous_key_expires_at,
 ).where(_partners.c.name == bindparam("name"))
 
 
@@ -42,10 +47,11 @@ def _partner(row: PartnerRow) -> Partner:
 
 
 class PartnerStore:
-    """Reads and writes partners."""
+    """Reads and writes partners. ``now`` (unix seconds) dates a rotation's grace."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, now: Callable[[], float] = time.time) -> None:
         self._engine = engine
+        self._now = now
 
     def create(self, name: str, permissions: frozenset[str]) -> tuple[Partner, str]:
         """Registers a partner; returns it with its API key, which is not kept."""
@@ -70,10 +76,24 @@ class PartnerStore:
             session.refresh(row)
             return _partner(row), api_key
 
-    def rotate(self, name: str) -> tuple[Partner, str]:
-        """Replaces a partner's API key; the old key stops working at once."""
+    def rotate(self, name: str, grace_seconds: float = 0.0) -> tuple[Partner, str]:
+        """Replaces a partner's API key. The old key keeps working for ``grace_seconds``
+        (0: it stops at once); a key kept by an earlier rotation stops at once."""
         api_key = new_api_key()
-        return self._update(name, api_key_digest=key_digest(api_key)), api_key
+        with Session(self._engine) as session:
+            row = session.exec(
+                select(PartnerRow).where(PartnerRow.name == name).with_for_update()
+            ).first()
+            if row is None:
+                raise NotFound(f"No partner named {name!r}")
+            rotated = rotation(row.api_key_digest, api_key, grace_seconds, self._now())
+            row.api_key_digest = rotated.key_digest
+            row.previous_key_digest = rotated.previous_digest
+            row.previous_key_expires_at = rotated.previous_expires_at
+            row.updated_at = datetime.now(UTC)
+            session.commit()
+            session.refresh(row)
+            return _partner(row), api_key
 
     def disable(self, name: str) -> Partner:
         """Deactivates a partner: its key then gets 403 on every keyed call."""
@@ -102,4 +122,6 @@ class PartnerStore:
         if row is None:
             return None
         partner = Partner(row.id, row.name, row.active, _permissions(row.permissions))
-        return StoredCredentials(partner, row.api_key_digest)
+        return StoredCredentials(
+            partner, row.api_key_digest, row.previous_key_digest, row.previous_key_expires_at
+        )

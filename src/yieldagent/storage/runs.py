@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import Engine, func, or_, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
@@ -59,6 +59,28 @@ class RunStore:
             )
             session.commit()
         return sorted(claimed)
+
+    def oldest_due(self) -> float | None:
+        """Since when (unix seconds) the most overdue activated wallet's run has been due;
+        None if there is no activated wallet. For the overdue metric, on each scrape.
+
+        A wallet never scheduled yet (``next_run_at`` 0: due at once) has been due since
+        its activation. Two reads, both through the ``next_run_at`` index.
+        """
+        activated = col(WalletRow.status) == ACTIVATED
+        scheduled = select(func.min(WalletRow.next_run_at)).where(
+            activated, col(WalletRow.next_run_at) > 0
+        )
+        unscheduled = select(func.min(WalletRow.activation_date)).where(
+            activated, col(WalletRow.next_run_at) == 0
+        )
+        with Session(self._engine) as session:
+            oldest = session.execute(scheduled).scalar()
+            first_activation = session.execute(unscheduled).scalar()
+        candidates = [float(oldest)] if oldest is not None else []
+        if first_activation is not None:
+            candidates.append(first_activation.timestamp())
+        return min(candidates) if candidates else None
 
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""

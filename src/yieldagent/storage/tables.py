@@ -26,6 +26,12 @@ class PartnerRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=63, unique=True, index=True)
     api_key_digest: str = Field(max_length=64)
+    previous_key_digest: str | None = Field(
+        default=None, max_length=64, description="the key before a rotation with grace"
+    )
+    previous_key_expires_at: float | None = Field(
+        default=None, description="wall-clock unix time the previous key stops working"
+    )
     active: bool = True
     permissions: str = Field(max_length=255, description="comma-separated permission names")
     created_at: datetime = Field(sa_column=utc_column())

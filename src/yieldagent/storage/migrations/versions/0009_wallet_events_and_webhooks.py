@@ -1,8 +1,8 @@
 """Wallet events (an outbox written with the change that makes each one true), partners'
 webhooks, and their deliveries.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-23
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 
 from yieldagent.storage.types import TokenAmount
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,88 @@
+"""The agent as the service runs it: each run counted in the metrics.
+
+The domain's ``Agent`` knows nothing of metrics; this subclass, built by the app, counts
+what its public ``run`` returns (every scheduled and manual run goes through it): the
+run's outcome and, for a completed run, the amounts its mined withdraw and deposit
+steps moved (read back from the run's stored operation). Runs a crash interrupted are
+counted as ``recovered`` from reconciliation's repairs (``count_recovered``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from yieldagent.domain.agent import Agent, AgentSettings, RunOutcome, RunRepository
+from yieldagent.domain.errors import YieldAgentError
+from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.operations import COMPLETED, RUN, SUPPLY, WITHDRAW_STEP
+from yieldagent.domain.reconciliation import Repair
+from yieldagent.domain.wallets import WalletRepository
+from yieldagent.metrics import record_run
+from yieldagent.storage.operations import OperationStore
+
+log = logging.getLogger(__name__)
+
+_MOVES = frozenset({SUPPLY, WITHDRAW_STEP})
+
+
+class MeasuredAgent(Agent):
+    """An ``Agent`` that records each run in ``yieldagent.metrics``."""
+
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        wallets: WalletRepository,
+        runs: RunRepository,
+        settings: AgentSettings,
+        operations: OperationStore,
+    ) -> None:
+        super().__init__(lifecycle, wallets, runs, settings)
+        self._operations = operations
+
+    async def run(
+        self,
+        chain_id: int,
+        address: str,
+        partner_id: int | None = None,
+        owner: str | None = None,
+    ) -> RunOutcome:
+        """Runs the wallet's agent (see ``Agent.run``) and counts the run.
+
+        A manual run the service refuses (unknown wallet, wrong state) is no run, and a
+        wallet found in a state that allows none leaves no run record: neither is counted.
+        """
+        try:
+            outcome = await super().run(chain_id, address, partner_id, owner)
+        except YieldAgentError:
+            if partner_id is None:
+                record_run("error")
+            raise
+        except Exception:
+            record_run("error")
+            raise
+        if outcome.run_id:
+            moved = self._moved(chain_id, outcome) if outcome.status == COMPLETED else ()
+            record_run(outcome.status, moved)
+        return outcome
+
+    def _moved(self, chain_id: int, outcome: RunOutcome) -> list[tuple[int, str, str, int]]:
+        try:
+            operation = self._operations.get(outcome.run_id)
+        except Exception:  # the run is done and booked: a failed read only loses a metric
+            log.exception("reading a run for its metrics failed")
+            return []
+        if operation is None:
+            return []
+        return [
+            (chain_id, step.token, step.action, step.amount)
+            for step in operation.steps
+            if step.done and step.action in _MOVES
+        ]
+
+
+def count_recovered(repairs: Iterable[Repair]) -> None:
+    """Counts the runs reconciliation closed after a crash."""
+    for repair in repairs:
+        if repair.kind == RUN and repair.operation is not None:
+            record_run("recovered")
