@@ -28,14 +28,18 @@ from yieldagent.domain.optimizer import Thresholds
 from yieldagent.domain.rate_limits import RateLimiter
 from yieldagent.edge import EnvoyProcess
 from yieldagent.measured_agent import MeasuredAgent, count_recovered
-from yieldagent.metrics import MetricsServer, service_registry
+from yieldagent.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
 from yieldagent.server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
+from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
+from yieldagent.webhooks.sealing import load_box
 from yieldagent.worker import Job, Worker
 
 log = logging.getLogger(__name__)
@@ -119,6 +123,39 @@ def reconciliation(lifecycle: Lifecycle) -> Job:
     return reconcile
 
 
+def build_deliverer(
+    settings: Settings,
+    engine: Engine,
+    observe: Callable[[DeliveryOutcome], None] | None = None,
+) -> Deliverer:
+    """The webhook deliverer with the configured timeout, backoff and batch; ``observe``
+    is called with every attempt's outcome (a metrics hook)."""
+    return Deliverer(
+        WebhookStore(engine),
+        load_box(settings.webhook_secret_key, settings.data_dir),
+        DeliverySettings(
+            timeout_seconds=settings.webhook_timeout_seconds,
+            max_backoff_seconds=settings.webhook_max_backoff_seconds,
+            batch=settings.webhook_batch,
+        ),
+        observe,
+    )
+
+
+def count_delivery(outcome: DeliveryOutcome) -> None:
+    """Counts a webhook delivery attempt in ``yieldagent_webhook_deliveries_total``."""
+    WEBHOOK_DELIVERIES.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+
+
+def webhook_delivery(deliverer: Deliverer, stopping: Callable[[], bool] = lambda: False) -> Job:
+    """The worker job that posts due webhook deliveries."""
+
+    async def deliver_webhooks() -> None:
+        await deliverer.deliver_due(stopping)
+
+    return deliver_webhooks
+
+
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that recovers interrupted runs, then runs every due wallet, batch by
     batch until none is due or the service is stopping."""
@@ -140,6 +177,9 @@ class Service:
         self.engine: Engine | None = None
         self.api: ApiServer | None = None
         self.worker = Worker(settings.worker_interval_seconds)
+        self.deliveries = Worker(settings.webhook_interval_seconds)
+        """Webhook deliveries, in a thread of their own: a long agent cycle never delays them."""
+        self.events: EventStore | None = None
         self.envoy: EnvoyProcess | None = None
         self.metrics: MetricsServer | None = None
 
@@ -176,6 +216,7 @@ class Service:
             IdempotencyStore(self.engine, settings.idempotency_ttl_seconds),
             settings.idempotency_wait_seconds,
         )
+        self.events = EventStore(self.engine, settings.events_poll_seconds)
         self.api = build_server(
             self.engine,
             operator,
@@ -186,11 +227,18 @@ class Service:
             idempotency,
             catalog,
             build_limiter(settings),
+            self.events,
+        )
+        deliverer = build_deliverer(settings, self.engine, count_delivery)
+        self.deliveries.add(
+            webhook_delivery(deliverer, lambda: self.deliveries.stop_requested),
+            every=settings.webhook_interval_seconds,
         )
         await self.api.server.start()
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})
         self.worker.start_thread()
+        self.deliveries.start_thread()
         if settings.metrics_port is not None:
             registry = service_registry(RunStore(self.engine).oldest_due)
             self.metrics = MetricsServer(settings.metrics_port, registry)
@@ -208,11 +256,15 @@ class Service:
 
     async def stop(self) -> None:
         """Stops accepting calls, lets running ones finish, then stops everything."""
+        if self.events is not None:
+            self.events.close()  # WatchWallet streams end; clients resume from their cursor
         if self.api is not None:
             await mark_serving(self.api, False)
             await self.api.server.stop(self.settings.shutdown_grace_seconds)
         self.worker.stop()  # a money operation in progress finishes; no new one starts
+        self.deliveries.stop()  # a post in progress finishes; an unrecorded one is posted again
         await asyncio.to_thread(self.worker.join, self.settings.shutdown_grace_seconds)
+        await asyncio.to_thread(self.deliveries.join, self.settings.shutdown_grace_seconds)
         if self.envoy is not None:
             self.envoy.stop()
         if self.metrics is not None:

@@ -9,6 +9,11 @@
                                            at once, or after the grace period
     yieldagent partner disable NAME        deactivate a partner (403 on keyed calls)
     yieldagent partner enable NAME         reactivate a partner
+    yieldagent partner webhook NAME --url URL
+                                           post the partner's wallet events to URL; prints
+                                           the new signing secret once
+    yieldagent partner deliveries NAME [--limit N]
+                                           the partner's webhook delivery log, newest first
     yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
     yieldagent sim deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the simulated chain
@@ -66,6 +71,9 @@ from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
+from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.webhooks.admin import delivery_log, set_webhook
+from yieldagent.webhooks.sealing import load_box
 
 T = TypeVar("T")
 
@@ -97,6 +105,17 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
     _print({"migrated": True})
 
 
+def _cmd_webhooks(settings: Settings, args: argparse.Namespace) -> None:
+    engine = create_db_engine(settings.database_url)
+    migrate(engine)
+    store = WebhookStore(engine)
+    if args.action == "webhook":
+        box = load_box(settings.webhook_secret_key, settings.data_dir)
+        _print(set_webhook(store, box, args.name, args.url))
+    else:
+        _print(delivery_log(store, args.name, args.limit))
+
+
 def _seconds(text: str) -> float:
     """A non-negative number of seconds (an argparse type)."""
     try:
@@ -109,6 +128,8 @@ def _seconds(text: str) -> float:
 
 
 def _cmd_partner(settings: Settings, args: argparse.Namespace) -> None:
+    if args.action in ("webhook", "deliveries"):
+        return _cmd_webhooks(settings, args)
     store = _partners(settings)
     if args.action == "create":
         permissions = frozenset(p for p in args.permissions.split(",") if p)
@@ -319,6 +340,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     for action in ("disable", "enable"):
         actions.add_parser(action).add_argument("name")
+    webhook = actions.add_parser("webhook", help="set where the partner's events are posted")
+    webhook.add_argument("name")
+    webhook.add_argument("--url", required=True, help="http(s) URL that receives the events")
+    deliveries = actions.add_parser("deliveries", help="the partner's webhook delivery log")
+    deliveries.add_argument("name")
+    deliveries.add_argument("--limit", type=int, default=50, help="entries shown (default 50)")
     sim = commands.add_parser("sim", help="drive the simulated chain")
     sim_actions = sim.add_subparsers(dest="action", required=True)
     advance = sim_actions.add_parser("advance", help="move simulated time ahead")

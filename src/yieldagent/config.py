@@ -59,6 +59,14 @@ class Settings:
     confirmations: int = 1
     tx_timeout_seconds: float = 60.0
     log_range: int = 2_000
+    events_poll_seconds: float = 1.0
+    """How often a WatchWallet stream looks for events another process recorded."""
+    webhook_interval_seconds: float = 1.0
+    webhook_timeout_seconds: float = 5.0
+    webhook_max_backoff_seconds: float = 3600.0
+    webhook_batch: int = 50
+    webhook_secret_key: str | None = field(default=None, repr=False)
+    """Seals webhook secrets at rest; unset: a key generated under the data dir."""
     metrics_port: int | None = 9464
     """Where ``/metrics`` is served on 127.0.0.1; 0: any free port, None: not served."""
     partner_rate_limit: float = 100.0
@@ -190,6 +198,14 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         confirmations=max(_int(env, "YIELDAGENT_CONFIRMATIONS", 1), 1),
         tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
+        events_poll_seconds=max(_float(env, "YIELDAGENT_EVENTS_POLL_SECONDS", 1.0), 0.01),
+        webhook_interval_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_INTERVAL_SECONDS", 1.0), 0.01),
+        webhook_timeout_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_TIMEOUT_SECONDS", 5.0), 0.1),
+        webhook_max_backoff_seconds=max(
+            _float(env, "YIELDAGENT_WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0), 0.01
+        ),
+        webhook_batch=max(_int(env, "YIELDAGENT_WEBHOOK_BATCH", 50), 1),
+        webhook_secret_key=env.get("YIELDAGENT_WEBHOOK_SECRET_KEY") or None,
         metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),

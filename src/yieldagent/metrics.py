@@ -23,7 +23,8 @@ the servicer, app and worker layers, never from the domain:
   (``service_registry``);
 - ``yieldagent_webhook_deliveries_total{outcome}``: webhook delivery attempts by outcome
   (``delivered``, ``failed``: the receiver answered an error or did not answer, retried
-  later, ``abandoned``: given up). Defined here; the webhook sender records it.
+  later; none is ever given up). Defined here; the delivery job records it
+  (``app.count_delivery``).
 - ``yieldagent_rate_limited_total``: partner calls refused with 429 / RESOURCE_EXHAUSTED.
 """
 
@@ -83,7 +84,7 @@ MOVED_AMOUNT = Counter(
 )
 WEBHOOK_DELIVERIES = Counter(
     "yieldagent_webhook_deliveries",
-    "Webhook delivery attempts by outcome: delivered, failed (to be retried), abandoned.",
+    "Webhook delivery attempts by outcome: delivered, failed (to be retried).",
     ["outcome"],
     registry=REGISTRY,
 )

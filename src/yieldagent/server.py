@@ -30,6 +30,7 @@ from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.servicers.wallets import WalletServicer
+from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
@@ -73,10 +74,12 @@ def build_server(
     idempotency: Idempotency | None = None,
     catalog: Catalog | None = None,
     limiter: RateLimiter | None = None,
+    events: EventStore | None = None,
 ) -> ApiServer:
     """The server with every service registered, bound to ``address`` (port 0: any free one).
     ``catalog`` is the served one (default: the shipped catalog); ``limiter``, each
-    partner's rate limit (default: none)."""
+    partner's rate limit (default: none); ``events`` feeds WatchWallet (its ``close`` ends
+    the streams)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     idempotency = idempotency or Idempotency(IdempotencyStore(engine))
@@ -95,7 +98,7 @@ def build_server(
         SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address), server
     )
     wallets_pb2_grpc.add_WalletServiceServicer_to_server(
-        WalletServicer(lifecycle, agent, reports, catalog), server
+        WalletServicer(lifecycle, agent, reports, catalog, events or EventStore(engine)), server
     )
     rewards_pb2_grpc.add_RewardServiceServicer_to_server(RewardServicer(lifecycle, reports), server)
     stats_pb2_grpc.add_StatsServiceServicer_to_server(StatsServicer(reports), server)

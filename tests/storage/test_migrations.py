@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0008"
+HEAD = "0009"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -37,6 +37,9 @@ TABLES = {
     "idempotency_keys",
     "chain_nonces",
     "chain_nonce_leases",
+    "wallet_events",
+    "partner_webhooks",
+    "webhook_deliveries",
 }
 _MIGRATE = (
     "import sys\n"

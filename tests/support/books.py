@@ -49,6 +49,11 @@ is a *fee*; any other is a *payout*.
     less the protocols' own rounding (``ROUNDING_PER_MOVE`` per supply or withdrawal).
 (g) The wallet is not left ``activating`` or ``running``, nor ``deactivating`` without a
     ``status_reason`` (funds genuinely stuck in a pool say so there).
+(h) Its events (``domain.events``) tell the same story, each once: one
+    ``deposit_credited`` per deposit and one ``withdrawn`` per withdrawal (same chain
+    event, same amounts), one ``reward_claimed`` per reward record, one ``run_completed``
+    per ended run that moved funds; ``activated`` and ``deactivated`` alternate, starting
+    with ``activated``, and the last of them matches the wallet's status; ids grow.
 """
 
 from __future__ import annotations
@@ -61,8 +66,21 @@ from sqlalchemy import Engine
 
 from support.wallet_setup import FEE
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.domain.events import (
+    ACTIVATED,
+    DEACTIVATED,
+    DEPOSIT_CREDITED,
+    KINDS,
+    REWARD_CLAIMED,
+    RUN_COMPLETED,
+    WITHDRAWN,
+    run_moves,
+)
+from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import Wallet, WithdrawalRecord
+from yieldagent.domain.wallets import DepositRecord, Wallet, WithdrawalRecord
+from yieldagent.storage.events import EventStore
+from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
 ROUNDING_PER_MOVE = 2
@@ -152,7 +170,9 @@ def book_disagreements(
             continue
         problems += [
             f"wallet {wallet.id} ({wallet.address}): {problem}"
-            for problem in _disagreements(store, _read(market, wallet, fee_collector), wallet)
+            for problem in _disagreements(
+                engine, store, _read(market, wallet, fee_collector), wallet
+            )
         ]
     return problems
 
@@ -165,7 +185,9 @@ def _read(
     return source(wallet)
 
 
-def _disagreements(store: WalletStore, chain: ChainBooks, wallet: Wallet) -> list[str]:
+def _disagreements(
+    engine: Engine, store: WalletStore, chain: ChainBooks, wallet: Wallet
+) -> list[str]:
     problems: list[str] = []
     deposits = store.deposits(wallet.id)
     withdrawals = store.withdrawals(wallet.id)
@@ -256,6 +278,54 @@ def _disagreements(store: WalletStore, chain: ChainBooks, wallet: Wallet) -> lis
         problems.append(f"(g) left {wallet.status}")
     if wallet.status == WalletStatus.DEACTIVATING and not wallet.status_reason:
         problems.append("(g) left deactivating with no reason")
+    return problems + _event_disagreements(engine, store, wallet, deposits, withdrawals)
+
+
+def _event_disagreements(
+    engine: Engine,
+    store: WalletStore,
+    wallet: Wallet,
+    deposits: list[DepositRecord],
+    withdrawals: list[WithdrawalRecord],
+) -> list[str]:
+    """Rule (h): the wallet's events against its records."""
+    events = EventStore(engine).after(wallet.id, 0, 100_000)
+    problems: list[str] = []
+    of = {kind: [e for e in events if e.kind == kind] for kind in KINDS}
+    ids = [e.id for e in events]
+    if ids != sorted(set(ids)):
+        problems.append(f"(h) event ids out of order or repeated: {ids}")
+    credited = Counter(
+        (e.data["tx_hash"], e.data["log_index"], e.amount) for e in of[DEPOSIT_CREDITED]
+    )
+    booked = Counter((d.tx_hash, d.log_index, d.amount) for d in deposits)
+    if credited != booked:
+        problems.append(f"(h) deposit events {dict(credited)} ≠ deposits {dict(booked)}")
+    announced = Counter(
+        (e.data["tx_hash"], e.data["log_index"], e.amount, int(e.data["fee_amount"]))
+        for e in of[WITHDRAWN]
+    )
+    recorded = Counter((w.tx_hash, w.log_index, w.amount, w.fee) for w in withdrawals)
+    if announced != recorded:
+        problems.append(f"(h) withdrawal events {dict(announced)} ≠ withdrawals {dict(recorded)}")
+    rewards, _ = store.rewards(wallet.id, PageRequest(1, 100_000, False))
+    claimed = Counter((e.data["tx_hash"], e.data["token"], e.amount) for e in of[REWARD_CLAIMED])
+    if claimed != Counter((r.tx_hash, r.token, r.amount) for r in rewards):
+        problems.append(f"(h) reward events {dict(claimed)} ≠ {len(rewards)} reward records")
+    moved = Counter(
+        run.id for run in RunStore(engine).runs_of(wallet.id) if not run.open and run_moves(run)
+    )
+    runs = Counter(e.data["run_id"] for e in of[RUN_COMPLETED])
+    if runs != moved:
+        problems.append(f"(h) run events {dict(runs)} ≠ ended runs that moved funds {dict(moved)}")
+    turns = [e.kind for e in events if e.kind in (ACTIVATED, DEACTIVATED)]
+    alternating = [ACTIVATED if n % 2 == 0 else DEACTIVATED for n in range(len(turns))]
+    if turns != alternating:
+        problems.append(f"(h) activations and deactivations do not alternate: {turns}")
+    last = turns[-1] if turns else None
+    expected = {WalletStatus.DEACTIVATED: (DEACTIVATED, None)}.get(wallet.status, (ACTIVATED,))
+    if last not in expected:
+        problems.append(f"(h) the last of {turns} does not match the status {wallet.status}")
     return problems
 
 

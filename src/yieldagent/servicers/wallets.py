@@ -3,7 +3,7 @@ protocols, transaction history and APR (/api/v1/{chain_id}/wallets/...)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TypeAlias
 
 import grpc
@@ -23,8 +23,10 @@ from yieldagent.domain.history import Reports
 from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
 from yieldagent.domain.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.paging import pagination_message, requested_page
+from yieldagent.storage.events import EventStore
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -97,12 +99,18 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     """Translates WalletService calls to the wallet lifecycle and reports."""
 
     def __init__(
-        self, lifecycle: Lifecycle, agent: Agent, reports: Reports, catalog: Catalog
+        self,
+        lifecycle: Lifecycle,
+        agent: Agent,
+        reports: Reports,
+        catalog: Catalog,
+        events: EventStore,
     ) -> None:
         self._lifecycle = lifecycle
         self._agent = agent
         self._reports = reports
         self._catalog = catalog
+        self._events = events
 
     async def ActivateWallet(
         self, request: wallets_pb2.ActivateWalletRequest, context: Context
@@ -273,3 +281,15 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
                 for p in result.sub_periods
             ],
         )
+
+    async def WatchWallet(
+        self, request: wallets_pb2.WatchWalletRequest, context: Context
+    ) -> AsyncIterator[wallets_pb2.WalletEvent]:
+        address = parse_address(request.wallet, ("wallet",))
+        if request.cursor < 0:
+            raise InvalidInput.field(
+                ("cursor",), "Input should be greater than or equal to 0", "greater_than_equal"
+            )
+        wallet = self._lifecycle.wallet(request.chain_id, address, current_partner().id)
+        async for event in self._events.watch(wallet.id, request.cursor):
+            yield wallet_event(event)

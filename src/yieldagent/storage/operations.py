@@ -146,17 +146,21 @@ def _new_row(operation: Operation) -> OperationRow:
     )
 
 
-def save_operation(session: Session, operation: Operation) -> None:
+def save_operation(session: Session, operation: Operation) -> str | None:
     """Stores the operation in ``session`` (committed by the caller): its intent when it
-    is new, else its steps and status as they are now."""
-    if session.get(OperationRow, operation.id) is None:
+    is new, else its steps and status as they are now. Returns the status it had stored
+    (None when new)."""
+    stored = session.get(OperationRow, operation.id)
+    if stored is None:
         session.add(_new_row(operation))
-        return
+        return None
+    previous = stored.status
     session.execute(
         update(OperationRow)
         .where(col(OperationRow.id) == operation.id)
         .values(**operation_values(operation))
     )
+    return previous
 
 
 class OperationStore:

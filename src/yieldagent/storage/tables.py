@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Column, Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from yieldagent.storage.types import TokenAmount, UtcDateTime
@@ -373,3 +373,74 @@ class ChainNonceLeaseRow(SQLModel, table=True):
     nonce: int = Field(sa_type=BigInteger, primary_key=True)
     holder: str | None = Field(default=None, max_length=64)
     held_until: float = Field(description="wall-clock unix time the lease ends")
+
+
+# -- wallet events and their webhooks ------------------------------------------------------
+
+
+class WalletEventRow(SQLModel, table=True):
+    """An event of a wallet (``domain.events``), written in the same transaction as the
+    change that makes it true. ``id`` grows with commit order: a partner's resume cursor."""
+
+    __tablename__ = "wallet_events"
+    __table_args__ = (
+        Index("ix_wallet_events_wallet_id", "wallet_id", "id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(
+        default=None,
+        primary_key=True,
+        sa_type=BigInteger().with_variant(Integer(), "sqlite"),
+    )
+    wallet_id: int = Field(foreign_key="wallets.id")
+    partner_id: int = Field(foreign_key="partners.id", index=True)
+    chain_id: int
+    wallet: str = Field(max_length=42, description="the smart account's address")
+    kind: str = Field(max_length=32)
+    amount: int | None = Field(default=None, sa_type=TokenAmount)
+    data: str = Field(sa_type=Text, description="JSON of the kind's details")
+    created_at: datetime = Field(sa_column=utc_column())
+
+
+class PartnerWebhookRow(SQLModel, table=True):
+    """Where a partner's events are posted, and the secret that signs them (encrypted)."""
+
+    __tablename__ = "partner_webhooks"
+
+    partner_id: int = Field(foreign_key="partners.id", primary_key=True)
+    url: str = Field(sa_type=Text)
+    secret: str = Field(sa_type=Text, description="the signing secret, sealed (webhooks.secrets)")
+    updated_at: datetime = Field(sa_column=utc_column())
+
+
+class WebhookDeliveryRow(SQLModel, table=True):
+    """One event to post to one partner's webhook, until the receiver accepts it.
+
+    Created with the event (the same transaction) when the partner has a webhook.
+    ``delivered_at`` is set on the first 2xx; until then each attempt records its outcome
+    and the time of the next one. The delivery job leases a row while it posts it.
+    """
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        UniqueConstraint("event_id", "partner_id", name="uq_webhook_deliveries_event"),
+        Index("ix_webhook_deliveries_pending", "delivered", "wallet_id", "event_id"),
+        Index("ix_webhook_deliveries_partner", "partner_id", "event_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: int = Field(sa_type=BigInteger, foreign_key="wallet_events.id")
+    partner_id: int = Field(foreign_key="partners.id")
+    wallet_id: int = Field(foreign_key="wallets.id")
+    delivered: bool = False
+    attempts: int = 0
+    next_attempt_at: float = Field(description="wall-clock unix time of the next attempt")
+    lease_owner: str | None = Field(default=None, max_length=64)
+    lease_until: float | None = None
+    last_status: int | None = Field(default=None, description="HTTP status of the last attempt")
+    last_error: str = Field(default="", sa_type=Text)
+    delivered_at: datetime | None = Field(
+        default=None, sa_column=Column(UtcDateTime(), nullable=True)
+    )
+    created_at: datetime = Field(sa_column=utc_column())

@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
+from yieldagent.domain.events import derive, may_change_status
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.smart_accounts import SmartAccount
 from yieldagent.domain.wallet_states import WalletStatus
@@ -28,6 +29,7 @@ from yieldagent.domain.wallets import (
     Wallet,
     WithdrawalRecord,
 )
+from yieldagent.storage.events import record_events, signal_for
 from yieldagent.storage.operations import save_operation
 from yieldagent.storage.tables import (
     DepositRow,
@@ -164,7 +166,9 @@ def _wallet_values(wallet: Wallet) -> dict[str, Any]:
     }
 
 
-def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
+def _add_records(session: Session, wallet: Wallet, journal: Journal) -> str | None:
+    """Adds the journal's records and operation; returns the operation's stored status
+    before this commit (None: new, or no operation)."""
     for deposit in journal.deposits:
         session.add(
             DepositRow(
@@ -233,7 +237,8 @@ def _add_records(session: Session, wallet: Wallet, journal: Journal) -> None:
     for p in journal.points:
         session.add(PerformancePointRow(wallet_id=wallet.id, value=p.value, flow=p.flow, at=p.at))
     if journal.operation is not None:
-        save_operation(session, journal.operation)
+        return save_operation(session, journal.operation)
+    return None
 
 
 def _transaction(row: Any) -> TransactionRecord:
@@ -379,10 +384,13 @@ class WalletStore:
                 wallet.id = row.id
                 if journal.operation is not None:
                     journal.operation = replace(journal.operation, wallet_id=row.id)
-                _add_records(session, wallet, journal)
+                previous_operation = _add_records(session, wallet, journal)
+                recorded = record_events(session, derive(journal, None, previous_operation))
                 session.commit()
             except IntegrityError:
                 raise Conflict("This wallet was activated concurrently; retry") from None
+        if recorded:
+            signal_for(self._engine).notify()
         return wallet
 
     def commit(self, journal: Journal, expected: WalletStatus | None = None) -> None:
@@ -393,6 +401,9 @@ class WalletStore:
         if journal.owner is not None:
             conditions.append(col(WalletRow.lease_owner) == journal.owner)
         with Session(self._engine) as session:
+            previous = None
+            if may_change_status(journal):
+                previous = self._previous_status(session, wallet)
             result = session.execute(
                 update(WalletRow)
                 .where(and_(*conditions))
@@ -401,11 +412,25 @@ class WalletStore:
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise Conflict("The wallet changed meanwhile; retry")
             try:
-                _add_records(session, wallet, journal)
+                previous_operation = _add_records(session, wallet, journal)
+                recorded = record_events(session, derive(journal, previous, previous_operation))
                 session.commit()
             except IntegrityError:
                 raise Conflict("This chain event was already booked; retry") from None
         wallet.version += 1
+        if recorded:
+            signal_for(self._engine).notify()
+
+    @staticmethod
+    def _previous_status(session: Session, wallet: Wallet) -> WalletStatus:
+        """The wallet's stored status, read in the commit's transaction; Conflict when it is
+        no longer at the version the journal was read at (the update would refuse it)."""
+        row = session.execute(
+            select_core(_wallets.c.status, _wallets.c.version).where(_wallets.c.id == wallet.id)
+        ).first()
+        if row is None or row.version != wallet.version:
+            raise Conflict("The wallet changed meanwhile; retry")
+        return WalletStatus(row.status)
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         with Session(self._engine) as session:

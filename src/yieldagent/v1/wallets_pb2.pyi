@@ -240,3 +240,158 @@ class AprSubPeriod(_message.Message):
     return_: float
     initial_value: float
     def __init__(self, start_date: _Optional[str] = ..., end_date: _Optional[str] = ..., return_: _Optional[float] = ..., initial_value: _Optional[float] = ...) -> None: ...
+
+class WatchWalletRequest(_message.Message):
+    __slots__ = ("chain_id", "wallet", "cursor")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    wallet: str
+    cursor: int
+    def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., cursor: _Optional[int] = ...) -> None: ...
+
+class WalletEvent(_message.Message):
+    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    ACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    DEPOSIT_CREDITED_FIELD_NUMBER: _ClassVar[int]
+    RUN_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    WITHDRAWN_FIELD_NUMBER: _ClassVar[int]
+    DEACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    REWARD_CLAIMED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    type: str
+    created_at: str
+    chain_id: int
+    wallet: str
+    activated: WalletActivated
+    deposit_credited: DepositCredited
+    run_completed: RunCompleted
+    withdrawn: Withdrawn
+    deactivated: WalletDeactivated
+    reward_claimed: RewardClaimed
+    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ...) -> None: ...
+
+class WalletActivated(_message.Message):
+    __slots__ = ("token", "selected_protocols", "principal", "allocation", "idle", "reactivation")
+    class AllocationEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    REACTIVATION_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    selected_protocols: _containers.RepeatedScalarFieldContainer[str]
+    principal: str
+    allocation: _containers.ScalarMap[str, str]
+    idle: str
+    reactivation: bool
+    def __init__(self, token: _Optional[str] = ..., selected_protocols: _Optional[_Iterable[str]] = ..., principal: _Optional[str] = ..., allocation: _Optional[_Mapping[str, str]] = ..., idle: _Optional[str] = ..., reactivation: _Optional[bool] = ...) -> None: ...
+
+class DepositCredited(_message.Message):
+    __slots__ = ("token", "amount", "tx_hash", "log_index", "block_number", "date")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    TX_HASH_FIELD_NUMBER: _ClassVar[int]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    DATE_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    amount: str
+    tx_hash: str
+    log_index: int
+    block_number: int
+    date: str
+    def __init__(self, token: _Optional[str] = ..., amount: _Optional[str] = ..., tx_hash: _Optional[str] = ..., log_index: _Optional[int] = ..., block_number: _Optional[int] = ..., date: _Optional[str] = ...) -> None: ...
+
+class RunMove(_message.Message):
+    __slots__ = ("from_protocol", "to_protocol", "token", "amount", "tx_hash")
+    FROM_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    TO_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    TX_HASH_FIELD_NUMBER: _ClassVar[int]
+    from_protocol: str
+    to_protocol: str
+    token: str
+    amount: str
+    tx_hash: str
+    def __init__(self, from_protocol: _Optional[str] = ..., to_protocol: _Optional[str] = ..., token: _Optional[str] = ..., amount: _Optional[str] = ..., tx_hash: _Optional[str] = ...) -> None: ...
+
+class RunCompleted(_message.Message):
+    __slots__ = ("run_id", "outcome", "reason", "moves")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MOVES_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    outcome: str
+    reason: str
+    moves: _containers.RepeatedCompositeFieldContainer[RunMove]
+    def __init__(self, run_id: _Optional[str] = ..., outcome: _Optional[str] = ..., reason: _Optional[str] = ..., moves: _Optional[_Iterable[_Union[RunMove, _Mapping]]] = ...) -> None: ...
+
+class Withdrawn(_message.Message):
+    __slots__ = ("kind", "token", "amount", "principal_amount", "yield_amount", "fee_amount", "received_amount", "tx_hash", "log_index", "block_number", "date")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    YIELD_AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    FEE_AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    TX_HASH_FIELD_NUMBER: _ClassVar[int]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    DATE_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    token: str
+    amount: str
+    principal_amount: str
+    yield_amount: str
+    fee_amount: str
+    received_amount: str
+    tx_hash: str
+    log_index: int
+    block_number: int
+    date: str
+    def __init__(self, kind: _Optional[str] = ..., token: _Optional[str] = ..., amount: _Optional[str] = ..., principal_amount: _Optional[str] = ..., yield_amount: _Optional[str] = ..., fee_amount: _Optional[str] = ..., received_amount: _Optional[str] = ..., tx_hash: _Optional[str] = ..., log_index: _Optional[int] = ..., block_number: _Optional[int] = ..., date: _Optional[str] = ...) -> None: ...
+
+class WalletDeactivated(_message.Message):
+    __slots__ = ("token", "transfer", "idle")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    transfer: bool
+    idle: str
+    def __init__(self, token: _Optional[str] = ..., transfer: _Optional[bool] = ..., idle: _Optional[str] = ...) -> None: ...
+
+class RewardClaimed(_message.Message):
+    __slots__ = ("token", "token_symbol", "amount", "decimals", "is_staked", "tx_hash", "date")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_SYMBOL_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    DECIMALS_FIELD_NUMBER: _ClassVar[int]
+    IS_STAKED_FIELD_NUMBER: _ClassVar[int]
+    TX_HASH_FIELD_NUMBER: _ClassVar[int]
+    DATE_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    token_symbol: str
+    amount: str
+    decimals: int
+    is_staked: bool
+    tx_hash: str
+    date: str
+    def __init__(self, token: _Optional[str] = ..., token_symbol: _Optional[str] = ..., amount: _Optional[str] = ..., decimals: _Optional[int] = ..., is_staked: _Optional[bool] = ..., tx_hash: _Optional[str] = ..., date: _Optional[str] = ...) -> None: ...

@@ -85,6 +85,11 @@ class WalletServiceStub:
                 request_serializer=yieldagent_dot_v1_dot_wallets__pb2.GetAprRequest.SerializeToString,
                 response_deserializer=yieldagent_dot_v1_dot_wallets__pb2.GetAprResponse.FromString,
                 _registered_method=True)
+        self.WatchWallet = channel.unary_stream(
+                '/yieldagent.v1.WalletService/WatchWallet',
+                request_serializer=yieldagent_dot_v1_dot_wallets__pb2.WatchWalletRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallets__pb2.WalletEvent.FromString,
+                _registered_method=True)
 
 
 class WalletServiceServicer:
@@ -164,6 +169,19 @@ class WalletServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchWallet(self, request, context):
+        """buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        Streams a wallet's events: first those recorded after `cursor`, oldest
+        first, then each new one as it happens. Events recorded by this server
+        arrive at once, those recorded by another replica within the poll
+        interval (YIELDAGENT_EVENTS_POLL_SECONDS). The stream ends when the
+        server shuts down; reconnect with the last id received as the cursor.
+        gRPC only: REST clients receive the same events through webhooks.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WalletServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -211,6 +229,11 @@ def add_WalletServiceServicer_to_server(servicer, server):
                     servicer.GetApr,
                     request_deserializer=yieldagent_dot_v1_dot_wallets__pb2.GetAprRequest.FromString,
                     response_serializer=yieldagent_dot_v1_dot_wallets__pb2.GetAprResponse.SerializeToString,
+            ),
+            'WatchWallet': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchWallet,
+                    request_deserializer=yieldagent_dot_v1_dot_wallets__pb2.WatchWalletRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallets__pb2.WalletEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -462,6 +485,33 @@ class WalletService:
             '/yieldagent.v1.WalletService/GetApr',
             yieldagent_dot_v1_dot_wallets__pb2.GetAprRequest.SerializeToString,
             yieldagent_dot_v1_dot_wallets__pb2.GetAprResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchWallet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/yieldagent.v1.WalletService/WatchWallet',
+            yieldagent_dot_v1_dot_wallets__pb2.WatchWalletRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallets__pb2.WalletEvent.FromString,
             options,
             channel_credentials,
             insecure,

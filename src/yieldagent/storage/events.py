@@ -1,0 +1,194 @@
+"""Wallet events: written with the commit that makes them true, read by cursor, and a
+notice to this process's watchers when new ones are committed.
+
+**Ids follow commit order.** A watcher reads "events after id N"; if two transactions
+took ids 10 and 11 and 11 committed first, a watcher could move past 10 before it
+appears. SQLite has one writer at a time, so its ids are handed out in commit order.
+On PostgreSQL a transaction that records events first takes a transaction-scoped
+advisory lock (released at its commit or rollback), so event-recording transactions
+take their ids one after another, in commit order. The lock is taken last in the
+transaction, after the wallet's row is written, so it never waits for a row lock while
+held.
+
+**Notices.** ``signal_for(engine)`` is one notifier per database per process: a commit
+that recorded events calls it, and every ``watch`` of this process (any thread, any
+event loop) wakes at once. Events another process (a replica, the CLI) commits are
+found by the watchers' poll, within ``poll_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, bindparam, select, text
+from sqlmodel import Session
+
+from yieldagent.domain.events import EventDraft, WalletEvent, follow
+from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, WebhookDeliveryRow
+
+EVENTS_LOCK = 0x79_61_65_76  # "yaev": serializes event ids with commits (PostgreSQL)
+
+_events = WalletEventRow.__table__  # type: ignore[attr-defined]
+_AFTER = (
+    select(_events)
+    .where(_events.c.wallet_id == bindparam("wallet_id"), _events.c.id > bindparam("cursor"))
+    .order_by(_events.c.id)
+    .limit(bindparam("limit"))
+)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def event_of(row: Any) -> WalletEvent:
+    """A WalletEvent from a row of ``wallet_events``."""
+    return WalletEvent(
+        id=row.id,
+        created_at=_utc(row.created_at),
+        kind=row.kind,
+        wallet_id=row.wallet_id,
+        partner_id=row.partner_id,
+        chain_id=row.chain_id,
+        wallet=row.wallet,
+        amount=row.amount,
+        data=json.loads(row.data),
+    )
+
+
+def record_events(session: Session, drafts: Sequence[EventDraft]) -> int:
+    """Adds ``drafts`` to the caller's transaction, in order, with a webhook delivery for
+    each one whose partner has a webhook; returns how many it added."""
+    if not drafts:
+        return 0
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": EVENTS_LOCK})
+    now = datetime.now(UTC)
+    rows = [
+        WalletEventRow(
+            wallet_id=draft.wallet_id,
+            partner_id=draft.partner_id,
+            chain_id=draft.chain_id,
+            wallet=draft.wallet,
+            kind=draft.kind,
+            amount=draft.amount,
+            data=json.dumps(draft.data, separators=(",", ":")),
+            created_at=now,
+        )
+        for draft in drafts
+    ]
+    for row in rows:
+        session.add(row)
+        session.flush()  # one by one: ids in the drafts' order
+    partners = {draft.partner_id for draft in drafts}
+    hooked = set(
+        session.execute(
+            select(PartnerWebhookRow.partner_id).where(  # type: ignore[call-overload]
+                PartnerWebhookRow.partner_id.in_(partners)  # type: ignore[attr-defined]
+            )
+        ).scalars()
+    )
+    for row in rows:
+        if row.partner_id in hooked:
+            assert row.id is not None
+            session.add(
+                WebhookDeliveryRow(
+                    event_id=row.id,
+                    partner_id=row.partner_id,
+                    wallet_id=row.wallet_id,
+                    next_attempt_at=now.timestamp(),
+                    created_at=now,
+                )
+            )
+    return len(rows)
+
+
+class EventSignal:
+    """Wakes this process's watchers of one database when events were committed; safe
+    to call from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+
+    def notify(self) -> None:
+        """Wakes every current subscriber."""
+        with self._lock:
+            waiters = list(self._waiters)
+        for loop, event in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                loop.call_soon_threadsafe(event.set)
+
+    @contextlib.contextmanager
+    def subscribe(self) -> Any:
+        """A subscription for the running event loop: yields ``wait(seconds)``, which
+        returns when notified since the last wait (or now), or after ``seconds``."""
+        event = asyncio.Event()
+        entry = (asyncio.get_running_loop(), event)
+        with self._lock:
+            self._waiters.add(entry)
+
+        async def wait(seconds: float) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=seconds)
+            event.clear()
+
+        try:
+            yield wait
+        finally:
+            with self._lock:
+                self._waiters.discard(entry)
+
+
+_signals: dict[str, EventSignal] = {}
+_signals_lock = threading.Lock()
+
+
+def signal_for(engine: Engine) -> EventSignal:
+    """The notifier of ``engine``'s database in this process."""
+    key = engine.url.render_as_string(hide_password=True)
+    with _signals_lock:
+        return _signals.setdefault(key, EventSignal())
+
+
+class EventStore:
+    """Reads wallet events and follows them as they are committed."""
+
+    def __init__(self, engine: Engine, poll_seconds: float = 1.0) -> None:
+        self._engine = engine
+        self.poll_seconds = poll_seconds
+        self._closing = threading.Event()
+
+    def after(self, wallet_id: int, cursor: int, limit: int) -> list[WalletEvent]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                _AFTER, {"wallet_id": wallet_id, "cursor": cursor, "limit": limit}
+            )
+            return [event_of(row) for row in rows]
+
+    def latest_id(self) -> int:
+        """The highest event id stored (0 when none)."""
+        with self._engine.connect() as connection:
+            found = connection.execute(select(_events.c.id).order_by(_events.c.id.desc())).first()
+        return int(found.id) if found else 0
+
+    async def watch(self, wallet_id: int, cursor: int) -> AsyncIterator[WalletEvent]:
+        """The wallet's events after ``cursor``, stored ones first, then new ones as they
+        are committed (by this process: at once; by another: within ``poll_seconds``),
+        until ``close``."""
+        with signal_for(self._engine).subscribe() as wait:
+            async for event in follow(
+                self, wallet_id, cursor, wait, self.poll_seconds, self._closing.is_set
+            ):
+                yield event
+
+    def close(self) -> None:
+        """Ends every watch at its next wake-up (at most ``poll_seconds`` later)."""
+        self._closing.set()
+        signal_for(self._engine).notify()

@@ -1,0 +1,38 @@
+"""The operator's webhook commands: set a partner's webhook (a fresh secret each time),
+and read its delivery log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yieldagent.domain.errors import InvalidInput
+from yieldagent.domain.webhooks import check_webhook_url
+from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.webhooks.sealing import SecretBox, partner_context
+from yieldagent.webhooks.signing import new_secret
+
+MAX_LOG = 1000
+
+
+def set_webhook(store: WebhookStore, box: SecretBox, name: str, url: str) -> dict[str, Any]:
+    """Points the partner's events at ``url`` with a new signing secret; returns
+    ``{name, url, secret}`` (the only time the secret is shown)."""
+    check_webhook_url(url)
+    partner_id = store.partner_id(name)
+    secret = new_secret()
+    store.set(partner_id, url, box.seal(secret, partner_context(partner_id)))
+    return {"name": name, "url": url, "secret": secret}
+
+
+def delivery_log(store: WebhookStore, name: str, limit: int) -> dict[str, Any]:
+    """The partner's latest deliveries (1 to 1000), newest first, and how many still wait."""
+    if not 1 <= limit <= MAX_LOG:
+        raise InvalidInput.field(("limit",), f"Input should be from 1 to {MAX_LOG}", "range")
+    partner_id = store.partner_id(name)
+    webhook = store.get(partner_id)
+    return {
+        "name": name,
+        "url": webhook.url if webhook else None,
+        "pending": store.pending(partner_id),
+        "deliveries": [entry.json() for entry in store.log(partner_id, limit)],
+    }

@@ -1,0 +1,188 @@
+"""WatchWallet on a real grpc.aio server: replay after a cursor, live events, and the
+interceptor's authentication and error mapping around a server stream."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from sqlalchemy import Engine
+
+from support.agent_setup import make_agent
+from support.wallet_setup import BASE, OTHER_EOA, USDC, activated, make_lifecycle, top_up_deposit
+from yieldagent.chain.operator import OperatorWallet
+from yieldagent.chain.port import ChainPort
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.metrics import REGISTRY
+from yieldagent.server import build_server, mark_serving
+from yieldagent.storage.events import EventStore
+from yieldagent.storage.partners import PartnerStore
+from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc
+
+OPERATOR = OperatorWallet("0x" + "0a" * 20, None, None, "")
+PartnerKey = tuple[Partner, str]
+
+
+@pytest.fixture
+async def served(
+    engine: Engine, chains: dict[int, ChainPort]
+) -> AsyncIterator[tuple[Lifecycle, wallets_pb2_grpc.WalletServiceStub, EventStore]]:
+    lifecycle = make_lifecycle(engine, chains)
+    agent = make_agent(engine, lifecycle)
+    events = EventStore(engine, poll_seconds=30)  # live events must come from the notice
+    api = build_server(engine, OPERATOR, chains, lifecycle, agent, "127.0.0.1:0", events=events)
+    await api.server.start()
+    await mark_serving(api, True)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")
+    yield lifecycle, wallets_pb2_grpc.WalletServiceStub(channel), events
+    events.close()
+    await channel.close()
+    await api.server.stop(0)
+
+
+def credentials(partner: PartnerKey) -> tuple[tuple[str, str], ...]:
+    return (("x-partner-name", partner[0].name), ("x-partner-api-key", partner[1]))
+
+
+async def take(call: Any, count: int) -> list[wallets_pb2.WalletEvent]:
+    received: list[wallets_pb2.WalletEvent] = []
+    async for message in call:
+        received.append(message)
+        if len(received) == count:
+            break
+    call.cancel()
+    return received
+
+
+async def test_a_stream_replays_after_its_cursor_then_sends_new_events(
+    served: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub, _ = served
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 200 * USDC)
+    await lifecycle.update_protocols(owner.id, BASE, wallet.address, ("aave",))
+    await make_agent(engine, lifecycle).run(BASE, wallet.address, owner.id)
+    request = wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address)
+
+    everything = await take(stub.WatchWallet(request, metadata=credentials(partner)), 3)
+    assert [e.type for e in everything] == ["deposit_credited", "activated", "run_completed"]
+    assert [e.WhichOneof("data") for e in everything] == [e.type for e in everything]
+    first, _, run = everything
+    assert first.deposit_credited.amount == str(200 * USDC)
+    assert first.wallet == wallet.address and first.chain_id == BASE
+    assert run.run_completed.outcome == "completed"
+    assert run.run_completed.moves[-1].to_protocol == "aave"
+    assert run.run_completed.moves[-1].amount.isdigit()
+
+    resumed = stub.WatchWallet(
+        wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address, cursor=first.id),
+        metadata=credentials(partner),
+    )
+    receiving = asyncio.create_task(take(resumed, 3))
+    await asyncio.sleep(0.2)  # the replay is sent; the stream now waits for news
+    tx_hash = top_up_deposit(market, wallet.address, 5 * USDC)
+    await lifecycle.top_up(owner.id, BASE, wallet.address, tx_hash)
+    live = await asyncio.wait_for(receiving, timeout=10)
+
+    assert [e.id for e in live[:2]] == [e.id for e in everything[1:]]
+    assert live[2].type == "deposit_credited"
+    assert live[2].deposit_credited.tx_hash == tx_hash
+    assert live[2].id > everything[-1].id
+
+
+async def test_another_partners_wallet_is_refused(
+    served: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub, _ = served
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    other = PartnerStore(engine).create("globex", PERMISSIONS)
+    request = wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address)
+
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await take(stub.WatchWallet(request, metadata=credentials(other)), 1)
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+    with pytest.raises(grpc.aio.AioRpcError) as anonymous:
+        await take(stub.WatchWallet(request), 1)
+    assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+@pytest.mark.parametrize(
+    ("wallet", "cursor", "code"),
+    [
+        ("0x12", 0, grpc.StatusCode.INVALID_ARGUMENT),
+        (OTHER_EOA, 0, grpc.StatusCode.NOT_FOUND),
+        (OTHER_EOA, -1, grpc.StatusCode.INVALID_ARGUMENT),
+    ],
+    ids=["malformed-address", "unknown-wallet", "negative-cursor"],
+)
+async def test_bad_requests_get_their_canonical_code(
+    served: Any, partner: PartnerKey, wallet: str, cursor: int, code: grpc.StatusCode
+) -> None:
+    _, stub, _ = served
+    request = wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet, cursor=cursor)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await take(stub.WatchWallet(request, metadata=credentials(partner)), 1)
+    assert refused.value.code() == code
+
+
+async def test_closing_the_event_store_ends_open_streams_cleanly(
+    served: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub, events = served
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    call = stub.WatchWallet(
+        wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address),
+        metadata=credentials(partner),
+    )
+    received = [await call.read(), await call.read()]
+    events.close()
+
+    assert await asyncio.wait_for(call.read(), timeout=10) is grpc.aio.EOF
+    assert await call.code() == grpc.StatusCode.OK
+    assert [e.type for e in received] == ["deposit_credited", "activated"]
+
+
+def counted(code: str) -> float:
+    labels = {"method": "/yieldagent.v1.WalletService/WatchWallet", "code": code}
+    return REGISTRY.get_sample_value("yieldagent_grpc_requests_total", labels) or 0.0
+
+
+async def test_a_stream_is_counted_by_its_final_code_and_gets_a_request_id(
+    served: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub, events = served
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    request = wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address)
+    before = {code: counted(code) for code in ("OK", "PERMISSION_DENIED")}
+    other = PartnerStore(engine).create("initech", PERMISSIONS)
+
+    refused = stub.WatchWallet(request, metadata=credentials(other))
+    with pytest.raises(grpc.aio.AioRpcError):
+        await refused.read()
+    call = stub.WatchWallet(request, metadata=credentials(partner))
+    await call.read()
+    events.close()
+    while await call.read() is not grpc.aio.EOF:
+        pass
+    made = dict(await call.trailing_metadata() or ())["x-request-id"]
+    named = stub.WatchWallet(request, metadata=(*credentials(partner), ("x-request-id", "watch-1")))
+    while await named.read() is not grpc.aio.EOF:  # the store is closed: it ends at once
+        pass
+
+    assert len(made) == 36 and made.count("-") == 4
+    assert "x-request-id" not in dict(await named.trailing_metadata() or ())
+    assert dict(await refused.trailing_metadata() or ()).get("x-request-id")
+    after = {code: counted(code) for code in before}
+    assert {code: after[code] - before[code] for code in before} == {
+        "OK": 2,
+        "PERMISSION_DENIED": 1,
+    }
