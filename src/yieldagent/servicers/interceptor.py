@@ -30,6 +30,7 @@ from typing import Any
 import grpc
 
 from yieldagent.domain.errors import NotImplementedYet, RateLimited, YieldAgentError
+from yieldagent.domain.partners import Partner
 from yieldagent.domain.rate_limits import RateLimiter
 from yieldagent.logs import bind_request_id, unbind_request_id
 from yieldagent.metrics import RATE_LIMITED, MethodMetrics
@@ -99,6 +100,18 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             self._wrapped[details.method] = cached
         return cached[1]
 
+    def _admit(
+        self, policy: MethodPolicy, metadata: Metadata, limiter: RateLimiter | None
+    ) -> tuple[Partner | None, object | None]:
+        """The calling partner, authenticated and within its rate limit, bound as the current
+        caller (with the token that unbinds it); none for a public method. Raises otherwise."""
+        if policy.permission is None:
+            return None, None
+        partner = self._authenticator.authenticate(metadata, policy.permission)
+        if limiter is not None:
+            limiter.check(partner.id)
+        return partner, self._authenticator.bind(partner)
+
     def _wrap(self, policy: MethodPolicy, behavior: Behavior) -> Behavior:
         authenticator = self._authenticator
         idempotency = self._idempotency if policy.idempotent else None
@@ -117,24 +130,16 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     rest = True
                 elif key == REQUEST_ID_HEADER:
                     request_id = value
-            echo: Metadata = ()
-            if not request_id or len(request_id) > MAX_REQUEST_ID:
-                request_id = _new_request_id()
-                if not rest:  # Envoy answers REST clients with the id it forwarded
-                    echo = ((REQUEST_ID_HEADER, request_id),)
+            request_id, echo = _resolve_request_id(request_id, rest)
             request_token = bind_request_id(request_id)
             code = ok
             token = None
             replayed: Metadata = ()
             try:
                 try:
-                    if policy.permission is not None:
-                        partner = authenticator.authenticate(metadata, policy.permission)
-                        if limiter is not None:
-                            limiter.check(partner.id)
-                        token = authenticator.bind(partner)
+                    partner, token = self._admit(policy, metadata, limiter)
                     key = key_of(metadata) if idempotency is not None else None
-                    if idempotency is not None and key is not None:
+                    if idempotency is not None and key is not None and partner is not None:
                         response, replayed = await idempotency.call(
                             policy, partner.id, key, request, behavior, context, rest
                         )
@@ -143,27 +148,13 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 except grpc.aio.AbortError:
                     code = context.code() or grpc.StatusCode.UNKNOWN
                     raise
-                except YieldAgentError as error:
-                    code = errors.status_of(error)[0]
-                    if isinstance(error, RateLimited):
-                        RATE_LIMITED.inc()
-                    log.info(
-                        "request refused",
-                        extra={
-                            "method": policy.full_name,
-                            "error": type(error).__name__,
-                            "detail": error.detail,
-                        },
-                    )
-                    await errors.abort(context, error, policy, rest, echo)
                 except NotImplementedError:  # a generated servicer base: not built yet
-                    code = grpc.StatusCode.UNIMPLEMENTED
                     missing = NotImplementedYet(f"{policy.full_name} is not implemented yet")
-                    await errors.abort(context, missing, policy, rest, echo)
-                except Exception:
-                    code = grpc.StatusCode.INTERNAL
-                    log.exception("request failed", extra={"method": policy.full_name})
-                    await errors.abort(context, None, policy, rest, echo)
+                    code = _code_of(missing)
+                    await _refuse(context, missing, policy, rest, echo)
+                except Exception as error:
+                    code = _code_of(error)
+                    await _refuse(context, error, policy, rest, echo)
                 finally:
                     if token is not None:
                         authenticator.unbind(token)
@@ -193,19 +184,12 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             started = clock()
             metadata = context.invocation_metadata() or ()
             request_id = next((v for k, v in metadata if k == REQUEST_ID_HEADER), None)
-            echo: Metadata = ()
-            if not request_id or len(request_id) > MAX_REQUEST_ID:
-                request_id = _new_request_id()
-                echo = ((REQUEST_ID_HEADER, request_id),)
+            request_id, echo = _resolve_request_id(request_id, False)
             request_token = bind_request_id(request_id)
             code = grpc.StatusCode.OK
             token = None
             try:
-                if policy.permission is not None:
-                    partner = authenticator.authenticate(metadata, policy.permission)
-                    if limiter is not None:
-                        limiter.check(partner.id)
-                    token = authenticator.bind(partner)
+                _, token = self._admit(policy, metadata, limiter)
                 if echo:
                     context.set_trailing_metadata(echo)
                 async for response in behavior(request, context):
@@ -216,23 +200,9 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             except (asyncio.CancelledError, GeneratorExit):  # the client went away
                 code = grpc.StatusCode.CANCELLED
                 raise
-            except YieldAgentError as error:
-                code = errors.status_of(error)[0]
-                if isinstance(error, RateLimited):
-                    RATE_LIMITED.inc()
-                log.info(
-                    "request refused",
-                    extra={
-                        "method": policy.full_name,
-                        "error": type(error).__name__,
-                        "detail": error.detail,
-                    },
-                )
-                await errors.abort(context, error, policy, False, echo)
-            except Exception:
-                code = grpc.StatusCode.INTERNAL
-                log.exception("request failed", extra={"method": policy.full_name})
-                await errors.abort(context, None, policy, False, echo)
+            except Exception as error:
+                code = _code_of(error)
+                await _refuse(context, error, policy, False, echo)
             finally:
                 if token is not None:
                     authenticator.unbind(token)
@@ -240,3 +210,43 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 unbind_request_id(request_token)
 
         return guarded
+
+
+def _resolve_request_id(sent: str | bytes | None, rest: bool) -> tuple[str, Metadata]:
+    """The call's request id: the one sent, unless it is missing, not text or too long;
+    then one made here, returned to a direct gRPC caller in trailing metadata (Envoy
+    answers REST clients with the id it forwarded)."""
+    if isinstance(sent, str) and sent and len(sent) <= MAX_REQUEST_ID:
+        return sent, ()
+    made = _new_request_id()
+    return made, () if rest else ((REQUEST_ID_HEADER, made),)
+
+
+def _code_of(error: Exception) -> grpc.StatusCode:
+    """The canonical code a call ends with on ``error``: a domain error's own, INTERNAL for
+    anything unexpected."""
+    if isinstance(error, YieldAgentError):
+        return errors.status_of(error)[0]
+    return grpc.StatusCode.INTERNAL
+
+
+async def _refuse(
+    context: grpc.aio.ServicerContext,
+    error: Exception,
+    policy: MethodPolicy,
+    rest: bool,
+    echo: Metadata,
+) -> None:
+    """Logs ``error`` (an unexpected one with its trace) and ends the call with its
+    canonical status (``_code_of``). Never returns."""
+    if not isinstance(error, YieldAgentError):
+        log.exception("request failed", extra={"method": policy.full_name})
+        await errors.abort(context, None, policy, rest, echo)
+        return
+    if isinstance(error, RateLimited):
+        RATE_LIMITED.inc()
+    log.info(
+        "request refused",
+        extra={"method": policy.full_name, "error": type(error).__name__, "detail": error.detail},
+    )
+    await errors.abort(context, error, policy, rest, echo)
