@@ -60,7 +60,12 @@ from yieldagent.domain.errors import (
 from yieldagent.openapi_swagger import PLUGIN, generate, handed_over
 from yieldagent.servicers.errors import STATUS_OF
 from yieldagent.servicers.idempotency import MAX_KEY_LENGTH
-from yieldagent.servicers.method_policy import MethodPolicy, api_services, policy_for
+from yieldagent.servicers.method_policy import (
+    SIXTY_FOUR_BIT,
+    MethodPolicy,
+    api_services,
+    policy_for,
+)
 from yieldagent.v1 import options_pb2, types_pb2
 
 TITLE = "yieldagent partner API"
@@ -74,15 +79,6 @@ _PARTNER_ERRORS = (AuthenticationFailed, AccessDenied, RateLimited)
 _RETRY_AFTER = {STATUS_OF[Conflict][1]: False, STATUS_OF[RateLimited][1]: True}
 """Statuses that carry Retry-After, and whether always (409: only when passing)."""
 
-_SIXTY_FOUR_BIT = frozenset(
-    {
-        FieldDescriptor.TYPE_INT64,
-        FieldDescriptor.TYPE_UINT64,
-        FieldDescriptor.TYPE_SINT64,
-        FieldDescriptor.TYPE_FIXED64,
-        FieldDescriptor.TYPE_SFIXED64,
-    }
-)
 _INT32_RANGE = {
     FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
     FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
@@ -229,7 +225,7 @@ class _Schemas:
             return self.ref(_ref_target(prop["$ref"]), request)
         if _option(member.GetOptions(), options_pb2.json_integer):
             return _amount(request)
-        if member.type in _SIXTY_FOUR_BIT:
+        if member.type in SIXTY_FOUR_BIT:
             return {"type": "integer", "format": "int64"}
         schema = {k: v for k, v in prop.items() if k in ("type", "format", "enum", "default")}
         if schema.get("format") in ("boolean", "string"):  # the plugin's, no JSON Schema format

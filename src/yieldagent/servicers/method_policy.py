@@ -55,7 +55,7 @@ API_FILES = (
     optimizer_pb2,
 )
 
-_SIXTY_FOUR_BIT = frozenset(
+SIXTY_FOUR_BIT = frozenset(
     {
         FieldDescriptor.TYPE_INT64,
         FieldDescriptor.TYPE_UINT64,
@@ -64,6 +64,7 @@ _SIXTY_FOUR_BIT = frozenset(
         FieldDescriptor.TYPE_SFIXED64,
     }
 )
+"""The 64-bit integer types, which proto3 JSON prints as strings and our edge as numbers."""
 
 STATUS_HEADER = "x-yieldagent-status"
 INTEGERS_HEADER = "x-yieldagent-integers"
@@ -130,7 +131,7 @@ def _json_paths(message: Descriptor, prefix: str, depth: int = 0) -> tuple[list[
             integers += sub_integers
             nulls += sub_nulls
             continue
-        if member.type in _SIXTY_FOUR_BIT or _option(member.GetOptions(), options_pb2.json_integer):
+        if member.type in SIXTY_FOUR_BIT or _option(member.GetOptions(), options_pb2.json_integer):
             integers.append(path)
         if member.has_presence and not member.is_repeated:
             nulls.append(path)
