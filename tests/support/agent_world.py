@@ -35,12 +35,14 @@ from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
 from yieldagent.chain.simulated.pools import PoolState, advance, deposit, quote_of, value_of
 from yieldagent.domain.allocation import Candidate, allocate
 from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.events import derive
 from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
 from yieldagent.domain.valuation import moment_of
 from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import TransactionRecord, Wallet
+from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.events import record_events
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.tables import (
@@ -105,14 +107,15 @@ class _Placed:
 def bulk_activated(
     world: AgentWorld, amounts: Sequence[int], protocols: tuple[str, ...] = PROTOCOLS
 ) -> list[Wallet]:
-    """Activated wallets, one per amount, as activation leaves them, but made in two
+    """Activated wallets, one per amount, as activation leaves them, but made in three
     database transactions instead of the domain's dozens of statements per wallet.
 
     On the simulated chain (one write unit): each user's deposit is mined (a faucet mint
     and a transfer to the smart account), then the wallet's best allocation, our own rate
     impact included, wallet after wallet, is supplied to the pools. In the service's
     tables (one transaction): the smart account, and the wallet, ``activated``, with that
-    allocation, its deposit, its transactions and its first performance point.
+    allocation, its deposit, its transactions and its first performance point; then the
+    events activation records (``domain.events.derive``: deposit credited, activated).
     """
     eoas = [user_eoa(i) for i in range(len(amounts))]
     addresses = [smart_account_address(eoa, DEFAULT_AGENT_ID) for eoa in eoas]
@@ -274,9 +277,16 @@ def bulk_activated(
         session.commit()
         ids = [row.id for row in rows]
     store = WalletStore(world.engine)
-    wallets = [store.get_by_id(wallet_id) for wallet_id in ids if wallet_id is not None]
-    assert len(wallets) == len(placed) and all(w is not None for w in wallets)
-    return [w for w in wallets if w is not None]
+    found = [store.get_by_id(wallet_id) for wallet_id in ids if wallet_id is not None]
+    wallets = [w for w in found if w is not None]
+    assert len(wallets) == len(placed)
+    with Session(world.engine) as session:  # the events that activation would have recorded
+        for wallet, item in zip(wallets, placed, strict=True):
+            credited = DepositRecord(item.amount, BASE_USDC, item.transfer, block, moment)
+            journal = Journal(wallet, deposits=[credited])
+            record_events(session, derive(journal, WalletStatus.ACTIVATING, None))
+        session.commit()
+    return wallets
 
 
 def quote_apr(pool: PoolState) -> float:
