@@ -128,6 +128,12 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         rpc(devnet.url, "evm_setAutomine", [True])
         restarted = ServeProcess(env)
         wait_until(lambda: _open_runs(engine) == 0, timeout=60, pause=0.2)
+        # The wallet is due again at once, so the restarted worker may start a new run right
+        # after the recovery: a graceful stop lets it finish and starts none, and the chain
+        # and the books are then read at rest.
+        restarted.terminate()
+        assert restarted.wait_exit(timeout=60) == 0, restarted.logs.tail()
+        assert _open_runs(engine) == 0
         after = WalletStore(engine).get(8453, wallet)
         assert after is not None and after.status == WalletStatus.ACTIVATED
         fee_collector = devnet.manifest.extras["fee_collector"]
