@@ -281,9 +281,9 @@ def bulk_activated(
     wallets = [w for w in found if w is not None]
     assert len(wallets) == len(placed)
     with Session(world.engine) as session:  # the events that activation would have recorded
-        for wallet, item in zip(wallets, placed, strict=True):
+        for made, item in zip(wallets, placed, strict=True):
             credited = DepositRecord(item.amount, BASE_USDC, item.transfer, block, moment)
-            journal = Journal(wallet, deposits=[credited])
+            journal = Journal(made, deposits=[credited])
             record_events(session, derive(journal, WalletStatus.ACTIVATING, None))
         session.commit()
     return wallets
