@@ -179,7 +179,12 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix src tests benchmarks
 	$(VENV)/bin/ruff format src tests benchmarks
 
-bench: $(VENV)/.installed $(DESCRIPTOR)
+# Benchmark-only packages (FastAPI and uvicorn for the comparison app, py-spy for profiles).
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,bench]"
+	touch $@
+
+bench: $(VENV)/.bench-installed $(DESCRIPTOR) docs
 	$(PY) -m benchmarks
 
 clean:
