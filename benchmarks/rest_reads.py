@@ -17,6 +17,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 DURATION = os.environ.get("BENCH_DURATION", "5s")
@@ -84,8 +87,22 @@ def _measure(wrk: str, url: str, headers: dict[str, str]) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    wrk = _wrk()
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A running service with one activated wallet: where to reach it and with what."""
+
+    base: str
+    env: dict[str, str]
+    account: str
+    keyed: dict[str, str]
+    pid: int
+    data_dir: Path
+
+
+@contextmanager
+def running_service() -> Iterator[Running]:
+    """``yieldagent run`` on free ports with a throwaway data dir (SQLite), one partner and
+    one activated wallet holding 10,000 USDC."""
     http_port = _free_port()
     with tempfile.TemporaryDirectory() as directory:
         env = {
@@ -147,32 +164,39 @@ def main() -> None:
                 ).encode(),
             )
             urllib.request.urlopen(activation).read()  # noqa: S310
-            reads = {
-                "chains (constant)": (f"{base}/chains", {}),
-                "healthcheck (1 db ping)": (f"{base}/healthcheck", {}),
-                "protocols (catalog)": (f"{base}/8453/{BASE_USDC}/protocols", {}),
-                "wallet read (public, the partners' poll)": (f"{base}/8453/wallets/{account}", {}),
-                "transaction page (auth + 2 reads)": (
-                    f"{base}/8453/wallets/{account}/transactions",
-                    keyed,
-                ),
-                "smart account lookup (auth + 1 read)": (
-                    f"{base}/proxy/zerodev/smart-accounts?eoa={OWNER}&chain=8453",
-                    keyed,
-                ),
-            }
-            for name, (url, headers) in reads.items():
-                figures = _measure(wrk, url, headers)
-                print(
-                    json.dumps(
-                        {
-                            "benchmark": "rest_reads",
-                            "read": name,
-                            "connections": int(CONNECTIONS),
-                            **figures,
-                        }
-                    )
-                )
+            yield Running(base, env, account, keyed, server.pid, Path(directory))
         finally:
             server.send_signal(signal.SIGINT)
             server.wait(30)
+
+
+def main() -> None:
+    wrk = _wrk()
+    with running_service() as service:
+        base, account, keyed = service.base, service.account, service.keyed
+        reads = {
+            "chains (constant)": (f"{base}/chains", {}),
+            "healthcheck (1 db ping)": (f"{base}/healthcheck", {}),
+            "protocols (catalog)": (f"{base}/8453/{BASE_USDC}/protocols", {}),
+            "wallet read (public, the partners' poll)": (f"{base}/8453/wallets/{account}", {}),
+            "transaction page (auth + 2 reads)": (
+                f"{base}/8453/wallets/{account}/transactions",
+                keyed,
+            ),
+            "smart account lookup (auth + 1 read)": (
+                f"{base}/proxy/zerodev/smart-accounts?eoa={OWNER}&chain=8453",
+                keyed,
+            ),
+        }
+        for name, (url, headers) in reads.items():
+            figures = _measure(wrk, url, headers)
+            print(
+                json.dumps(
+                    {
+                        "benchmark": "rest_reads",
+                        "read": name,
+                        "connections": int(CONNECTIONS),
+                        **figures,
+                    }
+                )
+            )
