@@ -4,9 +4,13 @@ from Envoy's copy, never more than a second old, and nothing else is cached."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
-from tests.support.funded import Funded
-from tests.support.service import Response, RunningService
+import pytest
+
+from support.funded import Funded
+from support.service import Response, RunningService, running_service
 
 _BOUND_SECONDS = 1.0
 """The documented staleness bound: Envoy serves a ``max-age=0`` reply until the second
@@ -71,6 +75,31 @@ def test_a_write_is_seen_by_every_read_a_second_after_it(
         after = _wallet(api, activated)
         assert after.status == 200, after.body
         assert after.json()["status"] == "deactivated", (time.monotonic() - written, after.body)
+
+
+@pytest.fixture
+def replica(api: RunningService, tmp_path: Path) -> Iterator[RunningService]:
+    """A second replica (its own Envoy, cache and gRPC server) on the same database."""
+    with running_service(api.database_url, tmp_path) as other:
+        yield other
+
+
+def test_a_write_in_one_replica_is_seen_in_another_within_the_bound(
+    api: RunningService, replica: RunningService, activated: Funded
+) -> None:
+    _until_cached(replica, activated)
+
+    response = api.request(
+        "POST",
+        f"/api/v1/8453/wallets/{activated.wallet}:deactivate?transfer=false",
+        headers=activated.headers,
+    )
+    assert response.status == 200, response.body
+    fresh = replica.request("GET", f"/api/v1/8453/wallets/{activated.wallet}")
+    assert fresh.json()["status"] == "deactivated"  # no-cache: the database, at once
+    time.sleep(_BOUND_SECONDS + 0.05)
+
+    assert _wallet(replica, activated).json()["status"] == "deactivated"
 
 
 def test_a_no_cache_read_sees_a_write_at_once(api: RunningService, activated: Funded) -> None:
