@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 
-from benchmarks import events, market, rest_reads, store_reads
+from benchmarks import events, market, partner_reads, rest_reads, store_reads
 
 if __name__ == "__main__":
     market.main()
     store_reads.main()
     rest_reads.main()
+    partner_reads.main()
     events.main()
     if os.environ.get("BENCH_DEVNET") == "1":
         from benchmarks import devnet_cycle
