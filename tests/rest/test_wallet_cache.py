@@ -139,3 +139,25 @@ def test_other_reads_are_not_cached(api: RunningService, activated: Funded) -> N
             assert response.status == 200, (path, response.body)
             assert "age" not in response.headers, path
             assert "cache-control" not in response.headers, path
+
+
+def test_the_host_and_unknown_parameters_do_not_split_the_cache(
+    api: RunningService, activated: Funded
+) -> None:
+    """Each read has a Host and a parameter of its own: only one entry per wallet (and
+    `eoa`) lets any of them come from the cache, which never evicts."""
+    deadline = time.monotonic() + 5
+    reads = 0
+    while time.monotonic() < deadline:
+        reads += 1
+        response = api.request(
+            "GET",
+            f"/api/v1/8453/wallets/{activated.eoa}?junk={reads}&eoa=true&more={reads}",
+            headers={"Host": f"host-{reads}.example"},
+            cached=True,
+        )
+        assert response.status == 200, response.body
+        assert response.json()["wallet"] == activated.wallet
+        if "age" in response.headers:
+            return
+    raise AssertionError(f"none of {reads} reads was answered from the cache")
