@@ -90,6 +90,8 @@ async def test_a_transfer_is_final_after_its_confirmations(env: ChainEnv) -> Non
     tx = env.deployer.w3.eth.send_transaction(
         {"from": depositor, "to": env.token, "data": TRANSFER.encode(env.account, 250 * ONE_USDC)}
     )
+    # Mined before it is looked up (a loaded machine may answer the send first).
+    env.deployer.w3.eth.wait_for_transaction_receipt(tx, timeout=30)
     found = await chain.find_transfer("0x" + bytes(tx).hex())
     assert found is not None
     assert (found.token, found.sender, found.recipient, found.amount) == (
