@@ -36,8 +36,9 @@ instances, kinked ones included.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations, pairwise
@@ -45,6 +46,7 @@ from itertools import combinations, pairwise
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.quotes import PoolQuote
+from yieldagent.domain.rate_models import RAY, supply_rate_function
 
 MOVES_PER_STEP = 8
 """Refinement moves at one step size before halving it."""
@@ -65,6 +67,49 @@ def _exact(ratio: float) -> tuple[int, int]:
     """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
     exact = Fraction(str(ratio))
     return exact.numerator, exact.denominator
+
+
+def rate_function(quote: PoolQuote) -> Callable[[int], int]:
+    """``quote.rate``: the pool's supply rate (annual, RAY) after a change of position, the
+    same integers, with each market's constants worked out once (see
+    ``rate_models.supply_rate_function``)."""
+    fee = quote.fee
+    keep = RAY - fee
+    markets = quote.markets
+    rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
+    if len(markets) == 1:
+        [market], [rate] = markets, rates
+        supply, held = market.supply, market.held
+
+        def single(delta: int) -> int:
+            if supply + delta <= 0 or held + delta <= 0:
+                return 0
+            return rate(supply + delta) * keep // RAY
+
+        return single
+    helds = [m.held for m in markets]
+    supplies = [m.supply for m in markets]
+    held_total = sum(helds)
+    rest = range(1, len(markets))
+
+    def spread(delta: int) -> int:
+        if held_total == 0:
+            parts = [delta] + [0] * (len(markets) - 1)
+        else:
+            parts = [delta * held // held_total for held in helds]
+            parts[0] += delta - sum(parts)
+        weights = [held + part for held, part in zip(helds, parts, strict=True)]
+        total = sum(weights)
+        if total <= 0:
+            return 0
+        gross = 0
+        for index in (0, *rest):
+            weight, supply = weights[index], supplies[index] + parts[index]
+            if weight > 0 and supply > 0:
+                gross += weight * rates[index](supply)
+        return gross // total * keep // RAY
+
+    return spread
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +163,7 @@ class _Yields:
         self._candidates = candidates
         self._known: dict[tuple[str, int], float] = {}
         self._bends: dict[str, list[int]] = {}
+        self._rates: dict[str, tuple[Callable[[int], int], int]] = {}
 
     def bends(self, name: str) -> list[int]:
         """The candidate's bends (see ``Candidate.bends``)."""
@@ -127,10 +173,33 @@ class _Yields:
         return found
 
     def __call__(self, name: str, amount: int) -> float:
+        """``Candidate.yearly_yield``, the same floats."""
         key = (name, amount)
         found = self._known.get(key)
         if found is None:
-            found = self._known[key] = self._candidates[name].yearly_yield(amount)
+            if amount > 0:
+                rate, current = self._rate(name)
+                found = amount * (rate(amount - current) * 100 / RAY) / 100
+            else:
+                found = 0.0
+            self._known[key] = found
+        return found
+
+    def ceiling(self, name: str, held: int, step: int) -> float:
+        """At least ``self(name, held + step) - self(name, held)``: a pool's rate does not
+        rise as more is supplied to it, so ``step`` more earns at most the rate ``held``
+        earns (or one unit, when nothing is held), with room for float rounding. Infinite
+        when that rate is 0: a pool the wallet would empty, where this does not hold."""
+        per_unit = self(name, held) / held if held > 0 else self(name, 1)
+        if per_unit <= 0:
+            return math.inf
+        return (step + 1e-12 * (held + step)) * per_unit * (1 + 1e-9)
+
+    def _rate(self, name: str) -> tuple[Callable[[int], int], int]:
+        found = self._rates.get(name)
+        if found is None:
+            candidate = self._candidates[name]
+            found = self._rates[name] = rate_function(candidate.quote), candidate.current
         return found
 
 
@@ -216,11 +285,44 @@ def _sink_seeds(
     cannot take goes where it earns most."""
     others = [n for n in support if n != sink]
     units = (placed - sum(bounds[n].low for n in support)) // step
-    best = [0.0] + [-math.inf] * units
-    picks: list[list[int]] = []
-    choices: list[list[tuple[int, int, float]]] = []
-    for name in others:
+    # Where a protocol's best yield on j steps is concave in j, the best split of k steps
+    # over such protocols takes the k largest increments: the same optimum as dynamic
+    # programming finds, for a sort. The others go through dynamic programming on top.
+    # A protocol whose every step earns less than the smooth ones' units-th best increment
+    # takes no step in any split (moving its steps there gains): it stays at its lower bound,
+    # and its curve need not be read. Protocols are read best ceiling first.
+    smooth: list[tuple[str, list[tuple[int, int, float]], list[int]]] = []
+    rugged: list[tuple[str, list[tuple[int, int, float]]]] = []
+    idle: list[str] = []
+    gains: list[float] = []
+    ranked = sorted(((yields.ceiling(n, 0, step) * (1 + 1e-8), n) for n in others), reverse=True)
+    for ceiling, name in ranked:
+        if len(gains) >= units > 0 and ceiling < heapq.nlargest(units, gains)[-1]:
+            idle.append(name)
+            continue
         options = _options(name, yields, bounds[name], step, units)
+        tops = _tops(options)
+        if tops is None:
+            rugged.append((name, options))
+        else:
+            smooth.append((name, options, tops))
+            gains += [options[a][2] - options[b][2] for b, a in pairwise(tops)]
+    increments = sorted(
+        (options[tops[j - 1]][2] - options[tops[j]][2], position, j)
+        for position, (_, options, tops) in enumerate(smooth)
+        for j in range(1, len(tops))
+    )
+    best = [0.0] + [-math.inf] * units
+    counts = [0] * len(smooth)
+    spreads = [tuple(counts)]  # the steps each smooth protocol takes, for k steps in all
+    value = best[0] = sum(options[tops[0]][2] for _, options, tops in smooth)
+    for k, (loss, position, _) in enumerate(increments[:units], start=1):
+        value -= loss
+        best[k] = value
+        counts[position] += 1
+        spreads.append(tuple(counts))
+    picks: list[list[int]] = []
+    for _, options in rugged:
         merged = [-math.inf] * (units + 1)
         pick = [0] * (units + 1)
         for k in range(units + 1):
@@ -232,17 +334,18 @@ def _sink_seeds(
                     merged[k], pick[k] = value, index
         best = merged
         picks.append(pick)
-        choices.append(options)
 
     def seed(used: int, held: int | None = None) -> dict[str, int]:
         """The others' best on ``used`` steps; the sink holds ``held``, or else the rest."""
         allocation, k = {}, used
-        for name, pick, options in zip(
-            reversed(others), reversed(picks), reversed(choices), strict=True
-        ):
+        for (name, options), pick in zip(reversed(rugged), reversed(picks), strict=True):
             j, amount, _ = options[pick[k]]
             allocation[name] = amount
             k -= j
+        for (name, options, tops), count in zip(smooth, spreads[k], strict=True):
+            allocation[name] = options[tops[count]][1]
+        for name in idle:
+            allocation[name] = bounds[name].low
         rest = placed - sum(allocation.values())
         allocation[sink] = min(rest, bounds[sink].cap) if held is None else held
         return _place(allocation, placed, yields, bounds)
@@ -254,6 +357,24 @@ def _sink_seeds(
         if best[used] > -math.inf:
             seeds.append(seed(used, amount))
     return seeds
+
+
+def _tops(options: Sequence[tuple[int, int, float]]) -> list[int] | None:
+    """For each number of steps j (from 0), the index of the option on j steps that
+    yields most (the first such), if those yields are concave in j; else None."""
+    tops: list[int] = []
+    for index, (j, _, gain) in enumerate(options):
+        if j == len(tops):
+            tops.append(index)
+        elif j == len(tops) - 1:
+            if gain > options[tops[-1]][2]:
+                tops[-1] = index
+        else:
+            return None
+    gains = [options[index][2] for index in tops]
+    if any(c - b > b - a for a, b, c in zip(gains, gains[1:], gains[2:], strict=False)):
+        return None
+    return tops
 
 
 def _value(allocation: Mapping[str, int], yields: _Yields) -> float:
@@ -311,15 +432,32 @@ def _refine(
             givers = [n for n in allocation if allocation[n] - step >= bounds[n].low]
             if not takers or not givers:
                 break
-            up = {n: yields(n, allocation[n] + step) - yields(n, allocation[n]) for n in takers}
+            taker, gain = _best_taker(allocation, yields, takers, step)
             down = {n: yields(n, allocation[n]) - yields(n, allocation[n] - step) for n in givers}
-            taker = max(up, key=lambda n: (up[n], n))
             giver = min(down, key=lambda n: (down[n], n))
-            if taker != giver and up[taker] > down[giver] * (1 + 1e-12):
+            if taker != giver and gain > down[giver] * (1 + 1e-12):
                 allocation[taker] += step
                 allocation[giver] -= step
                 improved = True
         step //= 2
+
+
+def _best_taker(
+    allocation: Mapping[str, int], yields: _Yields, takers: Sequence[str], step: int
+) -> tuple[str, float]:
+    """The protocol of ``takers`` whose yield grows most with ``step`` more (the last by
+    name of equals), and that growth. A protocol whose ceiling (``_Yields.ceiling``) is
+    below the best growth found is not asked: it cannot win."""
+    ranked = sorted(((yields.ceiling(n, allocation[n], step), n) for n in takers), reverse=True)
+    best, most = ranked[0][1], -math.inf
+    for ceiling, name in ranked:
+        if ceiling < most:
+            break
+        held = allocation[name]
+        gain = yields(name, held + step) - yields(name, held)
+        if gain > most or (gain == most and name > best):
+            best, most = name, gain
+    return best, most
 
 
 EXHAUSTIVE_UP_TO = 8
