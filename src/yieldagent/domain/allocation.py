@@ -185,15 +185,25 @@ class _Yields:
             self._known[key] = found
         return found
 
+    def apr(self, name: str, amount: int) -> float:
+        """``Candidate.apr``, the same float."""
+        rate, current = self._rate(name)
+        return rate(amount - current) * 100 / RAY
+
     def ceiling(self, name: str, held: int, step: int) -> float:
         """At least ``self(name, held + step) - self(name, held)``: a pool's rate does not
         rise as more is supplied to it, so ``step`` more earns at most the rate ``held``
         earns (or one unit, when nothing is held), with room for float rounding. Infinite
         when that rate is 0: a pool the wallet would empty, where this does not hold."""
+        return (step + 1e-12 * (held + step)) * self.per_unit(name, held)
+
+    def per_unit(self, name: str, held: int) -> float:
+        """At least the yearly yield per unit of any holding from ``held`` up (from one
+        unit, when ``held`` is 0): the yield per unit ``held`` earns, as a pool's rate does
+        not rise with its supply; infinite when that is 0 (a pool the wallet would empty,
+        where this does not hold)."""
         per_unit = self(name, held) / held if held > 0 else self(name, 1)
-        if per_unit <= 0:
-            return math.inf
-        return (step + 1e-12 * (held + step)) * per_unit * (1 + 1e-9)
+        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
 
     def _rate(self, name: str) -> tuple[Callable[[int], int], int]:
         found = self._rates.get(name)
@@ -294,19 +304,24 @@ def _sink_seeds(
     smooth: list[tuple[str, list[tuple[int, int, float]], list[int]]] = []
     rugged: list[tuple[str, list[tuple[int, int, float]]]] = []
     idle: list[str] = []
-    gains: list[float] = []
+    gains: list[float] = []  # a heap of the smooth protocols' units best increments
     ranked = sorted(((yields.ceiling(n, 0, step) * (1 + 1e-8), n) for n in others), reverse=True)
     for ceiling, name in ranked:
-        if len(gains) >= units > 0 and ceiling < heapq.nlargest(units, gains)[-1]:
+        if len(gains) >= units > 0 and ceiling < gains[0]:
             idle.append(name)
             continue
         options = _options(name, yields, bounds[name], step, units)
         tops = _tops(options)
         if tops is None:
             rugged.append((name, options))
-        else:
-            smooth.append((name, options, tops))
-            gains += [options[a][2] - options[b][2] for b, a in pairwise(tops)]
+            continue
+        smooth.append((name, options, tops))
+        for b, a in pairwise(tops):
+            gain = options[a][2] - options[b][2]
+            if len(gains) < units:
+                heapq.heappush(gains, gain)
+            elif gain > gains[0]:
+                heapq.heapreplace(gains, gain)
     increments = sorted(
         (options[tops[j - 1]][2] - options[tops[j]][2], position, j)
         for position, (_, options, tops) in enumerate(smooth)
@@ -316,11 +331,16 @@ def _sink_seeds(
     counts = [0] * len(smooth)
     spreads = [tuple(counts)]  # the steps each smooth protocol takes, for k steps in all
     value = best[0] = sum(options[tops[0]][2] for _, options, tops in smooth)
-    for k, (loss, position, _) in enumerate(increments[:units], start=1):
+    held = sum(options[tops[0]][1] for _, options, tops in smooth)
+    holding = [held]  # what the smooth protocols hold, for k steps in all
+    for k, (loss, position, j) in enumerate(increments[:units], start=1):
         value -= loss
         best[k] = value
         counts[position] += 1
         spreads.append(tuple(counts))
+        _, options, tops = smooth[position]
+        held += options[tops[j]][1] - options[tops[j - 1]][1]
+        holding.append(held)
     picks: list[list[int]] = []
     for _, options in rugged:
         merged = [-math.inf] * (units + 1)
@@ -350,7 +370,24 @@ def _sink_seeds(
         allocation[sink] = min(rest, bounds[sink].cap) if held is None else held
         return _place(allocation, placed, yields, bounds)
 
-    seeds = [seed(used) for used in range(units + 1) if best[used] > -math.inf]
+    splits = [used for used in range(units + 1) if best[used] > -math.inf]
+    if not rugged and len(splits) > STARTS:
+        # Only the STARTS best seeds are kept: the others are not built. A seed is worth
+        # about its split's yield and the sink's on the rest (exactly, up to float rounding,
+        # unless the sink cannot take the rest).
+        fixed = sum(bounds[n].low for n in idle)
+        base = sum(yields(n, bounds[n].low) for n in idle)
+        cap = bounds[sink].cap
+        worth = {}
+        for used in splits:
+            rest = placed - fixed - holding[used]
+            worth[used] = best[used] + base + yields(sink, rest) if rest <= cap else math.inf
+        finite = [w for w in worth.values() if w < math.inf]
+        if len(finite) >= STARTS:
+            bar = heapq.nlargest(STARTS, finite)[-1]
+            bar -= 1e-9 * abs(bar)
+            splits = [used for used in splits if worth[used] >= bar]
+    seeds = [seed(used) for used in splits]
     low = bounds[sink].low
     for amount in _off_grid(sink, yields, bounds[sink], step, units):
         used = units - -(-(amount - low) // step)
@@ -420,44 +457,55 @@ def _refine(
     """Moves ever smaller amounts from where they earn least to where they earn most, down
     to single units, so that caps and bounds are met exactly. The global search left the
     allocation within a grid step of the best one, so each step size gets a few moves
-    (a flat stretch of a non-concave curve would otherwise be walked unit by unit)."""
+    (a flat stretch of a non-concave curve would otherwise be walked unit by unit).
+
+    The taker is the protocol whose yield grows most with a step more (the last by name of
+    equals), the giver the one whose yield shrinks least with a step less (the first by
+    name). A taker whose ceiling (``_Yields.ceiling``) is below the best growth found is
+    not asked: it cannot win."""
+    names = list(allocation)
+    amounts = [allocation[n] for n in names]
+    caps = [bounds[n].cap for n in names]
+    lows = [bounds[n].low for n in names]
+    first = [yields.per_unit(n, 0) if allocation[n] == 0 else 0.0 for n in names]
+    indices = range(len(names))
     step = chunk
     while step >= 1:
-        improved = True
-        moves = 0
-        while improved and moves < MOVES_PER_STEP:
-            improved = False
-            moves += 1
-            takers = [n for n in allocation if allocation[n] + step <= bounds[n].cap]
-            givers = [n for n in allocation if allocation[n] - step >= bounds[n].low]
-            if not takers or not givers:
+        for _ in range(MOVES_PER_STEP):
+            ranked = []
+            for i in indices:
+                held = amounts[i]
+                if held + step <= caps[i]:
+                    if held > 0:
+                        ceiling = yields.ceiling(names[i], held, step)
+                    else:
+                        ceiling = (step + 1e-12 * step) * (first[i] or yields.per_unit(names[i], 0))
+                    ranked.append((ceiling, names[i], i))
+            if not ranked:
                 break
-            taker, gain = _best_taker(allocation, yields, takers, step)
-            down = {n: yields(n, allocation[n]) - yields(n, allocation[n] - step) for n in givers}
-            giver = min(down, key=lambda n: (down[n], n))
-            if taker != giver and gain > down[giver] * (1 + 1e-12):
-                allocation[taker] += step
-                allocation[giver] -= step
-                improved = True
+            ranked.sort(reverse=True)
+            taker, most = -1, -math.inf
+            for ceiling, name, i in ranked:
+                if ceiling < most:
+                    break
+                held = amounts[i]
+                gain = yields(name, held + step) - yields(name, held)
+                if gain > most or (gain == most and name > names[taker]):
+                    taker, most = i, gain
+            giver, least = -1, math.inf
+            for i in indices:
+                held = amounts[i]
+                if held - step >= lows[i]:
+                    name = names[i]
+                    loss = yields(name, held) - yields(name, held - step)
+                    if loss < least or (loss == least and name < names[giver]):
+                        giver, least = i, loss
+            if giver < 0 or taker == giver or not most > least * (1 + 1e-12):
+                break
+            amounts[taker] += step
+            amounts[giver] -= step
         step //= 2
-
-
-def _best_taker(
-    allocation: Mapping[str, int], yields: _Yields, takers: Sequence[str], step: int
-) -> tuple[str, float]:
-    """The protocol of ``takers`` whose yield grows most with ``step`` more (the last by
-    name of equals), and that growth. A protocol whose ceiling (``_Yields.ceiling``) is
-    below the best growth found is not asked: it cannot win."""
-    ranked = sorted(((yields.ceiling(n, allocation[n], step), n) for n in takers), reverse=True)
-    best, most = ranked[0][1], -math.inf
-    for ceiling, name in ranked:
-        if ceiling < most:
-            break
-        held = allocation[name]
-        gain = yields(name, held + step) - yields(name, held)
-        if gain > most or (gain == most and name > best):
-            best, most = name, gain
-    return best, most
+    allocation.update(zip(names, amounts, strict=True))
 
 
 EXHAUSTIVE_UP_TO = 8
@@ -490,16 +538,16 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
             f"Constraints cannot be met: {', '.join(missing)} must be used but is excluded "
             "or unavailable"
         )
+    yields = _Yields(usable)
     others = sorted(  # protocols whose own minimum exceeds their cap can never be used
         (n for n in usable if n not in forced and bounds[n].low <= bounds[n].cap),
-        key=lambda n: (-usable[n].apr(max(bounds[n].low, 1)), n),
+        key=lambda n: (-yields.apr(n, max(bounds[n].low, 1)), n),
     )
     if rules.min_protocols > 1 and rules.min_protocols > len(usable):
         raise InvalidRequest(
             f"Constraints cannot be met: min_protocols {rules.min_protocols} with "
             f"{len(usable)} usable protocols"
         )
-    yields = _Yields(usable)
     if all(bounds[name].low == 0 for name in usable):
         # Without lower bounds the full set is optimal: any smaller set's best allocation is
         # one of its allocations, with zeros.
@@ -518,18 +566,34 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
     # On smooth curves a support's best start climbs highest; near the bends of kinked ones,
     # not always. Supports are compared once refined: their grids differ.
     kinked = any(bounds[n].low < bend < bounds[n].cap for n in usable for bend in yields.bends(n))
-    starts = [
-        seed
-        for support in feasible
-        if support
-        for seed in _seeds(
-            support, yields, bounds, min(total, sum(bounds[n].cap for n in support)), kinked
-        )[: STARTS if kinked else 1]
-    ]
-    for start in starts:
-        _refine(start.allocation, yields, bounds, start.step)
+    # A support whose ceiling (each protocol's lower bound at the rate it pays there, the
+    # rest at the best such rate: rates do not rise with supply) is below a refined start
+    # of another cannot win, and is not searched.
+    starts: list[_Seed] = []
+    most = -math.inf
+    for support in feasible:
+        if not support:
+            continue
+        placed = min(total, sum(bounds[n].cap for n in support))
+        if _ceiling(support, yields, bounds, placed) < most:
+            continue
+        for start in _seeds(support, yields, bounds, placed, kinked)[: STARTS if kinked else 1]:
+            _refine(start.allocation, yields, bounds, start.step)
+            starts.append(start)
+            most = max(most, _value(start.allocation, yields))
     best = max(starts, key=lambda s: (_value(s.allocation, yields), *s.allocation.values()))
     return {name: amount for name, amount in best.allocation.items() if amount > 0}
+
+
+def _ceiling(
+    support: Sequence[str], yields: _Yields, bounds: Mapping[str, Bounds], placed: int
+) -> float:
+    """At least the yearly yield of any allocation of ``placed`` over ``support`` within
+    the bounds (see ``_Yields.per_unit``)."""
+    rates = [yields.per_unit(n, bounds[n].low) for n in support]
+    floor = sum(bounds[n].low for n in support)
+    lows = sum(bounds[n].low * rate for n, rate in zip(support, rates, strict=True))
+    return (lows + (placed - floor) * max(rates)) * (1 + 1e-9)
 
 
 def weighted_apr(allocation: Mapping[str, int], candidates: Sequence[Candidate]) -> float:
