@@ -161,9 +161,8 @@ class _Yields:
 
     def __init__(self, candidates: Mapping[str, Candidate]) -> None:
         self._candidates = candidates
-        self._known: dict[tuple[str, int], float] = {}
+        self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
         self._bends: dict[str, list[int]] = {}
-        self._rates: dict[str, tuple[Callable[[int], int], int]] = {}
 
     def bends(self, name: str) -> list[int]:
         """The candidate's bends (see ``Candidate.bends``)."""
@@ -174,21 +173,21 @@ class _Yields:
 
     def __call__(self, name: str, amount: int) -> float:
         """``Candidate.yearly_yield``, the same floats."""
-        key = (name, amount)
-        found = self._known.get(key)
-        if found is None:
-            if amount > 0:
-                rate, current = self._rate(name)
-                found = amount * (rate(amount - current) * 100 / RAY) / 100
-            else:
-                found = 0.0
-            self._known[key] = found
-        return found
+        return self.curve(name)(amount)
+
+    def curve(self, name: str) -> Callable[[int], float]:
+        """``Candidate.yearly_yield`` of one candidate, remembered."""
+        return self._curve(name)[0]
 
     def apr(self, name: str, amount: int) -> float:
-        """``Candidate.apr``, the same float."""
-        rate, current = self._rate(name)
-        return rate(amount - current) * 100 / RAY
+        """``Candidate.apr``, the same float, remembered."""
+        return self._curve(name)[1](amount)
+
+    def _curve(self, name: str) -> tuple[Callable[[int], float], Callable[[int], float]]:
+        found = self._curves.get(name)
+        if found is None:
+            found = self._curves[name] = _curve(self._candidates[name])
+        return found
 
     def ceiling(self, name: str, held: int, step: int) -> float:
         """At least ``self(name, held + step) - self(name, held)``: a pool's rate does not
@@ -205,12 +204,36 @@ class _Yields:
         per_unit = self(name, held) / held if held > 0 else self(name, 1)
         return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
 
-    def _rate(self, name: str) -> tuple[Callable[[int], int], int]:
-        found = self._rates.get(name)
+
+def _curve(
+    candidate: Candidate,
+) -> tuple[Callable[[int], float], Callable[[int], float]]:
+    """``candidate.yearly_yield`` and ``candidate.apr``, the same floats, remembered per
+    amount."""
+    rate, current = rate_function(candidate.quote), candidate.current
+    known: dict[int, float] = {}
+    aprs: dict[int, float] = {}
+
+    def apr(amount: int) -> float:
+        found = aprs.get(amount)
         if found is None:
-            candidate = self._candidates[name]
-            found = self._rates[name] = rate_function(candidate.quote), candidate.current
+            found = aprs[amount] = rate(amount - current) * 100 / RAY
         return found
+
+    def yearly_yield(amount: int) -> float:
+        found = known.get(amount)
+        if found is None:
+            if amount > 0:
+                percent = aprs.get(amount)
+                if percent is None:
+                    percent = aprs[amount] = rate(amount - current) * 100 / RAY
+                found = amount * percent / 100
+            else:
+                found = 0.0
+            known[amount] = found
+        return found
+
+    return yearly_yield, apr
 
 
 def _off_grid(name: str, yields: _Yields, bounds: Bounds, step: int, units: int) -> list[int]:
@@ -237,7 +260,8 @@ def _options(
     them."""
     low, cap = bounds.low, min(bounds.cap, bounds.low + units * step)
     amounts = sorted({*range(low, cap + 1, step), *_off_grid(name, yields, bounds, step, units)})
-    return [(-(-(a - low) // step), a, yields(name, a)) for a in amounts]
+    curve = yields.curve(name)
+    return [(-(-(a - low) // step), a, curve(a)) for a in amounts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,43 +491,53 @@ def _refine(
     amounts = [allocation[n] for n in names]
     caps = [bounds[n].cap for n in names]
     lows = [bounds[n].low for n in names]
-    first = [yields.per_unit(n, 0) if allocation[n] == 0 else 0.0 for n in names]
+    curves = [yields.curve(n) for n in names]
+    values = [curve(amount) for curve, amount in zip(curves, amounts, strict=True)]
     indices = range(len(names))
+    # protocols that hold nothing, best ceiling first: a step there earns at most `first`
+    first = [yields.per_unit(n, 0) for n in names]
+    empty = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
     step = chunk
     while step >= 1:
         for _ in range(MOVES_PER_STEP):
-            ranked = []
+            ranked = []  # (ceiling, name, index) of the takers that hold something
             for i in indices:
                 held = amounts[i]
-                if held + step <= caps[i]:
-                    if held > 0:
-                        ceiling = yields.ceiling(names[i], held, step)
-                    else:
-                        ceiling = (step + 1e-12 * step) * (first[i] or yields.per_unit(names[i], 0))
-                    ranked.append((ceiling, names[i], i))
-            if not ranked:
-                break
+                if held > 0 and held + step <= caps[i]:
+                    per_unit = values[i] / held  # as _Yields.ceiling
+                    per_unit = per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
+                    ranked.append(((step + 1e-12 * (held + step)) * per_unit, names[i], i))
             ranked.sort(reverse=True)
             taker, most = -1, -math.inf
             for ceiling, name, i in ranked:
                 if ceiling < most:
                     break
-                held = amounts[i]
-                gain = yields(name, held + step) - yields(name, held)
+                gain = curves[i](amounts[i] + step) - values[i]
                 if gain > most or (gain == most and name > names[taker]):
                     taker, most = i, gain
+            for i in empty:
+                if amounts[i] or step > caps[i]:
+                    continue
+                if (step + 1e-12 * step) * first[i] < most:
+                    break
+                gain = curves[i](step)
+                if gain > most or (gain == most and names[i] > names[taker]):
+                    taker, most = i, gain
+            if taker < 0:
+                break
             giver, least = -1, math.inf
             for i in indices:
                 held = amounts[i]
                 if held - step >= lows[i]:
-                    name = names[i]
-                    loss = yields(name, held) - yields(name, held - step)
-                    if loss < least or (loss == least and name < names[giver]):
+                    loss = values[i] - curves[i](held - step)
+                    if loss < least or (loss == least and names[i] < names[giver]):
                         giver, least = i, loss
             if giver < 0 or taker == giver or not most > least * (1 + 1e-12):
                 break
             amounts[taker] += step
             amounts[giver] -= step
+            values[taker] = curves[taker](amounts[taker])
+            values[giver] = curves[giver](amounts[giver])
         step //= 2
     allocation.update(zip(names, amounts, strict=True))
 
