@@ -31,6 +31,15 @@ the nested supports (the forced protocols plus the k most attractive others, for
 The best one wins. No feasible S raises InvalidRequest: a constraint is never silently
 broken. The tests hold the result within 0.01% of a brute-force optimum on random
 instances, kinked ones included.
+
+**Speed** (issue 13), without changing the answer: rates come from per-market closures
+that give ``PoolQuote.rate``'s integers (``rate_function``); protocols whose grid yields
+are concave in the steps are spread by a sort of their increments, the result dynamic
+programming would reach; and, as a pool's rate never rises with its supply (a holding
+earns at most the rate of a smaller one), the search skips what provably cannot win: a
+protocol that earns less on any step than the units-th best increment, a refinement taker
+whose ceiling is below the best growth found, a support whose ceiling is below a refined
+start, a seed that cannot rank among the STARTS best.
 """
 
 from __future__ import annotations
