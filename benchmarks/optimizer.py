@@ -97,36 +97,42 @@ def solve_times() -> None:
 
 
 def _placed(
-    pools: list[PoolState], usdc: int, rules: Constraints
-) -> tuple[dict[str, int], list[Candidate]]:
-    """Where ``optimize`` puts ``usdc`` idle, and the candidates once it is deposited."""
+    pools: list[PoolState], usdc: int, rules: Constraints, copies: int
+) -> tuple[dict[str, int], list[list[Candidate]]]:
+    """Where ``optimize`` puts ``usdc`` idle, and ``copies`` lists of the candidates once it
+    is deposited: equal quotes, distinct objects, as each wallet's valuation reads them."""
     fresh = [Candidate(p.protocol, quote_of(p)) for p in pools]
     target = optimize({}, usdc * UNIT, fresh, rules, COSTS).target
     after = []
     for pool in pools:
-        held = target.get(pool.protocol, 0)
         copy = copy_pool(pool)
-        if held:
-            deposit(copy, held)
-        after.append(Candidate(pool.protocol, quote_of(copy), held))
-    return dict(target), after
+        if target.get(pool.protocol, 0):
+            deposit(copy, target[pool.protocol])
+        after.append(copy)
+    lists = [
+        [Candidate(p.protocol, quote_of(p), target.get(p.protocol, 0)) for p in after]
+        for _ in range(copies)
+    ]
+    return dict(target), lists
 
 
 def settled_times() -> None:
+    """Each check sees fresh quote objects, as the agent does wallet after wallet."""
+    runs = 2_000
     for count in (5, 10, 20):
         pools = _pools(count)
         for label, rules, _ in CASES[:2]:
-            positions, candidates = _placed(pools, 1_000, rules)
+            positions, lists = _placed(pools, 1_000, rules, runs + 1)
 
             def check(
-                _: int,
+                i: int,
                 positions: dict[str, int] = positions,
-                candidates: list[Candidate] = candidates,
+                lists: list[list[Candidate]] = lists,
                 rules: Constraints = rules,
             ) -> object:
-                return is_settled(positions, 0, candidates, rules, COSTS, Thresholds())
+                return is_settled(positions, 0, lists[i], rules, COSTS, Thresholds())
 
-            times = _times(check, 2_000)
+            times = _times(check, runs)
             _emit(
                 figure="is_settled_us",
                 protocols=count,
