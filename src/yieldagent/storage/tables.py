@@ -444,3 +444,39 @@ class WebhookDeliveryRow(SQLModel, table=True):
         default=None, sa_column=Column(UtcDateTime(), nullable=True)
     )
     created_at: datetime = Field(sa_column=utc_column())
+
+
+# -- chain totals (domain.aggregates) ------------------------------------------------------
+
+
+class TokenTotalsRow(SQLModel, table=True):
+    """One stripe of a chain's totals for one token (``domain.aggregates.TokenTotals``),
+    changed in the transaction of every commit that changes them. A key's totals are the
+    sum of its stripes; a wallet writes stripe ``id % STRIPES``."""
+
+    __tablename__ = "token_totals"
+
+    chain_id: int = Field(primary_key=True)
+    token: str = Field(max_length=42, primary_key=True)
+    stripe: int = Field(primary_key=True)
+    held_wallets: int = Field(sa_type=BigInteger)
+    held: int = Field(sa_type=TokenAmount)
+    active_wallets: int = Field(sa_type=BigInteger)
+    apr_units: int = Field(sa_type=TokenAmount, description="Σ APR of the active, in 2**-128")
+    deposited: int = Field(sa_type=TokenAmount)
+    first_wallets: int = Field(sa_type=BigInteger)
+    first_deposited: int = Field(sa_type=TokenAmount)
+    transactions: int = Field(sa_type=BigInteger)
+
+
+class ProtocolTotalsRow(SQLModel, table=True):
+    """One stripe of what the holding wallets of one token have in one protocol."""
+
+    __tablename__ = "protocol_totals"
+
+    chain_id: int = Field(primary_key=True)
+    protocol: str = Field(max_length=64, primary_key=True)
+    token: str = Field(max_length=42, primary_key=True)
+    stripe: int = Field(primary_key=True)
+    wallets: int = Field(sa_type=BigInteger)
+    amount: int = Field(sa_type=TokenAmount)
