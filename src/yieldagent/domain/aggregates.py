@@ -195,7 +195,9 @@ def contribution(of: Standing, into: Totals | None = None) -> Totals:
     return totals
 
 
-def first_of(previous: FirstDeposit | None, deposits: Iterable[DepositRecord]) -> FirstDeposit | None:
+def first_of(
+    previous: FirstDeposit | None, deposits: Iterable[DepositRecord]
+) -> FirstDeposit | None:
     """The wallet's first deposit once ``deposits`` (booked after every earlier one, in this
     order) are added: a later-booked deposit comes first only with a strictly earlier date."""
     first = previous
@@ -226,9 +228,7 @@ def history(
     return totals
 
 
-def changes(
-    before: Standing | None, journal: Journal, first: FirstDeposit | None = None
-) -> Totals:
+def changes(before: Standing | None, journal: Journal, first: FirstDeposit | None = None) -> Totals:
     """How a commit of ``journal`` changes its chain's totals: the wallet's standing from
     ``before`` (None: a new wallet) to the journal's wallet, plus the journal's deposits and
     transactions. ``first`` is the wallet's first deposit before the commit (needed only

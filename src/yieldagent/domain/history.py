@@ -172,7 +172,9 @@ def statistics(chain: ChainInfo, totals: Totals) -> Statistics:
     """A chain's statistics from its totals (``domain.aggregates``): the wallets and
     deposits of the catalog's tokens; transactions of every wallet."""
     tokens = {t.address: t for t in chain.tokens}
-    mine = {address: totals.tokens[address] for address in sorted(totals.tokens) if address in tokens}
+    mine = {
+        address: totals.tokens[address] for address in sorted(totals.tokens) if address in tokens
+    }
 
     def whole(address: str, amount: int) -> float:
         return float(Decimal(amount) / 10 ** tokens[address].decimals)

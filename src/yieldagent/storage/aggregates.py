@@ -126,7 +126,12 @@ def apply_changes(session: Session, chain_id: int, wallet_id: int, delta: Totals
         return
     stripe = wallet_id % STRIPES
     tables = (
-        (_tokens, ("chain_id", "token", "stripe"), TOKEN_FIGURES, _token_rows(chain_id, stripe, delta)),
+        (
+            _tokens,
+            ("chain_id", "token", "stripe"),
+            TOKEN_FIGURES,
+            _token_rows(chain_id, stripe, delta),
+        ),
         (
             _protocols,
             ("chain_id", "protocol", "token", "stripe"),
@@ -196,8 +201,9 @@ def recompute(connection: Connection) -> dict[tuple[int, int], Totals]:
     )
     deposits: dict[int, list[DepositRecord]] = defaultdict(list)
     for row in connection.execute(
-        select(_deposits.c.wallet_id, _deposits.c.token, _deposits.c.amount, _deposits.c.date)
-        .order_by(_deposits.c.wallet_id, _deposits.c.date, _deposits.c.id)
+        select(
+            _deposits.c.wallet_id, _deposits.c.token, _deposits.c.amount, _deposits.c.date
+        ).order_by(_deposits.c.wallet_id, _deposits.c.date, _deposits.c.id)
     ):
         deposits[row.wallet_id].append(
             DepositRecord(row.amount, row.token, None, None, _utc(row.date))
@@ -241,4 +247,3 @@ def chain_totals(connection: Connection, chain_id: int) -> Totals:
     return _totals_of(
         connection.execute(_TOKEN_ROWS, params), connection.execute(_PROTOCOL_ROWS, params)
     )
-
