@@ -31,7 +31,7 @@ from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.storage.aggregates import rebuild
 from yieldagent.storage.db import alembic_config, create_db_engine
-from yieldagent.storage.tables import ProtocolTotalsRow, TokenTotalsRow
+from yieldagent.storage.tables import ChainTotalsRow
 from yieldagent.storage.wallets import WalletStore
 
 BASE = 8453
@@ -191,16 +191,15 @@ def _stripes(engine: Engine) -> dict[Any, Any]:
     """Every stored stripe, without all-zero rows, comparable with ==."""
     stored: dict[Any, Any] = {}
     with engine.connect() as connection:
-        for table in (TokenTotalsRow, ProtocolTotalsRow):
-            for row in connection.execute(table.__table__.select()):  # type: ignore[attr-defined]
-                values = dict(row._mapping)
-                figures = {k: v for k, v in values.items() if k not in _KEYS}
-                if any(figures.values()):
-                    stored[tuple(values[k] for k in _KEYS if k in values)] = figures
+        for row in connection.execute(ChainTotalsRow.__table__.select()):  # type: ignore[attr-defined]
+            values = dict(row._mapping)
+            figures = {k: v for k, v in values.items() if k not in _KEYS}
+            if any(figures.values()):
+                stored[tuple(values[k] for k in _KEYS)] = figures
     return stored
 
 
-_KEYS = ("chain_id", "protocol", "token", "stripe")
+_KEYS = ("chain_id", "token", "protocol", "stripe")
 
 
 @settings(

@@ -40,8 +40,7 @@ TABLES = {
     "wallet_events",
     "partner_webhooks",
     "webhook_deliveries",
-    "token_totals",
-    "protocol_totals",
+    "chain_totals",
 }
 _MIGRATE = (
     "import sys\n"

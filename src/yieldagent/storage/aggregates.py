@@ -1,11 +1,15 @@
 """Chain totals (``domain.aggregates``): applied in the transaction of each wallet commit,
 read in two small queries whatever the number of wallets, and rebuilt from the ledger.
 
+One table, ``chain_totals``, holds both kinds of key: a token's totals (``protocol``
+empty) and a token's totals in one protocol (``wallets`` and ``amount`` only), so a
+commit writes them in one statement.
+
 **Exact and safe under replicas.** A key's totals are spread over ``STRIPES`` rows; a
 wallet's commit changes row ``wallet id % STRIPES`` of each key it touches, in key order.
-On PostgreSQL that is one ``INSERT … ON CONFLICT DO UPDATE SET x = x + excluded.x`` per
-table: NUMERIC arithmetic, exact, and atomic under concurrent commits (the row lock is
-held to the commit, so concurrent writers of the same stripe queue; of different stripes,
+On PostgreSQL that is one ``INSERT … ON CONFLICT DO UPDATE SET x = x + excluded.x``:
+NUMERIC arithmetic, exact, and atomic under concurrent commits (the row lock is held to
+the commit, so concurrent writers of the same stripe queue; of different stripes,
 never). SQLite keeps amounts as decimal text, which its ``+`` would turn into a float; its
 commits are serialized by the database's one write lock, which the commit holds from its
 first write (the wallet's row), so there the new values are computed in Python from the
@@ -32,7 +36,6 @@ from sqlalchemy.orm import Session
 from yieldagent.domain.aggregates import (
     STRIPES,
     FirstDeposit,
-    ProtocolTotals,
     Standing,
     TokenTotals,
     Totals,
@@ -42,22 +45,29 @@ from yieldagent.domain.aggregates import (
 )
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import DepositRecord
-from yieldagent.storage.tables import (
-    DepositRow,
-    ProtocolTotalsRow,
-    TokenTotalsRow,
-    TransactionRow,
-    WalletRow,
-)
+from yieldagent.storage.tables import ChainTotalsRow, DepositRow, TransactionRow, WalletRow
 
-_tokens = TokenTotalsRow.__table__  # type: ignore[attr-defined]
-_protocols = ProtocolTotalsRow.__table__  # type: ignore[attr-defined]
+_totals = ChainTotalsRow.__table__  # type: ignore[attr-defined]
 _wallets = WalletRow.__table__  # type: ignore[attr-defined]
 _deposits = DepositRow.__table__  # type: ignore[attr-defined]
 _transactions = TransactionRow.__table__  # type: ignore[attr-defined]
 
-TOKEN_FIGURES = tuple(f.name for f in fields(TokenTotals))
-PROTOCOL_FIGURES = tuple(f.name for f in fields(ProtocolTotals))
+_KEYS = ("chain_id", "token", "protocol", "stripe")
+_FIGURES = (
+    "wallets",
+    "amount",
+    "active_wallets",
+    "apr_units",
+    "deposited",
+    "first_wallets",
+    "first_deposited",
+    "transactions",
+)
+_STORED_AS = {"held_wallets": "wallets", "held": "amount"}
+"""TokenTotals' figures by column: its holding wallets and what they hold are a
+protocol row's ``wallets`` and ``amount`` columns."""
+_TOKEN_FIGURES = tuple((f.name, _STORED_AS.get(f.name, f.name)) for f in fields(TokenTotals))
+assert {column for _, column in _TOKEN_FIGURES} == set(_FIGURES)
 
 _STANDING = select(
     _wallets.c.version,
@@ -73,8 +83,10 @@ _FIRST_DEPOSIT = (
     .order_by(_deposits.c.date, _deposits.c.id)
     .limit(1)
 )
-_TOKEN_ROWS = select(_tokens).where(_tokens.c.chain_id == bindparam("chain_id"))
-_PROTOCOL_ROWS = select(_protocols).where(_protocols.c.chain_id == bindparam("chain_id"))
+_CHAIN_ROWS = select(_totals).where(_totals.c.chain_id == bindparam("chain_id"))
+_STRIPE_ROWS = select(_totals).where(
+    _totals.c.chain_id == bindparam("chain_id"), _totals.c.stripe == bindparam("stripe")
+)
 
 
 def _utc(moment: datetime) -> datetime:
@@ -93,95 +105,83 @@ def _standing(row: Any) -> Standing:
 
 def stored_standing(session: Session, wallet_id: int) -> tuple[int, Standing] | None:
     """The stored wallet's version and standing, read in the caller's transaction."""
-    row = session.execute(_STANDING, {"wallet_id": wallet_id}).first()
+    row = session.connection().execute(_STANDING, {"wallet_id": wallet_id}).first()
     return None if row is None else (row.version, _standing(row))
 
 
 def first_deposit(session: Session, wallet_id: int) -> FirstDeposit | None:
     """The wallet's stored first deposit (earliest date, then first booked)."""
-    row = session.execute(_FIRST_DEPOSIT, {"wallet_id": wallet_id}).first()
+    row = session.connection().execute(_FIRST_DEPOSIT, {"wallet_id": wallet_id}).first()
     return None if row is None else FirstDeposit(row.token, row.amount, _utc(row.date))
 
 
-def _token_rows(chain_id: int, stripe: int, totals: Totals) -> list[dict[str, Any]]:
-    return [
-        {"chain_id": chain_id, "token": token, "stripe": stripe}
-        | {name: getattr(figures, name) for name in TOKEN_FIGURES}
-        for token, figures in sorted(totals.tokens.items())
+def _rows(chain_id: int, stripe: int, totals: Totals) -> list[dict[str, Any]]:
+    """The table's rows of ``totals`` (for one stripe), in key order."""
+    rows = [
+        {"chain_id": chain_id, "token": token, "protocol": "", "stripe": stripe}
+        | {column: getattr(figures, name) for name, column in _TOKEN_FIGURES}
+        for token, figures in totals.tokens.items()
     ]
+    zero = dict.fromkeys(_FIGURES, 0)
+    rows += [
+        {"chain_id": chain_id, "token": token, "protocol": protocol, "stripe": stripe}
+        | zero
+        | {"wallets": placed.wallets, "amount": placed.amount}
+        for (protocol, token), placed in totals.protocols.items()
+    ]
+    return sorted(rows, key=lambda row: (row["token"], row["protocol"]))
 
 
-def _protocol_rows(chain_id: int, stripe: int, totals: Totals) -> list[dict[str, Any]]:
-    return [
-        {"chain_id": chain_id, "protocol": protocol, "token": token, "stripe": stripe}
-        | {name: getattr(figures, name) for name in PROTOCOL_FIGURES}
-        for (protocol, token), figures in sorted(totals.protocols.items())
-    ]
+_postgres_upsert = pg_insert(_totals)
+_sqlite_upsert = sqlite_insert(_totals)
+_UPSERTS = {  # built once, executed with one dict per row
+    # each figure adds the row's change
+    "postgresql": _postgres_upsert.on_conflict_do_update(
+        index_elements=list(_KEYS),
+        set_={name: _totals.c[name] + _postgres_upsert.excluded[name] for name in _FIGURES},
+    ),
+    # each figure takes the row's new value
+    "sqlite": _sqlite_upsert.on_conflict_do_update(
+        index_elements=list(_KEYS),
+        set_={name: _sqlite_upsert.excluded[name] for name in _FIGURES},
+    ),
+}
 
 
 def apply_changes(session: Session, chain_id: int, wallet_id: int, delta: Totals) -> None:
     """Adds ``delta`` to the chain's totals (the wallet's stripe), in the caller's
-    transaction."""
+    transaction: one statement on PostgreSQL; on SQLite, a read of the stripe and one
+    write."""
     if not delta:
         return
     stripe = wallet_id % STRIPES
-    tables = (
-        (
-            _tokens,
-            ("chain_id", "token", "stripe"),
-            TOKEN_FIGURES,
-            _token_rows(chain_id, stripe, delta),
-        ),
-        (
-            _protocols,
-            ("chain_id", "protocol", "token", "stripe"),
-            PROTOCOL_FIGURES,
-            _protocol_rows(chain_id, stripe, delta),
-        ),
-    )
-    postgres = session.get_bind().dialect.name == "postgresql"
-    for table, keys, figures, rows in tables:
-        if not rows:
-            continue
-        if postgres:
-            upsert = pg_insert(table).values(rows)
-            session.execute(
-                upsert.on_conflict_do_update(
-                    index_elements=list(keys),
-                    set_={name: table.c[name] + upsert.excluded[name] for name in figures},
-                )
-            )
-            continue
+    rows = _rows(chain_id, stripe, delta)
+    connection = session.connection()
+    dialect = connection.dialect.name
+    if dialect != "postgresql":  # SQLite: new values from the rows read under its lock
         stored = {
-            tuple(row._mapping[k] for k in keys): row._mapping
-            for row in session.execute(
-                select(table).where(table.c.chain_id == chain_id, table.c.stripe == stripe)
-            )
+            (row.token, row.protocol): row
+            for row in connection.execute(_STRIPE_ROWS, {"chain_id": chain_id, "stripe": stripe})
         }
         for row in rows:
-            old = stored.get(tuple(row[k] for k in keys))
+            old = stored.get((row["token"], row["protocol"]))
             if old is not None:
-                for name in figures:
-                    row[name] += old[name]
-        upsert_sqlite = sqlite_insert(table).values(rows)
-        session.execute(
-            upsert_sqlite.on_conflict_do_update(
-                index_elements=list(keys),
-                set_={name: upsert_sqlite.excluded[name] for name in figures},
-            )
-        )
+                for name in _FIGURES:
+                    row[name] += getattr(old, name)
+    connection.execute(_UPSERTS.get(dialect, _UPSERTS["sqlite"]), rows)
 
 
-def _totals_of(token_rows: Iterable[Any], protocol_rows: Iterable[Any]) -> Totals:
+def _totals_of(rows: Iterable[Any]) -> Totals:
     totals = Totals()
-    for row in token_rows:
+    for row in rows:
+        if row.protocol:
+            placed = totals.protocol(row.protocol, row.token)
+            placed.wallets += row.wallets
+            placed.amount += row.amount
+            continue
         token = totals.token(row.token)
-        for name in TOKEN_FIGURES:
-            setattr(token, name, getattr(token, name) + getattr(row, name))
-    for row in protocol_rows:
-        placed = totals.protocol(row.protocol, row.token)
-        placed.wallets += row.wallets
-        placed.amount += row.amount
+        for name, column in _TOKEN_FIGURES:
+            setattr(token, name, getattr(token, name) + getattr(row, column))
     return totals.pruned()
 
 
@@ -189,6 +189,11 @@ def read_totals(engine: Engine, chain_id: int) -> Totals:
     """The chain's totals: its stripes summed (at most ``STRIPES`` rows per key)."""
     with engine.connect() as connection:
         return chain_totals(connection, chain_id)
+
+
+def chain_totals(connection: Connection, chain_id: int) -> Totals:
+    """A chain's stored totals (its stripes summed), read on ``connection``."""
+    return _totals_of(connection.execute(_CHAIN_ROWS, {"chain_id": chain_id}))
 
 
 def recompute(connection: Connection) -> dict[tuple[int, int], Totals]:
@@ -230,20 +235,11 @@ def recompute(connection: Connection) -> dict[tuple[int, int], Totals]:
 def rebuild(connection: Connection) -> None:
     """Replaces every chain's totals with a recomputation from the ledger (the migration
     that introduced them; an operator's repair). Run it while no replica commits."""
-    connection.execute(delete(_protocols))
-    connection.execute(delete(_tokens))
-    for (chain_id, stripe), totals in sorted(recompute(connection).items()):
-        token_rows = _token_rows(chain_id, stripe, totals)
-        protocol_rows = _protocol_rows(chain_id, stripe, totals)
-        if token_rows:
-            connection.execute(insert(_tokens), token_rows)
-        if protocol_rows:
-            connection.execute(insert(_protocols), protocol_rows)
-
-
-def chain_totals(connection: Connection, chain_id: int) -> Totals:
-    """A chain's stored totals (its stripes summed), read on ``connection``."""
-    params = {"chain_id": chain_id}
-    return _totals_of(
-        connection.execute(_TOKEN_ROWS, params), connection.execute(_PROTOCOL_ROWS, params)
-    )
+    connection.execute(delete(_totals))
+    rows = [
+        row
+        for (chain_id, stripe), totals in sorted(recompute(connection).items())
+        for row in _rows(chain_id, stripe, totals)
+    ]
+    if rows:
+        connection.execute(insert(_totals), rows)

@@ -22,12 +22,13 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.create_table(
-        "token_totals",
+        "chain_totals",
         sa.Column("chain_id", sa.Integer(), primary_key=True),
         sa.Column("token", sa.String(42), primary_key=True),
+        sa.Column("protocol", sa.String(64), primary_key=True),
         sa.Column("stripe", sa.Integer(), primary_key=True),
-        sa.Column("held_wallets", sa.BigInteger(), nullable=False),
-        sa.Column("held", TokenAmount(), nullable=False),
+        sa.Column("wallets", sa.BigInteger(), nullable=False),
+        sa.Column("amount", TokenAmount(), nullable=False),
         sa.Column("active_wallets", sa.BigInteger(), nullable=False),
         sa.Column("apr_units", TokenAmount(), nullable=False),
         sa.Column("deposited", TokenAmount(), nullable=False),
@@ -35,18 +36,8 @@ def upgrade() -> None:
         sa.Column("first_deposited", TokenAmount(), nullable=False),
         sa.Column("transactions", sa.BigInteger(), nullable=False),
     )
-    op.create_table(
-        "protocol_totals",
-        sa.Column("chain_id", sa.Integer(), primary_key=True),
-        sa.Column("protocol", sa.String(64), primary_key=True),
-        sa.Column("token", sa.String(42), primary_key=True),
-        sa.Column("stripe", sa.Integer(), primary_key=True),
-        sa.Column("wallets", sa.BigInteger(), nullable=False),
-        sa.Column("amount", TokenAmount(), nullable=False),
-    )
     rebuild(op.get_bind())
 
 
 def downgrade() -> None:
-    op.drop_table("protocol_totals")
-    op.drop_table("token_totals")
+    op.drop_table("chain_totals")
