@@ -26,10 +26,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import fields
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
@@ -132,20 +132,46 @@ def _rows(chain_id: int, stripe: int, totals: Totals) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (row["token"], row["protocol"]))
 
 
-_postgres_upsert = pg_insert(_totals)
-_sqlite_upsert = sqlite_insert(_totals)
-_UPSERTS = {  # built once, executed with one dict per row
-    # each figure adds the row's change
-    "postgresql": _postgres_upsert.on_conflict_do_update(
-        index_elements=list(_KEYS),
-        set_={name: _totals.c[name] + _postgres_upsert.excluded[name] for name in _FIGURES},
-    ),
-    # each figure takes the row's new value
-    "sqlite": _sqlite_upsert.on_conflict_do_update(
-        index_elements=list(_KEYS),
-        set_={name: _sqlite_upsert.excluded[name] for name in _FIGURES},
-    ),
+_ARRAY_TYPES = {
+    "chain_id": "integer",
+    "token": "varchar",
+    "protocol": "varchar",
+    "stripe": "integer",
+    "wallets": "bigint",
+    "amount": "numeric",
+    "active_wallets": "bigint",
+    "apr_units": "numeric",
+    "deposited": "numeric",
+    "first_wallets": "bigint",
+    "first_deposited": "numeric",
+    "transactions": "bigint",
 }
+_COLUMNS = (*_KEYS, *_FIGURES)
+assert set(_ARRAY_TYPES) == set(_COLUMNS)
+# PostgreSQL: one statement and one round trip for every row of the change (one array
+# per column); each figure adds the row's change to the stored one. Built from the
+# constant column names above only.
+_POSTGRES_UPSERT = text(
+    f"INSERT INTO chain_totals ({', '.join(_COLUMNS)}) SELECT * FROM unnest("  # noqa: S608
+    + ", ".join(f"CAST(:{c} AS {_ARRAY_TYPES[c]}[])" for c in _COLUMNS)
+    + f") ON CONFLICT ({', '.join(_KEYS)}) DO UPDATE SET "
+    + ", ".join(f"{c} = chain_totals.{c} + excluded.{c}" for c in _FIGURES)
+)
+# SQLite: each figure takes the row's new value (computed from the stored one).
+_sqlite_upsert = sqlite_insert(_totals)
+_SQLITE_UPSERT = _sqlite_upsert.on_conflict_do_update(
+    index_elements=list(_KEYS), set_={name: _sqlite_upsert.excluded[name] for name in _FIGURES}
+)
+
+
+def _as_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {
+        column: [
+            Decimal(row[column]) if _ARRAY_TYPES[column] == "numeric" else row[column]
+            for row in rows
+        ]
+        for column in _COLUMNS
+    }
 
 
 def apply_changes(session: Session, chain_id: int, wallet_id: int, delta: Totals) -> None:
@@ -158,17 +184,19 @@ def apply_changes(session: Session, chain_id: int, wallet_id: int, delta: Totals
     rows = _rows(chain_id, stripe, delta)
     connection = session.connection()
     dialect = connection.dialect.name
-    if dialect != "postgresql":  # SQLite: new values from the rows read under its lock
-        stored = {
-            (row.token, row.protocol): row
-            for row in connection.execute(_STRIPE_ROWS, {"chain_id": chain_id, "stripe": stripe})
-        }
-        for row in rows:
-            old = stored.get((row["token"], row["protocol"]))
-            if old is not None:
-                for name in _FIGURES:
-                    row[name] += getattr(old, name)
-    connection.execute(_UPSERTS.get(dialect, _UPSERTS["sqlite"]), rows)
+    if dialect == "postgresql":
+        connection.execute(_POSTGRES_UPSERT, _as_arrays(rows))
+        return
+    stored = {  # SQLite: new values from the rows read under its lock
+        (row.token, row.protocol): row
+        for row in connection.execute(_STRIPE_ROWS, {"chain_id": chain_id, "stripe": stripe})
+    }
+    for row in rows:
+        old = stored.get((row["token"], row["protocol"]))
+        if old is not None:
+            for name in _FIGURES:
+                row[name] += getattr(old, name)
+    connection.execute(_SQLITE_UPSERT, rows)
 
 
 def _totals_of(rows: Iterable[Any]) -> Totals:
