@@ -308,18 +308,18 @@ def measure(url: str, label: str, wallets: int) -> None:
 
     figures = {
         "stats_ms": per_call_ms(
-            lambda: run(stats_servicer.GetStats(stats_pb2.GetStatsRequest(chain_id=BASE), None))  # type: ignore[arg-type]
+            lambda: run(stats_servicer.GetStats(stats_pb2.GetStatsRequest(chain_id=BASE), None))
         ),
         "tokens_ms": per_call_ms(
             lambda: run(
-                catalog_servicer.ListTokens(catalog_pb2.ListTokensRequest(chain_id=BASE), None)  # type: ignore[arg-type]
+                catalog_servicer.ListTokens(catalog_pb2.ListTokensRequest(chain_id=BASE), None)
             )
         ),
         "protocols_ms": per_call_ms(
             lambda: run(
                 catalog_servicer.ListProtocols(
                     catalog_pb2.ListProtocolsRequest(chain_id=BASE, token=USDC),
-                    None,  # type: ignore[arg-type]
+                    None,
                 )
             )
         ),

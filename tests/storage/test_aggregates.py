@@ -24,7 +24,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.domain.aggregates import STRIPES, Totals, apr_units, mean_apr
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.history import Statistics, percentages, statistics
+from yieldagent.domain.history import ProtocolShare, Share, Statistics, percentages, statistics
 from yieldagent.domain.partners import Partner
 from yieldagent.domain.smart_accounts import smart_account_address
 from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
@@ -140,11 +140,11 @@ def _slow_statistics(store: WalletStore, chain_id: int) -> Statistics:
         for protocol, amount in wallet.allocation.items():
             by_protocol[protocol][wallet.token] += amount
 
-    def shares(amounts: dict[str, int]) -> list[Any]:
+    def shares(amounts: dict[str, int]) -> list[Share]:
         names = sorted(amounts)
         values = [usd(t, amounts[t]) for t in names]
         return [
-            (tokens[t].symbol, whole(t, amounts[t]), pct)
+            Share(tokens[t].symbol, whole(t, amounts[t]), pct)
             for t, pct in zip(names, percentages(values), strict=True)
         ]
 
@@ -161,7 +161,7 @@ def _slow_statistics(store: WalletStore, chain_id: int) -> Statistics:
         initial_deposits=shares(first_deposits),
         current_tokens=shares(current),
         protocols=[
-            (name, shares(by_protocol[name]), pct)  # type: ignore[misc]
+            ProtocolShare(name, shares(by_protocol[name]), pct)
             for name, pct in zip(names, percentages(protocol_usd), strict=True)
         ],
     )
@@ -175,16 +175,9 @@ def _same_statistics(fast: Statistics, slow: Statistics) -> None:
     assert fast.total_users == slow.total_users
     assert fast.total_transactions == slow.total_transactions
     assert fast.total_apr == pytest.approx(slow.total_apr, rel=1e-12)
-    assert [(s.token, s.amount, s.percentage) for s in fast.initial_deposits] == list(
-        slow.initial_deposits
-    )
-    assert [(s.token, s.amount, s.percentage) for s in fast.current_tokens] == list(
-        slow.current_tokens
-    )
-    assert [
-        (p.protocol, [(s.token, s.amount, s.percentage) for s in p.balances], p.percentage)
-        for p in fast.protocols
-    ] == list(slow.protocols)  # type: ignore[comparison-overlap]
+    assert fast.initial_deposits == slow.initial_deposits
+    assert fast.current_tokens == slow.current_tokens
+    assert fast.protocols == slow.protocols
 
 
 def _stripes(engine: Engine) -> dict[Any, Any]:

@@ -227,7 +227,7 @@ def chain_totals(connection: Connection, chain_id: int) -> Totals:
 def recompute(connection: Connection) -> dict[tuple[int, int], Totals]:
     """Every chain's totals the slow way, from every wallet and its history, by
     (chain id, stripe)."""
-    counts = dict(
+    counts: dict[int, int] = dict(
         connection.execute(
             select(_transactions.c.wallet_id, func.count()).group_by(_transactions.c.wallet_id)
         ).all()
