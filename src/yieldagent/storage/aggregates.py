@@ -42,6 +42,7 @@ from yieldagent.domain.aggregates import (
     contribution,
     first_of,
     history,
+    merged,
 )
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import DepositRecord
@@ -271,3 +272,16 @@ def rebuild(connection: Connection) -> None:
     ]
     if rows:
         connection.execute(insert(_totals), rows)
+
+
+def disagreeing_chains(connection: Connection) -> list[int]:
+    """The chains whose stored totals differ from a recomputation (an operator's check)."""
+    recomputed: dict[int, list[Totals]] = defaultdict(list)
+    for (chain_id, _), totals in recompute(connection).items():
+        recomputed[chain_id].append(totals)
+    stored = {row.chain_id for row in connection.execute(select(_totals.c.chain_id).distinct())}
+    return sorted(
+        chain_id
+        for chain_id in stored | set(recomputed)
+        if chain_totals(connection, chain_id) != merged(recomputed.get(chain_id, []))
+    )
