@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from yieldagent.cli import main
 from yieldagent.servicers.auth import Authenticator
@@ -80,3 +81,21 @@ def test_partner_rotate_with_grace_keeps_the_old_key_valid(
     with pytest.raises(SystemExit):
         main(["partner", "rotate", "acme", "--grace", "-5"])
     assert "seconds must be 0 or more" in capsys.readouterr().err
+
+
+def test_totals_check_and_rebuild(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "totals", "check") == (0, {"consistent": True, "chains": []})
+    engine = create_db_engine(f"sqlite:///{data_dir / 'yieldagent.db'}")
+    try:
+        with engine.begin() as connection:  # totals that no wallet accounts for
+            connection.execute(
+                text(
+                    "INSERT INTO chain_totals VALUES "
+                    "(8453, '0x1', '', 0, 1, '5', 0, '0', '0', 0, '0', 3)"
+                )
+            )
+    finally:
+        engine.dispose()
+    assert _run(capsys, "totals", "check") == (0, {"consistent": False, "chains": [8453]})
+    assert _run(capsys, "totals", "rebuild") == (0, {"rebuilt": True})
+    assert _run(capsys, "totals", "check") == (0, {"consistent": True, "chains": []})

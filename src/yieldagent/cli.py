@@ -66,6 +66,7 @@ from yieldagent.domain.errors import (
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.partners import PERMISSIONS, Partner
 from yieldagent.logs import configure_logging
+from yieldagent.storage.aggregates import disagreeing_chains, rebuild
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
@@ -103,6 +104,19 @@ def _cmd_run(settings: Settings, args: argparse.Namespace) -> None:
 def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
     migrate(create_db_engine(settings.database_url))
     _print({"migrated": True})
+
+
+def _cmd_totals(settings: Settings, args: argparse.Namespace) -> None:
+    engine = create_db_engine(settings.database_url)
+    migrate(engine)
+    if args.action == "rebuild":
+        with engine.begin() as connection:
+            rebuild(connection)
+        _print({"rebuilt": True})
+        return
+    with engine.connect() as connection:
+        disagreeing = disagreeing_chains(connection)
+    _print({"consistent": not disagreeing, "chains": disagreeing})
 
 
 def _cmd_webhooks(settings: Settings, args: argparse.Namespace) -> None:
@@ -385,6 +399,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only those whose process died or that wait for a pool's cash",
     )
+    totals = commands.add_parser("totals", help="the chains' totals behind /stats and /tokens")
+    totals.add_argument(
+        "action",
+        choices=["check", "rebuild"],
+        help="check: compare them with a recomputation from every wallet; rebuild: "
+        "recompute them (with no replica writing)",
+    )
     agent = commands.add_parser("agent", help="run the agent")
     agent.add_argument("action", choices=["cycle"])
     wallet = commands.add_parser("wallet", help="operator actions on a wallet")
@@ -409,6 +430,7 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "protocol": _cmd_protocol,
     "agent": _cmd_agent,
     "ops": _cmd_ops,
+    "totals": _cmd_totals,
 }
 
 

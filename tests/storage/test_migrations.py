@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0009"
+HEAD = "0010"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -40,6 +40,7 @@ TABLES = {
     "wallet_events",
     "partner_webhooks",
     "webhook_deliveries",
+    "chain_totals",
 }
 _MIGRATE = (
     "import sys\n"

@@ -41,6 +41,7 @@ from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, smart_account_add
 from yieldagent.domain.valuation import moment_of
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord, Wallet
+from yieldagent.storage.aggregates import rebuild
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import record_events
 from yieldagent.storage.partners import PartnerStore
@@ -274,6 +275,8 @@ def bulk_activated(
                     )
                 )
             session.add(PerformancePointRow(wallet_id=row.id, value=0, flow=item.amount, at=moment))
+        session.flush()
+        rebuild(session.connection())  # the chain totals, as the ledger's commits keep them
         session.commit()
         ids = [row.id for row in rows]
     store = WalletStore(world.engine)

@@ -54,6 +54,15 @@ is a *fee*; any other is a *payout*.
     event, same amounts), one ``reward_claimed`` per reward record, one ``run_completed``
     per ended run that moved funds; ``activated`` and ``deactivated`` alternate, starting
     with ``activated``, and the last of them matches the wallet's status; ids grow.
+
+And once for each chain of the wallets checked (every wallet of that chain, checked or not):
+
+(i) The chain's stored totals (``domain.aggregates``, kept with each commit) equal a full
+    recomputation the slow way, from every wallet and every deposit of the chain: per
+    token, the holding wallets (not deactivated) and what they hold, the active wallets and
+    the exact sum of their APRs, every deposit, each wallet's first deposit (earliest date,
+    then first booked); per protocol and token, the holding wallets that name it and what
+    they have there; and the chain's transaction count.
 """
 
 from __future__ import annotations
@@ -66,6 +75,7 @@ from sqlalchemy import Engine
 
 from support.wallet_setup import FEE
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.domain.aggregates import Totals, apr_units
 from yieldagent.domain.events import (
     ACTIVATED,
     DEACTIVATED,
@@ -77,7 +87,7 @@ from yieldagent.domain.events import (
     run_moves,
 )
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.wallets import DepositRecord, Wallet, WithdrawalRecord
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.runs import RunStore
@@ -162,18 +172,71 @@ def book_disagreements(
     simulated chain, or what reads a wallet's ``ChainBooks`` from a real one."""
     store = WalletStore(engine)
     problems: list[str] = []
+    chains: set[int] = set()
     for item in wallets:
         wallet_id = item if isinstance(item, int) else item.id
         wallet = store.get_by_id(wallet_id)
         if wallet is None:
             problems.append(f"wallet {wallet_id} is not stored")
             continue
+        chains.add(wallet.chain_id)
         problems += [
             f"wallet {wallet.id} ({wallet.address}): {problem}"
             for problem in _disagreements(
                 engine, store, _read(market, wallet, fee_collector), wallet
             )
         ]
+    for chain_id in sorted(chains):
+        problems += [f"chain {chain_id}: {p}" for p in total_disagreements(store, chain_id)]
+    return problems
+
+
+def recomputed_totals(store: WalletStore, chain_id: int) -> Totals:
+    """A chain's totals the slow way: every wallet and every deposit of the chain, as the
+    statistics were computed before they were kept (independent of
+    ``domain.aggregates.changes``)."""
+    totals = Totals()
+    for wallet in store.wallets(chain_id):
+        token = totals.token(wallet.token)
+        if wallet.status == WalletStatus.DEACTIVATED:
+            continue
+        token.held_wallets += 1
+        token.held += wallet.idle + sum(wallet.allocation.values())
+        if wallet.status in ACTIVE:
+            token.active_wallets += 1
+            token.apr_units += apr_units(wallet.current_apr)
+        for protocol, amount in wallet.allocation.items():
+            placed = totals.protocol(protocol, wallet.token)
+            placed.wallets += 1
+            placed.amount += amount
+    first: dict[int, DepositRecord] = {}
+    for wallet_id, deposit in store.all_deposits(chain_id):  # oldest first, then by id
+        first.setdefault(wallet_id, deposit)
+        totals.token(deposit.token).deposited += deposit.amount
+    for deposit in first.values():
+        totals.token(deposit.token).first_wallets += 1
+        totals.token(deposit.token).first_deposited += deposit.amount
+    return totals.pruned()
+
+
+def total_disagreements(store: WalletStore, chain_id: int) -> list[str]:
+    """Rule (i): the chain's stored totals against a recomputation."""
+    stored = store.totals(chain_id)
+    expected = recomputed_totals(store, chain_id)
+    problems: list[str] = []
+    transactions = sum(t.transactions for t in stored.tokens.values())
+    if transactions != store.count_transactions(chain_id):
+        problems.append(
+            f"(i) {transactions} transactions in the totals, "
+            f"{store.count_transactions(chain_id)} stored"
+        )
+    for t in stored.tokens.values():
+        t.transactions = 0
+    stored = stored.pruned()
+    if stored.tokens != expected.tokens:
+        problems.append(f"(i) token totals {stored.tokens} ≠ recomputed {expected.tokens}")
+    if stored.protocols != expected.protocols:
+        problems.append(f"(i) protocol totals {stored.protocols} ≠ recomputed {expected.protocols}")
     return problems
 
 

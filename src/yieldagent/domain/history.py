@@ -15,11 +15,11 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from yieldagent.chain.port import ChainPort
+from yieldagent.domain.aggregates import Totals, held_by_token, mean_apr
 from yieldagent.domain.apr import AprResult, PerformancePoint, interpolate, time_weighted_apr
-from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.catalog import Catalog, ChainInfo
 from yieldagent.domain.pagination import PageRequest, Pagination, pagination
 from yieldagent.domain.valuation import value
-from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.wallets import (
     DepositRecord,
     RewardRecord,
@@ -159,64 +159,57 @@ class Reports:
 
     def holdings(self, chain_id: int) -> dict[str, int]:
         """What the wallets of a chain hold, per token, in its smallest unit (from their
-        last valuation; deactivated wallets hold nothing for the service)."""
-        held: dict[str, int] = defaultdict(int)
-        for wallet in self._wallets.wallets(chain_id):
-            if wallet.status != WalletStatus.DEACTIVATED:
-                held[wallet.token] += wallet.idle + sum(wallet.allocation.values())
-        return dict(held)
+        last valuation; deactivated wallets hold nothing for the service). Read from the
+        chain's totals: the same cost at any number of wallets."""
+        return dict(held_by_token(self._wallets.totals(chain_id)))
 
     def statistics(self, chain_id: int) -> Statistics:
         """The chain's totals and liquidity distribution, from the last valuations."""
-        chain = self._catalog.chain(chain_id)
-        tokens = {t.address: t for t in chain.tokens}
-        wallets = [w for w in self._wallets.wallets(chain_id) if w.token in tokens]
-        active = [w for w in wallets if w.status in ACTIVE]
+        return statistics(self._catalog.chain(chain_id), self._wallets.totals(chain_id))
 
-        def whole(address: str, amount: int) -> float:
-            return float(Decimal(amount) / 10 ** tokens[address].decimals)
 
-        def usd(address: str, amount: int) -> float:
-            return whole(address, amount) * tokens[address].price_usd
+def statistics(chain: ChainInfo, totals: Totals) -> Statistics:
+    """A chain's statistics from its totals (``domain.aggregates``): the wallets and
+    deposits of the catalog's tokens; transactions of every wallet."""
+    tokens = {t.address: t for t in chain.tokens}
+    mine = {
+        address: totals.tokens[address] for address in sorted(totals.tokens) if address in tokens
+    }
 
-        held = [w for w in wallets if w.status != WalletStatus.DEACTIVATED]
-        all_deposits = self._wallets.all_deposits(chain_id)  # oldest first
-        first: dict[int, DepositRecord] = {}
-        for wallet_id, deposit in all_deposits:
-            first.setdefault(wallet_id, deposit)
-        first_deposits: dict[str, int] = defaultdict(int)
-        for deposit in first.values():
-            if deposit.token in tokens:
-                first_deposits[deposit.token] += deposit.amount
-        current: dict[str, int] = defaultdict(int)
-        by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for wallet in held:
-            current[wallet.token] += wallet.idle + sum(wallet.allocation.values())
-            for protocol, amount in wallet.allocation.items():
-                by_protocol[protocol][wallet.token] += amount
+    def whole(address: str, amount: int) -> float:
+        return float(Decimal(amount) / 10 ** tokens[address].decimals)
 
-        def shares(amounts: Mapping[str, int]) -> list[Share]:
-            names = sorted(amounts)
-            values = [usd(t, amounts[t]) for t in names]
-            return [
-                Share(tokens[t].symbol, whole(t, amounts[t]), pct)
-                for t, pct in zip(names, percentages(values), strict=True)
-            ]
+    def usd(address: str, amount: int) -> float:
+        return whole(address, amount) * tokens[address].price_usd
 
-        protocol_names = sorted(by_protocol)
-        protocol_usd = [sum(usd(t, a) for t, a in by_protocol[p].items()) for p in protocol_names]
-        return Statistics(
-            total_balance_usd=sum(usd(t, a) for t, a in current.items()),
-            total_deposits_usd=sum(
-                usd(d.token, d.amount) for _, d in all_deposits if d.token in tokens
-            ),
-            total_users=len(active),
-            total_transactions=self._wallets.count_transactions(chain_id),
-            total_apr=sum(w.current_apr for w in active) / len(active) if active else 0.0,
-            initial_deposits=shares(first_deposits),
-            current_tokens=shares(current),
-            protocols=[
-                ProtocolShare(name, shares(by_protocol[name]), pct)
-                for name, pct in zip(protocol_names, percentages(protocol_usd), strict=True)
-            ],
-        )
+    first_deposits = {a: t.first_deposited for a, t in mine.items() if t.first_wallets > 0}
+    current = {a: t.held for a, t in mine.items() if t.held_wallets > 0}
+    by_protocol: dict[str, dict[str, int]] = defaultdict(dict)
+    for (protocol, token), placed in sorted(totals.protocols.items()):
+        if token in tokens and placed.wallets > 0:
+            by_protocol[protocol][token] = placed.amount
+
+    def shares(amounts: Mapping[str, int]) -> list[Share]:
+        names = sorted(amounts)
+        values = [usd(t, amounts[t]) for t in names]
+        return [
+            Share(tokens[t].symbol, whole(t, amounts[t]), pct)
+            for t, pct in zip(names, percentages(values), strict=True)
+        ]
+
+    users = sum(t.active_wallets for t in mine.values())
+    protocol_names = sorted(by_protocol)
+    protocol_usd = [sum(usd(t, a) for t, a in by_protocol[p].items()) for p in protocol_names]
+    return Statistics(
+        total_balance_usd=sum(usd(t, a) for t, a in current.items()),
+        total_deposits_usd=sum(usd(t, m.deposited) for t, m in mine.items() if m.deposited),
+        total_users=users,
+        total_transactions=sum(t.transactions for t in totals.tokens.values()),
+        total_apr=mean_apr(sum(t.apr_units for t in mine.values()), users),
+        initial_deposits=shares(first_deposits),
+        current_tokens=shares(current),
+        protocols=[
+            ProtocolShare(name, shares(by_protocol[name]), pct)
+            for name, pct in zip(protocol_names, percentages(protocol_usd), strict=True)
+        ],
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.constraints import Constraints
@@ -18,6 +18,9 @@ from yieldagent.domain.operations import Operation
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.smart_accounts import SmartAccount
 from yieldagent.domain.wallet_states import WalletStatus
+
+if TYPE_CHECKING:
+    from yieldagent.domain.aggregates import Totals
 
 
 @dataclass(slots=True)
@@ -209,6 +212,9 @@ class WalletRepository(Protocol):
 
     def count_transactions(self, chain_id: int) -> int:
         """How many transactions the wallets of a chain have."""
+
+    def totals(self, chain_id: int) -> Totals:
+        """The chain's totals (``domain.aggregates``), kept with every commit."""
 
 
 def wallet_not_found(chain_id: int, address: str) -> NotFound:

@@ -444,3 +444,29 @@ class WebhookDeliveryRow(SQLModel, table=True):
         default=None, sa_column=Column(UtcDateTime(), nullable=True)
     )
     created_at: datetime = Field(sa_column=utc_column())
+
+
+# -- chain totals (domain.aggregates) ------------------------------------------------------
+
+
+class ChainTotalsRow(SQLModel, table=True):
+    """One stripe of a chain's totals (``domain.aggregates``) for one token (``protocol``
+    empty: every holding wallet of the token) or for one token in one protocol, changed in
+    the transaction of every commit that changes them. A key's totals are the sum of its
+    stripes; a wallet writes stripe ``id % STRIPES``. Protocol rows use ``wallets`` and
+    ``amount`` only."""
+
+    __tablename__ = "chain_totals"
+
+    chain_id: int = Field(primary_key=True)
+    token: str = Field(max_length=42, primary_key=True)
+    protocol: str = Field(max_length=64, primary_key=True, description="'': the whole token")
+    stripe: int = Field(primary_key=True)
+    wallets: int = Field(sa_type=BigInteger, description="holding (not deactivated) wallets")
+    amount: int = Field(sa_type=TokenAmount, description="what they hold (there)")
+    active_wallets: int = Field(sa_type=BigInteger)
+    apr_units: int = Field(sa_type=TokenAmount, description="Σ APR of the active, in 2**-128")
+    deposited: int = Field(sa_type=TokenAmount)
+    first_wallets: int = Field(sa_type=BigInteger)
+    first_deposited: int = Field(sa_type=TokenAmount)
+    transactions: int = Field(sa_type=BigInteger)

@@ -14,6 +14,7 @@ from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from yieldagent.domain.aggregates import Standing, Totals, changes
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
@@ -28,6 +29,12 @@ from yieldagent.domain.wallets import (
     TransactionRecord,
     Wallet,
     WithdrawalRecord,
+)
+from yieldagent.storage.aggregates import (
+    apply_changes,
+    first_deposit,
+    read_totals,
+    stored_standing,
 )
 from yieldagent.storage.events import record_events, signal_for
 from yieldagent.storage.operations import save_operation
@@ -385,6 +392,7 @@ class WalletStore:
                 if journal.operation is not None:
                     journal.operation = replace(journal.operation, wallet_id=row.id)
                 previous_operation = _add_records(session, wallet, journal)
+                apply_changes(session, wallet.chain_id, wallet.id, changes(None, journal))
                 recorded = record_events(session, derive(journal, None, previous_operation))
                 session.commit()
             except IntegrityError:
@@ -401,9 +409,9 @@ class WalletStore:
         if journal.owner is not None:
             conditions.append(col(WalletRow.lease_owner) == journal.owner)
         with Session(self._engine) as session:
-            previous = None
-            if may_change_status(journal):
-                previous = self._previous_status(session, wallet)
+            before = self._before(session, wallet)
+            first = first_deposit(session, wallet.id) if journal.deposits else None
+            previous = before.status if may_change_status(journal) else None
             result = session.execute(
                 update(WalletRow)
                 .where(and_(*conditions))
@@ -413,6 +421,7 @@ class WalletStore:
                 raise Conflict("The wallet changed meanwhile; retry")
             try:
                 previous_operation = _add_records(session, wallet, journal)
+                apply_changes(session, wallet.chain_id, wallet.id, changes(before, journal, first))
                 recorded = record_events(session, derive(journal, previous, previous_operation))
                 session.commit()
             except IntegrityError:
@@ -422,15 +431,14 @@ class WalletStore:
             signal_for(self._engine).notify()
 
     @staticmethod
-    def _previous_status(session: Session, wallet: Wallet) -> WalletStatus:
-        """The wallet's stored status, read in the commit's transaction; Conflict when it is
-        no longer at the version the journal was read at (the update would refuse it)."""
-        row = session.execute(
-            select_core(_wallets.c.status, _wallets.c.version).where(_wallets.c.id == wallet.id)
-        ).first()
-        if row is None or row.version != wallet.version:
+    def _before(session: Session, wallet: Wallet) -> Standing:
+        """The wallet's stored standing (status, holdings, APR), read in the commit's
+        transaction; Conflict when it is no longer at the version the journal was read at
+        (the update would refuse it)."""
+        stored = stored_standing(session, wallet.id)
+        if stored is None or stored[0] != wallet.version:
             raise Conflict("The wallet changed meanwhile; retry")
-        return WalletStatus(row.status)
+        return stored[1]
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         with Session(self._engine) as session:
@@ -528,6 +536,9 @@ class WalletStore:
                 )
                 for r in rows
             ]
+
+    def totals(self, chain_id: int) -> Totals:
+        return read_totals(self._engine, chain_id)
 
     def count_transactions(self, chain_id: int) -> int:
         with Session(self._engine) as session:
