@@ -131,19 +131,26 @@ def operation_values(operation: Operation) -> dict[str, Any]:
     }
 
 
-def _new_row(operation: Operation) -> OperationRow:
-    return OperationRow(
-        id=operation.id,
-        wallet_id=operation.wallet_id,
-        chain_id=operation.chain_id,
-        kind=operation.kind,
-        params=json.dumps(operation.params),
-        idempotency_key=operation.key,
-        start_block=operation.start_block,
-        owner=operation.owner,
-        started_at=datetime.now(UTC),
+def new_row_values(operation: Operation, now: datetime | None = None) -> dict[str, Any]:
+    """Every column of a new operation's row (for a Core insert of many at once)."""
+    now = now or datetime.now(UTC)
+    return {
+        "id": operation.id,
+        "wallet_id": operation.wallet_id,
+        "chain_id": operation.chain_id,
+        "kind": operation.kind,
+        "params": json.dumps(operation.params),
+        "idempotency_key": operation.key,
+        "start_block": operation.start_block,
+        "owner": operation.owner,
+        "started_at": now,
         **operation_values(operation),
-    )
+        "finished_at": None if operation.open else now,
+    }
+
+
+def _new_row(operation: Operation) -> OperationRow:
+    return OperationRow(**new_row_values(operation))
 
 
 def save_operation(session: Session, operation: Operation) -> str | None:

@@ -13,15 +13,31 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, func, or_, select, update
+from collections.abc import Sequence
+
+from sqlalchemy import Engine, bindparam, case, func, insert, or_, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from yieldagent.domain.operations import RUN, Operation
-from yieldagent.storage.operations import operation_of
+from yieldagent.storage.operations import new_row_values, operation_of
 from yieldagent.storage.tables import OperationRow, ProtocolPauseRow, WalletRow
 
 ACTIVATED = "activated"
+
+_wallets = WalletRow.__table__  # type: ignore[attr-defined]
+_operations = OperationRow.__table__  # type: ignore[attr-defined]
+# A batch's end: each wallet's next run is set, and its lease given back if still ours.
+_mine = _wallets.c.lease_owner == bindparam("owner")
+_FINISH = (
+    update(_wallets)
+    .where(_wallets.c.id == bindparam("wallet_id"))
+    .values(
+        next_run_at=bindparam("at"),
+        lease_owner=case((_mine, None), else_=_wallets.c.lease_owner),
+        lease_until=case((_mine, None), else_=_wallets.c.lease_until),
+    )
+)
 
 
 class RunStore:
@@ -91,6 +107,27 @@ class RunStore:
                 .values(next_run_at=next_run_at)
             )
             session.commit()
+
+    def finish(
+        self,
+        records: Sequence[Operation],
+        next_runs: Sequence[tuple[int, float]],
+        owner: str,
+    ) -> None:
+        """Ends runs of a batch in one transaction: stores ``records`` (runs that moved
+        nothing, already closed), sets each wallet's next run and releases the lease
+        ``owner`` still holds on it. One statement per kind, each with many rows."""
+        with self._engine.begin() as connection:
+            if records:
+                connection.execute(insert(_operations), [new_row_values(r) for r in records])
+            if next_runs:
+                connection.execute(
+                    _FINISH,
+                    [
+                        {"wallet_id": wallet_id, "at": at, "owner": owner}
+                        for wallet_id, at in next_runs
+                    ],
+                )
 
     def runs_of(self, wallet_id: int) -> list[Operation]:
         """A wallet's runs, oldest first."""
