@@ -388,7 +388,25 @@ class Agent:
         for record in records:
             self._count(chain_id, RunOutcome(record.status, record.reason, record.id))
         ran += len(records)
+        stale = False
         for wallet, valuation, plan, moves in moving:
+            record = None
+            try:
+                if stale:  # the moves before changed the pools: plan on what they left
+                    valuation = await value(chain, wallet)
+                    plan = self._solve(wallet, valuation, paused, costs[wallet.token])
+                    moves = within_liquidity(plan.moves, valuation)
+                    if not moves:
+                        reason = _idle_reason(plan)
+                        record = self._closed_run(wallet, head.number, owner, NO_ACTION, reason)
+            except Exception as refused:
+                record = self._closed_run(wallet, head.number, owner, FAILED, _refusal(refused))
+            if record is not None:
+                self._finish([record], [wallet.id], owner, next_run, pending)
+                self._count(chain_id, RunOutcome(record.status, record.reason, record.id))
+                ran += 1
+                continue
+            stale = True
             try:
                 outcome = await self._execute(
                     chain, wallet, head.number, owner, valuation, plan, moves
