@@ -35,6 +35,7 @@ instances, kinked ones included.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -59,9 +60,11 @@ PIECE_POINTS = 8
 bends) narrower than as many steps of its grid."""
 
 
-def _exact(ratio: float) -> Fraction:
-    """A ratio as written (0.05 is exactly 1/20), for exact amounts."""
-    return Fraction(str(ratio))
+@functools.lru_cache(maxsize=1024)
+def _exact(ratio: float) -> tuple[int, int]:
+    """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
+    exact = Fraction(str(ratio))
+    return exact.numerator, exact.denominator
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +102,12 @@ def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
     if name in rules.max_amount:
         cap = min(cap, rules.max_amount[name])
     if name in rules.max_ratio:
-        cap = min(cap, math.floor(total * _exact(rules.max_ratio[name])))
+        numerator, denominator = _exact(rules.max_ratio[name])
+        cap = min(cap, total * numerator // denominator)
     low = max(rules.min_position, rules.min_amount.get(name, 0))
     if rules.min_protocols > 1:
-        low = max(low, math.ceil(total * _exact(rules.min_fraction)))
+        numerator, denominator = _exact(rules.min_fraction)
+        low = max(low, -(-total * numerator // denominator))
     return Bounds(low, cap)
 
 
