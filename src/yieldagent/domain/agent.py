@@ -40,6 +40,7 @@ from yieldagent.domain.operations import (
     Operation,
     Step,
 )
+from yieldagent.domain.optimality import is_settled
 from yieldagent.domain.optimizer import Costs, Move, Plan, Thresholds, optimize
 from yieldagent.domain.reconciliation import Repair
 from yieldagent.domain.valuation import Valuation, value, value_many
@@ -47,6 +48,10 @@ from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
 from yieldagent.domain.wallets import Journal, Wallet, WalletRepository
 
 log = logging.getLogger(__name__)
+
+SETTLED = "nothing to move: no move can pay (optimality check)"
+"""A no_action run's reason when the optimality check spared the full search (the plan
+then carries no APR figures)."""
 
 
 class RunRepository(Protocol):
@@ -164,7 +169,7 @@ class Agent:
         """The optimizer's plan for the wallet's holdings, over its protocols less the
         paused ones."""
         protocols = [p for p in wallet.selected_protocols if p not in paused]
-        return optimize(
+        inputs = (
             valuation.positions,
             valuation.idle,
             valuation.candidates(protocols),
@@ -172,6 +177,9 @@ class Agent:
             costs,
             self._settings.thresholds,
         )
+        if is_settled(*inputs):  # the cheap check: the full search would move nothing
+            return Plan(dict(valuation.positions), 0.0, 0.0, (), 0.0, None, False, SETTLED)
+        return optimize(*inputs)
 
     async def _run(self, wallet: Wallet, owner: str) -> RunOutcome:
         chain = self._books.chain(wallet.chain_id)
