@@ -401,7 +401,10 @@ class Agent:
             record = None
             try:
                 if stale:  # the moves before changed the pools: plan on what they left
-                    valuation = await value(chain, wallet)
+                    # (the wallet's own funds did not move: its lease is held)
+                    names = sorted(set(valuation.positions) | set(wallet.selected_protocols))
+                    quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
+                    valuation = replace(valuation, quotes=quotes)
                     plan = self._solve(wallet, valuation, paused, costs[wallet.token])
                     moves = within_liquidity(plan.moves, valuation)
                     if not moves:

@@ -59,9 +59,12 @@ def moment_of(timestamp: int) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
 
 
-async def value(chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = ()) -> Valuation:
-    """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``."""
-    head = await chain.head()
+async def value(
+    chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = (), head: Block | None = None
+) -> Valuation:
+    """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``;
+    ``head``: the chain's head, when the caller just read it."""
+    head = head or await chain.head()
     idle = await chain.token_balance(wallet.token, wallet.address)
     positions = {p.protocol: p.amount for p in await chain.positions(wallet.address, wallet.token)}
     names = sorted(set(positions) | set(wallet.selected_protocols) | set(protocols))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, or_, update
+from sqlalchemy import Engine, insert, or_, update
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.accounting import WithdrawalSplit
@@ -182,9 +182,14 @@ class OperationStore:
             session.commit()
 
     def save(self, operation: Operation) -> None:
-        with Session(self._engine) as session:
-            save_operation(session, operation)
-            session.commit()
+        with self._engine.begin() as connection:
+            updated = connection.execute(
+                update(OperationRow)
+                .where(col(OperationRow.id) == operation.id)
+                .values(**operation_values(operation))
+            )
+            if updated.rowcount == 0:  # a new operation: its intent
+                connection.execute(insert(OperationRow), [new_row_values(operation)])
 
     def get(self, operation_id: str) -> Operation | None:
         with Session(self._engine) as session:
