@@ -123,7 +123,7 @@ def _populate(engine: Engine, market: SimulatedMarket, wallets: int, settled: bo
                     continue
                 scaled = deposit(pool, target[pool.protocol])
                 unit.save_pool(pool)
-                pool_id = unit._pool_id(pool)  # noqa: SLF001 - a benchmark's shortcut
+                pool_id = unit._pool_id(pool)  # a benchmark's shortcut
                 for row in rows:
                     positions.append(
                         {
@@ -186,7 +186,7 @@ class _World:
         ran, seconds = asyncio.run(_cycle(self.agent))
         counts = dict(counts)
         with self.engine.connect() as connection:
-            statuses = dict(
+            statuses: dict[str, int] = dict(
                 connection.execute(
                     text("SELECT status, count(*) FROM operations GROUP BY status")
                 ).all()
@@ -258,7 +258,7 @@ def _replica(url: str, start: Any, results: Any) -> None:
     )
     agent = _agent(engine, market)
     start.wait()
-    ran, seconds = asyncio.run(_cycle(agent))
+    ran, _ = asyncio.run(_cycle(agent))
     results.put((ran, time.perf_counter()))
     engine.dispose()
 

@@ -393,12 +393,12 @@ class Agent:
                 settled.append(wallet.id)
         # What moves nothing is done: recorded and let go at once, in one transaction.
         self._finish(records, settled, owner, next_run, pending)
-        for record in records:
-            self._count(chain_id, RunOutcome(record.status, record.reason, record.id))
+        for closed in records:
+            self._count(chain_id, RunOutcome(closed.status, closed.reason, closed.id))
         ran += len(records)
         stale = False
         for wallet, valuation, plan, moves in moving:
-            record = None
+            record: Operation | None = None
             try:
                 if stale:  # the moves before changed the pools: plan on what they left
                     # (the wallet's own funds did not move: its lease is held)

@@ -76,7 +76,9 @@ async def value(
 class BatchReads(Protocol):
     """A chain that reads many holders' funds at once (the simulated chain does)."""
 
-    async def holdings(self, token: str, holders: Sequence[str]) -> dict[str, tuple[int, list[Position]]]:
+    async def holdings(
+        self, token: str, holders: Sequence[str]
+    ) -> dict[str, tuple[int, list[Position]]]:
         """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
 
 

@@ -11,9 +11,8 @@ has ended; if the process dies first, the wallet is due again when the lease lap
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine, bindparam, case, func, insert, or_, select, update
 from sqlmodel import Session, col

@@ -308,9 +308,7 @@ class WalletStore:
         if not wallet_ids:
             return []
         with self._engine.connect() as connection:
-            rows = connection.execute(
-                _BY_IDS, {"wallet_ids": list(wallet_ids)}
-            ).all()
+            rows = connection.execute(_BY_IDS, {"wallet_ids": list(wallet_ids)}).all()
         return [_wallet(row) for row in rows]
 
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:

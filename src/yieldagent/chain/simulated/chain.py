@@ -80,9 +80,7 @@ class SimulatedChain:
         ``domain.valuation.BatchReads``)."""
         return {
             holder: (idle, [Position(protocol, token, amount) for protocol, amount in held])
-            for holder, (idle, held) in self.market.holdings(
-                self.chain_id, token, holders
-            ).items()
+            for holder, (idle, held) in self.market.holdings(self.chain_id, token, holders).items()
         }
 
     async def history(self, holder: str, since_block: int) -> list[ChainTx]:
