@@ -318,3 +318,65 @@ def test_interpolate_passes_through_its_points(
     before: PerformancePoint, after: PerformancePoint, at: datetime, expected: int
 ) -> None:
     assert interpolate(before, after, at) == expected
+
+
+# -- the linear implementation against the one it replaced ----------------------------------------
+
+
+def _reference_apr(points: list[PerformancePoint]) -> AprResult:
+    """``time_weighted_apr`` as it was before it was made linear (issue 13), verbatim."""
+    ordered = sorted(points, key=lambda p: p.at)
+    if len(ordered) < 2:
+        return AprResult(0.0, ())
+    periods: list[SubPeriod] = []
+    opened = ordered[0]
+    for point in ordered[1:]:
+        closes = point.flow != 0 or point is ordered[-1]
+        if closes:
+            if opened.after > 0:
+                periods.append(SubPeriod(opened.at, point.at, opened.after, point.value))
+            opened = point
+    growth = 1.0
+    for period in periods:
+        growth *= 1 + period.return_
+    span = (ordered[-1].at - ordered[0].at).total_seconds()
+    apr = (growth - 1) * YEAR_SECONDS / span * 100 if span > 0 else 0.0
+    return AprResult(apr, tuple(periods))
+
+
+@st.composite
+def series(draw: st.DrawFn) -> list[PerformancePoint]:
+    """Up to a few hundred points in any order, moments repeated, values and flows of any
+    sign, some points repeated as the very same object."""
+    count = draw(st.integers(0, 300))
+    seed = draw(st.integers(0, 2**32))
+    rnd = random.Random(seed)
+    points = [
+        P(
+            T0 + timedelta(hours=rnd.randint(0, count)),
+            rnd.choice([0, rnd.randint(1, 10**12), rnd.randint(-(10**6), 10**12)]),
+            rnd.choice([0, 0, 0, rnd.randint(-(10**12), 10**12)]),
+        )
+        for _ in range(count)
+    ]
+    repeat, in_order = draw(st.booleans()), draw(st.booleans())
+    if points and repeat:
+        points.insert(rnd.randrange(len(points)), points[-1])
+    if in_order:
+        points.sort(key=lambda p: p.at)
+    return points
+
+
+@given(series())
+def test_the_linear_apr_equals_the_one_it_replaced(points: list[PerformancePoint]) -> None:
+    assert time_weighted_apr(points) == _reference_apr(points)
+
+
+def test_a_year_of_hourly_points_equals_the_one_it_replaced() -> None:
+    rnd = random.Random(13)
+    value, points = 10**9, []
+    for hour in range(8_760):
+        flow = rnd.randint(-value // 10, value // 10) if hour % 24 == 0 else 0
+        points.append(P(T0 + timedelta(hours=hour), value, flow))
+        value = (value + flow) * (10**6 + rnd.randint(0, 10)) // 10**6
+    assert time_weighted_apr(points) == _reference_apr(points)

@@ -31,13 +31,23 @@ the nested supports (the forced protocols plus the k most attractive others, for
 The best one wins. No feasible S raises InvalidRequest: a constraint is never silently
 broken. The tests hold the result within 0.01% of a brute-force optimum on random
 instances, kinked ones included.
+
+**Speed** (issue 13), without changing the answer: rates come from per-market closures
+that give ``PoolQuote.rate``'s integers (``rate_function``); protocols whose grid yields
+are concave in the steps are spread by a sort of their increments, the result dynamic
+programming would reach; and, as a pool's rate never rises with its supply (a holding
+earns at most the rate of a smaller one), the search skips what provably cannot win: a
+protocol that earns less on any step than the units-th best increment, a refinement taker
+whose ceiling is below the best growth found, a support whose ceiling is below a refined
+start, a seed that cannot rank among the STARTS best.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations, pairwise
@@ -45,6 +55,7 @@ from itertools import combinations, pairwise
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.quotes import PoolQuote
+from yieldagent.domain.rate_models import RAY, supply_rate_function
 
 MOVES_PER_STEP = 8
 """Refinement moves at one step size before halving it."""
@@ -65,6 +76,49 @@ def _exact(ratio: float) -> tuple[int, int]:
     """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
     exact = Fraction(str(ratio))
     return exact.numerator, exact.denominator
+
+
+def rate_function(quote: PoolQuote) -> Callable[[int], int]:
+    """``quote.rate``: the pool's supply rate (annual, RAY) after a change of position, the
+    same integers, with each market's constants worked out once (see
+    ``rate_models.supply_rate_function``)."""
+    fee = quote.fee
+    keep = RAY - fee
+    markets = quote.markets
+    rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
+    if len(markets) == 1:
+        [market], [rate] = markets, rates
+        supply, held = market.supply, market.held
+
+        def single(delta: int) -> int:
+            if supply + delta <= 0 or held + delta <= 0:
+                return 0
+            return rate(supply + delta) * keep // RAY
+
+        return single
+    helds = [m.held for m in markets]
+    supplies = [m.supply for m in markets]
+    held_total = sum(helds)
+    rest = range(1, len(markets))
+
+    def spread(delta: int) -> int:
+        if held_total == 0:
+            parts = [delta] + [0] * (len(markets) - 1)
+        else:
+            parts = [delta * held // held_total for held in helds]
+            parts[0] += delta - sum(parts)
+        weights = [held + part for held, part in zip(helds, parts, strict=True)]
+        total = sum(weights)
+        if total <= 0:
+            return 0
+        gross = 0
+        for index in (0, *rest):
+            weight, supply = weights[index], supplies[index] + parts[index]
+            if weight > 0 and supply > 0:
+                gross += weight * rates[index](supply)
+        return gross // total * keep // RAY
+
+    return spread
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +170,7 @@ class _Yields:
 
     def __init__(self, candidates: Mapping[str, Candidate]) -> None:
         self._candidates = candidates
-        self._known: dict[tuple[str, int], float] = {}
+        self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
         self._bends: dict[str, list[int]] = {}
 
     def bends(self, name: str) -> list[int]:
@@ -127,11 +181,68 @@ class _Yields:
         return found
 
     def __call__(self, name: str, amount: int) -> float:
-        key = (name, amount)
-        found = self._known.get(key)
+        """``Candidate.yearly_yield``, the same floats."""
+        return self.curve(name)(amount)
+
+    def curve(self, name: str) -> Callable[[int], float]:
+        """``Candidate.yearly_yield`` of one candidate, remembered."""
+        return self._curve(name)[0]
+
+    def apr(self, name: str, amount: int) -> float:
+        """``Candidate.apr``, the same float, remembered."""
+        return self._curve(name)[1](amount)
+
+    def _curve(self, name: str) -> tuple[Callable[[int], float], Callable[[int], float]]:
+        found = self._curves.get(name)
         if found is None:
-            found = self._known[key] = self._candidates[name].yearly_yield(amount)
+            found = self._curves[name] = _curve(self._candidates[name])
         return found
+
+    def ceiling(self, name: str, held: int, step: int) -> float:
+        """At least ``self(name, held + step) - self(name, held)``: a pool's rate does not
+        rise as more is supplied to it, so ``step`` more earns at most the rate ``held``
+        earns (or one unit, when nothing is held), with room for float rounding. Infinite
+        when that rate is 0: a pool the wallet would empty, where this does not hold."""
+        return (step + 1e-12 * (held + step)) * self.per_unit(name, held)
+
+    def per_unit(self, name: str, held: int) -> float:
+        """At least the yearly yield per unit of any holding from ``held`` up (from one
+        unit, when ``held`` is 0): the yield per unit ``held`` earns, as a pool's rate does
+        not rise with its supply; infinite when that is 0 (a pool the wallet would empty,
+        where this does not hold)."""
+        per_unit = self(name, held) / held if held > 0 else self(name, 1)
+        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
+
+
+def _curve(
+    candidate: Candidate,
+) -> tuple[Callable[[int], float], Callable[[int], float]]:
+    """``candidate.yearly_yield`` and ``candidate.apr``, the same floats, remembered per
+    amount."""
+    rate, current = rate_function(candidate.quote), candidate.current
+    known: dict[int, float] = {}
+    aprs: dict[int, float] = {}
+
+    def apr(amount: int) -> float:
+        found = aprs.get(amount)
+        if found is None:
+            found = aprs[amount] = rate(amount - current) * 100 / RAY
+        return found
+
+    def yearly_yield(amount: int) -> float:
+        found = known.get(amount)
+        if found is None:
+            if amount > 0:
+                percent = aprs.get(amount)
+                if percent is None:
+                    percent = aprs[amount] = rate(amount - current) * 100 / RAY
+                found = amount * percent / 100
+            else:
+                found = 0.0
+            known[amount] = found
+        return found
+
+    return yearly_yield, apr
 
 
 def _off_grid(name: str, yields: _Yields, bounds: Bounds, step: int, units: int) -> list[int]:
@@ -158,7 +269,8 @@ def _options(
     them."""
     low, cap = bounds.low, min(bounds.cap, bounds.low + units * step)
     amounts = sorted({*range(low, cap + 1, step), *_off_grid(name, yields, bounds, step, units)})
-    return [(-(-(a - low) // step), a, yields(name, a)) for a in amounts]
+    curve = yields.curve(name)
+    return [(-(-(a - low) // step), a, curve(a)) for a in amounts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +328,54 @@ def _sink_seeds(
     cannot take goes where it earns most."""
     others = [n for n in support if n != sink]
     units = (placed - sum(bounds[n].low for n in support)) // step
-    best = [0.0] + [-math.inf] * units
-    picks: list[list[int]] = []
-    choices: list[list[tuple[int, int, float]]] = []
-    for name in others:
+    # Where a protocol's best yield on j steps is concave in j, the best split of k steps
+    # over such protocols takes the k largest increments: the same optimum as dynamic
+    # programming finds, for a sort. The others go through dynamic programming on top.
+    # A protocol whose every step earns less than the smooth ones' units-th best increment
+    # takes no step in any split (moving its steps there gains): it stays at its lower bound,
+    # and its curve need not be read. Protocols are read best ceiling first.
+    smooth: list[tuple[str, list[tuple[int, int, float]], list[int]]] = []
+    rugged: list[tuple[str, list[tuple[int, int, float]]]] = []
+    idle: list[str] = []
+    gains: list[float] = []  # a heap of the smooth protocols' units best increments
+    ranked = sorted(((yields.ceiling(n, 0, step) * (1 + 1e-8), n) for n in others), reverse=True)
+    for ceiling, name in ranked:
+        if len(gains) >= units > 0 and ceiling < gains[0]:
+            idle.append(name)
+            continue
         options = _options(name, yields, bounds[name], step, units)
+        tops = _tops(options)
+        if tops is None:
+            rugged.append((name, options))
+            continue
+        smooth.append((name, options, tops))
+        for b, a in pairwise(tops):
+            gain = options[a][2] - options[b][2]
+            if len(gains) < units:
+                heapq.heappush(gains, gain)
+            elif gain > gains[0]:
+                heapq.heapreplace(gains, gain)
+    increments = sorted(
+        (options[tops[j - 1]][2] - options[tops[j]][2], position, j)
+        for position, (_, options, tops) in enumerate(smooth)
+        for j in range(1, len(tops))
+    )
+    best = [0.0] + [-math.inf] * units
+    counts = [0] * len(smooth)
+    spreads = [tuple(counts)]  # the steps each smooth protocol takes, for k steps in all
+    value = best[0] = sum(options[tops[0]][2] for _, options, tops in smooth)
+    held = sum(options[tops[0]][1] for _, options, tops in smooth)
+    holding = [held]  # what the smooth protocols hold, for k steps in all
+    for k, (loss, position, j) in enumerate(increments[:units], start=1):
+        value -= loss
+        best[k] = value
+        counts[position] += 1
+        spreads.append(tuple(counts))
+        _, options, tops = smooth[position]
+        held += options[tops[j]][1] - options[tops[j - 1]][1]
+        holding.append(held)
+    picks: list[list[int]] = []
+    for _, options in rugged:
         merged = [-math.inf] * (units + 1)
         pick = [0] * (units + 1)
         for k in range(units + 1):
@@ -232,28 +387,64 @@ def _sink_seeds(
                     merged[k], pick[k] = value, index
         best = merged
         picks.append(pick)
-        choices.append(options)
 
     def seed(used: int, held: int | None = None) -> dict[str, int]:
         """The others' best on ``used`` steps; the sink holds ``held``, or else the rest."""
         allocation, k = {}, used
-        for name, pick, options in zip(
-            reversed(others), reversed(picks), reversed(choices), strict=True
-        ):
+        for (name, options), pick in zip(reversed(rugged), reversed(picks), strict=True):
             j, amount, _ = options[pick[k]]
             allocation[name] = amount
             k -= j
+        for (name, options, tops), count in zip(smooth, spreads[k], strict=True):
+            allocation[name] = options[tops[count]][1]
+        for name in idle:
+            allocation[name] = bounds[name].low
         rest = placed - sum(allocation.values())
         allocation[sink] = min(rest, bounds[sink].cap) if held is None else held
         return _place(allocation, placed, yields, bounds)
 
-    seeds = [seed(used) for used in range(units + 1) if best[used] > -math.inf]
+    splits = [used for used in range(units + 1) if best[used] > -math.inf]
+    if not rugged and len(splits) > STARTS:
+        # Only the STARTS best seeds are kept: the others are not built. A seed is worth
+        # about its split's yield and the sink's on the rest (exactly, up to float rounding,
+        # unless the sink cannot take the rest).
+        fixed = sum(bounds[n].low for n in idle)
+        base = sum(yields(n, bounds[n].low) for n in idle)
+        cap = bounds[sink].cap
+        worth = {}
+        for used in splits:
+            rest = placed - fixed - holding[used]
+            worth[used] = best[used] + base + yields(sink, rest) if rest <= cap else math.inf
+        finite = [w for w in worth.values() if w < math.inf]
+        if len(finite) >= STARTS:
+            bar = heapq.nlargest(STARTS, finite)[-1]
+            bar -= 1e-9 * abs(bar)
+            splits = [used for used in splits if worth[used] >= bar]
+    seeds = [seed(used) for used in splits]
     low = bounds[sink].low
     for amount in _off_grid(sink, yields, bounds[sink], step, units):
         used = units - -(-(amount - low) // step)
         if best[used] > -math.inf:
             seeds.append(seed(used, amount))
     return seeds
+
+
+def _tops(options: Sequence[tuple[int, int, float]]) -> list[int] | None:
+    """For each number of steps j (from 0), the index of the option on j steps that
+    yields most (the first such), if those yields are concave in j; else None."""
+    tops: list[int] = []
+    for index, (j, _, gain) in enumerate(options):
+        if j == len(tops):
+            tops.append(index)
+        elif j == len(tops) - 1:
+            if gain > options[tops[-1]][2]:
+                tops[-1] = index
+        else:
+            return None
+    gains = [options[index][2] for index in tops]
+    if any(c - b > b - a for a, b, c in zip(gains, gains[1:], gains[2:], strict=False)):
+        return None
+    return tops
 
 
 def _value(allocation: Mapping[str, int], yields: _Yields) -> float:
@@ -299,27 +490,65 @@ def _refine(
     """Moves ever smaller amounts from where they earn least to where they earn most, down
     to single units, so that caps and bounds are met exactly. The global search left the
     allocation within a grid step of the best one, so each step size gets a few moves
-    (a flat stretch of a non-concave curve would otherwise be walked unit by unit)."""
+    (a flat stretch of a non-concave curve would otherwise be walked unit by unit).
+
+    The taker is the protocol whose yield grows most with a step more (the last by name of
+    equals), the giver the one whose yield shrinks least with a step less (the first by
+    name). A taker whose ceiling (``_Yields.ceiling``) is below the best growth found is
+    not asked: it cannot win."""
+    names = list(allocation)
+    amounts = [allocation[n] for n in names]
+    caps = [bounds[n].cap for n in names]
+    lows = [bounds[n].low for n in names]
+    curves = [yields.curve(n) for n in names]
+    values = [curve(amount) for curve, amount in zip(curves, amounts, strict=True)]
+    indices = range(len(names))
+    # protocols that hold nothing, best ceiling first: a step there earns at most `first`
+    first = [yields.per_unit(n, 0) for n in names]
+    empty = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
     step = chunk
     while step >= 1:
-        improved = True
-        moves = 0
-        while improved and moves < MOVES_PER_STEP:
-            improved = False
-            moves += 1
-            takers = [n for n in allocation if allocation[n] + step <= bounds[n].cap]
-            givers = [n for n in allocation if allocation[n] - step >= bounds[n].low]
-            if not takers or not givers:
+        for _ in range(MOVES_PER_STEP):
+            ranked = []  # (ceiling, name, index) of the takers that hold something
+            for i in indices:
+                held = amounts[i]
+                if held > 0 and held + step <= caps[i]:
+                    per_unit = values[i] / held  # as _Yields.ceiling
+                    per_unit = per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
+                    ranked.append(((step + 1e-12 * (held + step)) * per_unit, names[i], i))
+            ranked.sort(reverse=True)
+            taker, most = -1, -math.inf
+            for ceiling, name, i in ranked:
+                if ceiling < most:
+                    break
+                gain = curves[i](amounts[i] + step) - values[i]
+                if gain > most or (gain == most and name > names[taker]):
+                    taker, most = i, gain
+            for i in empty:
+                if amounts[i] or step > caps[i]:
+                    continue
+                if (step + 1e-12 * step) * first[i] < most:
+                    break
+                gain = curves[i](step)
+                if gain > most or (gain == most and names[i] > names[taker]):
+                    taker, most = i, gain
+            if taker < 0:
                 break
-            up = {n: yields(n, allocation[n] + step) - yields(n, allocation[n]) for n in takers}
-            down = {n: yields(n, allocation[n]) - yields(n, allocation[n] - step) for n in givers}
-            taker = max(up, key=lambda n: (up[n], n))
-            giver = min(down, key=lambda n: (down[n], n))
-            if taker != giver and up[taker] > down[giver] * (1 + 1e-12):
-                allocation[taker] += step
-                allocation[giver] -= step
-                improved = True
+            giver, least = -1, math.inf
+            for i in indices:
+                held = amounts[i]
+                if held - step >= lows[i]:
+                    loss = values[i] - curves[i](held - step)
+                    if loss < least or (loss == least and names[i] < names[giver]):
+                        giver, least = i, loss
+            if giver < 0 or taker == giver or not most > least * (1 + 1e-12):
+                break
+            amounts[taker] += step
+            amounts[giver] -= step
+            values[taker] = curves[taker](amounts[taker])
+            values[giver] = curves[giver](amounts[giver])
         step //= 2
+    allocation.update(zip(names, amounts, strict=True))
 
 
 EXHAUSTIVE_UP_TO = 8
@@ -352,16 +581,16 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
             f"Constraints cannot be met: {', '.join(missing)} must be used but is excluded "
             "or unavailable"
         )
+    yields = _Yields(usable)
     others = sorted(  # protocols whose own minimum exceeds their cap can never be used
         (n for n in usable if n not in forced and bounds[n].low <= bounds[n].cap),
-        key=lambda n: (-usable[n].apr(max(bounds[n].low, 1)), n),
+        key=lambda n: (-yields.apr(n, max(bounds[n].low, 1)), n),
     )
     if rules.min_protocols > 1 and rules.min_protocols > len(usable):
         raise InvalidRequest(
             f"Constraints cannot be met: min_protocols {rules.min_protocols} with "
             f"{len(usable)} usable protocols"
         )
-    yields = _Yields(usable)
     if all(bounds[name].low == 0 for name in usable):
         # Without lower bounds the full set is optimal: any smaller set's best allocation is
         # one of its allocations, with zeros.
@@ -380,18 +609,34 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
     # On smooth curves a support's best start climbs highest; near the bends of kinked ones,
     # not always. Supports are compared once refined: their grids differ.
     kinked = any(bounds[n].low < bend < bounds[n].cap for n in usable for bend in yields.bends(n))
-    starts = [
-        seed
-        for support in feasible
-        if support
-        for seed in _seeds(
-            support, yields, bounds, min(total, sum(bounds[n].cap for n in support)), kinked
-        )[: STARTS if kinked else 1]
-    ]
-    for start in starts:
-        _refine(start.allocation, yields, bounds, start.step)
+    # A support whose ceiling (each protocol's lower bound at the rate it pays there, the
+    # rest at the best such rate: rates do not rise with supply) is below a refined start
+    # of another cannot win, and is not searched.
+    starts: list[_Seed] = []
+    most = -math.inf
+    for support in feasible:
+        if not support:
+            continue
+        placed = min(total, sum(bounds[n].cap for n in support))
+        if _ceiling(support, yields, bounds, placed) < most:
+            continue
+        for start in _seeds(support, yields, bounds, placed, kinked)[: STARTS if kinked else 1]:
+            _refine(start.allocation, yields, bounds, start.step)
+            starts.append(start)
+            most = max(most, _value(start.allocation, yields))
     best = max(starts, key=lambda s: (_value(s.allocation, yields), *s.allocation.values()))
     return {name: amount for name, amount in best.allocation.items() if amount > 0}
+
+
+def _ceiling(
+    support: Sequence[str], yields: _Yields, bounds: Mapping[str, Bounds], placed: int
+) -> float:
+    """At least the yearly yield of any allocation of ``placed`` over ``support`` within
+    the bounds (see ``_Yields.per_unit``)."""
+    rates = [yields.per_unit(n, bounds[n].low) for n in support]
+    floor = sum(bounds[n].low for n in support)
+    lows = sum(bounds[n].low * rate for n, rate in zip(support, rates, strict=True))
+    return (lows + (placed - floor) * max(rates)) * (1 + 1e-9)
 
 
 def weighted_apr(allocation: Mapping[str, int], candidates: Sequence[Candidate]) -> float:

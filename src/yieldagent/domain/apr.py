@@ -27,8 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, localcontext
+from itertools import islice
+from operator import attrgetter
 
 YEAR_SECONDS = 365 * 24 * 3600
+_AT = attrgetter("at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,27 +92,29 @@ def window(
     """The points from the first at or after ``start`` to the last at or before ``end``."""
     return [
         p
-        for p in sorted(points, key=lambda p: p.at)
+        for p in sorted(points, key=_AT)
         if (start is None or p.at >= start) and (end is None or p.at <= end)
     ]
 
 
 def time_weighted_apr(points: Sequence[PerformancePoint]) -> AprResult:
-    """Chains and annualizes the return over ``points`` (the period's first to last)."""
-    ordered = sorted(points, key=lambda p: p.at)
+    """Chains and annualizes the return over ``points`` (the period's first to last).
+
+    Linear in the points (once in time order, as the books keep them): a sub-period closes
+    only at a flow or at the last point, so only those are visited one by one."""
+    ordered = sorted(points, key=_AT)
     if len(ordered) < 2:
         return AprResult(0.0, ())
+    last = ordered[-1]
     periods: list[SubPeriod] = []
     opened = ordered[0]
-    for point in ordered[1:]:
-        closes = point.flow != 0 or point is ordered[-1]
-        if closes:
-            if opened.after > 0:
-                periods.append(SubPeriod(opened.at, point.at, opened.after, point.value))
-            opened = point
+    for point in [p for p in islice(ordered, 1, None) if p.flow != 0 or p is last]:
+        if opened.after > 0:
+            periods.append(SubPeriod(opened.at, point.at, opened.after, point.value))
+        opened = point
     growth = 1.0
     for period in periods:
         growth *= 1 + period.return_
-    span = (ordered[-1].at - ordered[0].at).total_seconds()
+    span = (last.at - ordered[0].at).total_seconds()
     apr = (growth - 1) * YEAR_SECONDS / span * 100 if span > 0 else 0.0
     return AprResult(apr, tuple(periods))

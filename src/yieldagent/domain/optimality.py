@@ -21,21 +21,38 @@ threshold for all but wallets that move their pools' rates by a sizeable fractio
 ``min_apr_gain`` (for those the check says False, and the full search decides). Gas can
 settle it too: a gain that small may not pay back one move.
 
-One rate quote per usable candidate and one per held position.
+One rate quote per usable candidate and one per held position, remembered across calls
+(equal quotes give equal rates).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from yieldagent.domain.allocation import Candidate, position_bounds
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.optimizer import Costs, Thresholds, violations
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.rate_models import RAY
 
 MARGIN = 1e-9
 """Percentage points (and a relative share of gas) kept between the bound and the rule, for
 float rounding in ``optimize``'s own arithmetic and integer rounding in the rate models."""
+
+
+def _rate(quote: PoolQuote, delta: int) -> int:
+    """``quote.rate(delta)``, remembered: the wallets of a cycle see the same pools (equal
+    quotes), and a pool's rate on one unit is the same for every wallet that holds none."""
+    try:
+        return _remembered_rate(quote, delta)
+    except TypeError:  # a quote that cannot be hashed (a model that is no frozen dataclass)
+        return quote.rate(delta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_rate(quote: PoolQuote, delta: int) -> int:
+    return quote.rate(delta)
 
 
 def is_settled(
@@ -69,13 +86,13 @@ def is_settled(
         room += bounds.cap
         if candidate.current >= candidate.quote.total_supply:
             return False  # holdings the pool does not show: its rates are no guide
-        rate = candidate.quote.rate(1 - candidate.current)
+        rate = _rate(candidate.quote, 1 - candidate.current)
         if rate > best:
             best = rate
     if not held:
         return True  # nothing held, and nowhere idle funds could go
     by_name = {c.protocol: c for c in candidates}
-    earning = sum(by_name[name].quote.rate() * amount for name, amount in held.items())
+    earning = sum(_rate(by_name[name].quote, 0) * amount for name, amount in held.items())
     # the most a rebalance could gain, in percentage points (violations() checked that
     # every position is a candidate's)
     gain = (best * min(room, total) - earning) * 100 / (RAY * total)

@@ -18,6 +18,7 @@ appear only in the display helpers ``apr_percent`` and ``apy_from_apr``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import ClassVar, Protocol
@@ -300,3 +301,78 @@ def model_for(kind: str) -> RateModel:
         return models[kind]
     except KeyError:
         raise ValueError(f"unknown rate model: {kind!r}") from None
+
+
+SupplyRate = Callable[[int], int]
+"""A market's supply rate (annual, RAY) as a function of its total supply, its borrows and
+adaptive state held fixed."""
+
+
+def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) -> SupplyRate:
+    """``lambda supply: model.rates(supply, borrows, rate_at_target).supply``, the same
+    integers, with the constants worked out once: the optimizer asks for thousands of rates
+    of one market. Models other than this module's own (a subclass with other arithmetic)
+    keep their ``rates``."""
+    kind = type(model)
+    half = RAY // 2
+    if borrows <= 0 or kind not in (AaveV3, CompoundV3, Moonwell, MorphoBlue):
+        return lambda supply: model.rates(supply, borrows, rate_at_target).supply
+    scaled = borrows * RAY  # utilization is ray_div(borrows, supply)
+
+    if isinstance(model, AaveV3) and kind is AaveV3:
+        optimal, base, slope1 = model.optimal_utilization, model.base_rate, model.slope1
+        slope2, keep = model.slope2, RAY - model.reserve_factor
+        above = RAY - optimal
+
+        def aave(supply: int) -> int:
+            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            if u <= optimal:
+                borrow = base + (((slope1 * u + half) // RAY) * RAY + optimal // 2) // optimal
+            else:
+                excess = ((u - optimal) * RAY + above // 2) // above
+                borrow = base + slope1 + (slope2 * excess + half) // RAY
+            return (((borrow * u + half) // RAY) * keep + half) // RAY
+
+        return aave
+    if isinstance(model, CompoundV3) and kind is CompoundV3:
+        kink, base = model.supply_kink, model.supply_base
+        low, high = model.supply_slope_low, model.supply_slope_high
+        at_kink = base + (low * kink + half) // RAY
+
+        def compound(supply: int) -> int:
+            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            if u <= kink:
+                return base + (low * u + half) // RAY
+            return at_kink + (high * (u - kink) + half) // RAY
+
+        return compound
+    if isinstance(model, Moonwell) and kind is Moonwell:
+        kink, base, multiplier = model.kink, model.base_rate, model.multiplier
+        jump, keep = model.jump_multiplier, RAY - model.reserve_factor
+        at_kink = base + (multiplier * kink + half) // RAY
+
+        def moonwell(supply: int) -> int:
+            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            if u <= kink:
+                borrow = base + (multiplier * u + half) // RAY
+            else:
+                borrow = at_kink + (jump * (u - kink) + half) // RAY
+            return (u * ((borrow * keep + half) // RAY) + half) // RAY
+
+        return moonwell
+    assert isinstance(model, MorphoBlue)
+    target = rate_at_target or INITIAL_RATE_AT_TARGET
+    keep = RAY - model.fee
+    below_norm, above_norm = TARGET_UTILIZATION, RAY - TARGET_UTILIZATION
+    below_coefficient = RAY - ray_div(RAY, CURVE_STEEPNESS)
+    above_coefficient = CURVE_STEEPNESS - RAY
+
+    def morpho(supply: int) -> int:
+        u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+        norm = below_norm if u <= TARGET_UTILIZATION else above_norm
+        err = ((u - TARGET_UTILIZATION) * RAY + norm // 2) // norm
+        coefficient = below_coefficient if err < 0 else above_coefficient
+        borrow = ((((coefficient * err + half) // RAY) + RAY) * target + half) // RAY
+        return (((borrow * u + half) // RAY) * keep + half) // RAY
+
+    return morpho
