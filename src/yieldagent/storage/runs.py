@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, bindparam, case, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Engine, bindparam, case, func, insert, or_, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
@@ -49,7 +49,7 @@ class RunStore:
 
     def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
         """Leases up to ``limit`` activated wallets whose run is due; returns their ids."""
-        status = col(WalletRow.status)
+        status: ColumnElement[str] = col(WalletRow.status)
         if self._engine.dialect.name == "sqlite":
             # Without statistics SQLite picks the status index for an equality, then sorts
             # every activated wallet to find the first due ones: each claim would read them
