@@ -49,7 +49,7 @@ class RunStore:
 
     def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
         """Leases up to ``limit`` activated wallets whose run is due; returns their ids."""
-        status: ColumnElement[str] = col(WalletRow.status)
+        status: ColumnElement[str] = _wallets.c.status
         if self._engine.dialect.name == "sqlite":
             # Without statistics SQLite picks the status index for an equality, then sorts
             # every activated wallet to find the first due ones: each claim would read them
