@@ -1,45 +1,55 @@
-"""The agent: optimizer solve time, and full rebalancing cycles over many wallets.
+"""The agent's rebalancing cycle over many wallets, on SQLite and PostgreSQL.
 
-- Solve time of ``optimize`` for 5, 10 and 20 protocols (copies of Base's four pool
-  kinds under distinct names) for 10,000 USDC, unconstrained and with ``min_protocols`` 3,
-  and for 50 million USDC, which takes pools across their kinks.
-- A cycle: every wallet is due, holds idle USDC, and the agent claims, plans and
-  supplies each one (the first cycle moves funds; the second finds nothing to move).
-  Sizes come from ``BENCH_WALLETS`` (default ``10000,100000``), on SQLite and, when
-  ``YIELDAGENT_TEST_DATABASE_URL`` is set, on PostgreSQL. ``BENCH_STORAGE`` (``sqlite`` or
-  ``postgresql``) keeps one of them; ``BENCH_CYCLES=1`` runs the first cycle only.
+Every wallet is on Base, holds USDC (amounts vary from wallet to wallet, 500 to 1,500
+USDC, so that no two wallets share a plan) and is due. Figures, one JSON line each, with
+wallets/s and the statements and connection checkouts per run:
+
+- ``first``: the cycle that places every wallet's idle funds (claims, plans, supplies,
+  books each one), then ``no_move``: the next cycle, in which nothing needs to move.
+  Sizes: ``BENCH_WALLETS`` (default ``500,2000``); ``BENCH_CYCLES=1`` skips ``no_move``.
+- ``no_move (settled)``: the no-move cycle of a fleet placed directly in the database:
+  every wallet holds its share of the pools' best allocation of the fleet's total, so no
+  run moves. Sizes: ``BENCH_SETTLED`` on SQLite (default ``10000,100000``) and
+  ``BENCH_SETTLED_POSTGRESQL`` (default ``10000``).
+- Ratios measured in the same run: ``linearity`` (wallets/s at the largest size over
+  the smallest; 1.0 is linear cost), ``postgresql_vs_sqlite`` (SQLite's wallets/s over
+  PostgreSQL's at the same size; the target is at most 1.5) and ``replicas`` (two
+  processes on one settled fleet of ``BENCH_REPLICA_WALLETS``, default ``10000``, over
+  one process, on PostgreSQL; the target is at least 1.7).
+
+SQLite always; PostgreSQL when ``YIELDAGENT_TEST_DATABASE_URL`` is set (in a schema
+``bench_agent``). ``BENCH_STORAGE`` (``sqlite`` or ``postgresql``) keeps one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, insert, text
+from sqlalchemy import Engine, event, insert, text
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
-from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import copy_pool, quote_of
+from yieldagent.chain.simulated.pools import deposit, quote_of
 from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.domain.agent import Agent, AgentSettings
-from yieldagent.domain.allocation import Candidate
+from yieldagent.domain.allocation import Candidate, allocate
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.lifecycle import Lifecycle, Policy
-from yieldagent.domain.optimizer import Costs, optimize
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.simulation import SimulationStore
-from yieldagent.storage.tables import SimBalanceRow, WalletRow
+from yieldagent.storage.tables import SimBalanceRow, SimPositionRow, WalletRow
 from yieldagent.storage.wallets import WalletStore
 
 GENESIS = 1_767_225_600
@@ -50,75 +60,161 @@ NEVER_AGAIN = 1e9
 """The agent's interval here: longer than any cycle, so that each wallet runs once per cycle
 (an hour was shorter than PostgreSQL's 100,000-wallet cycle, which then re-ran its first
 wallets before it ended)."""
+BATCH = 500
 
 
 def _emit(**figures: object) -> None:
     print(json.dumps({"benchmark": "agent", **figures}), flush=True)
 
 
-def solve_times() -> None:
-    catalog = load_catalog()
-    [token] = catalog.chain(BASE).tokens
-    base = [genesis_pool(BASE, token, p, 7, GENESIS) for p in token.protocols]
-    costs = Costs(0.0054, 1.0, 6)
-    for count in (5, 10, 20):
-        pools = [replace(copy_pool(base[i % 4]), protocol=f"p{i}") for i in range(count)]
-        candidates = [Candidate(p.protocol, quote_of(p)) for p in pools]
-        for label, rules, usdc in (
-            ("unconstrained", Constraints(), 10_000),
-            ("min_protocols=3", Constraints(min_protocols=3), 10_000),
-            # large enough to push pools across their rate models' kinks
-            ("unconstrained, 50M USDC (kinked curves)", Constraints(), 50_000_000),
-        ):
-            runs = 10
-            start = time.perf_counter()
-            for i in range(runs):
-                optimize({}, (usdc + i) * 10**6, candidates, rules, costs)
-            _emit(
-                figure="optimizer_solve_ms",
-                protocols=count,
-                rules=label,
-                value=round((time.perf_counter() - start) / runs * 1000, 2),
-            )
+def _amount(i: int) -> int:
+    """Wallet ``i``'s USDC: 500 to 1,500, no two neighbours alike."""
+    return (500 + (i * 7919) % 1000) * 10**6 + i
 
 
-def _populate(engine: Engine, wallets: int) -> None:
-    """``wallets`` activated wallets on Base, each holding 1,000 USDC idle, all due."""
-    partner, _ = PartnerStore(engine).create("bench", frozenset({"wallets"}))
+def _wallet_rows(wallets: int, partner_id: int) -> list[dict[str, Any]]:
     now = datetime.fromtimestamp(GENESIS, UTC)
-    rows, balances = [], []
-    for i in range(wallets):
-        address = f"0x{i + 1:040x}"
-        rows.append(
-            {
-                "chain_id": BASE,
-                "address": address,
-                "eoa": address,
-                "partner_id": partner.id,
-                "status": "activated",
-                "token": USDC,
-                "selected_protocols": json.dumps(PROTOCOLS),
-                "constraints": Constraints().to_json(),
-                "principal": 1_000 * 10**6,
-                "allocation": "{}",
-                "idle": 1_000 * 10**6,
-                "current_apr": 0.0,
-                "valued_at": now,
-                "is_staked": False,
-                "activation_date": now,
-                "version": 0,
-                "next_run_at": 0.0,
-                "created_at": now,
-                "updated_at": now,
-            }
-        )
-        balances.append(
-            {"chain_id": BASE, "token": USDC, "holder": address, "amount": 1_000 * 10**6}
-        )
+    return [
+        {
+            "chain_id": BASE,
+            "address": f"0x{i + 1:040x}",
+            "eoa": f"0x{i + 1:040x}",
+            "partner_id": partner_id,
+            "status": "activated",
+            "token": USDC,
+            "selected_protocols": json.dumps(PROTOCOLS),
+            "constraints": Constraints().to_json(),
+            "principal": _amount(i),
+            "allocation": "{}",
+            "idle": _amount(i),
+            "current_apr": 0.0,
+            "valued_at": now,
+            "is_staked": False,
+            "activation_date": now,
+            "version": 0,
+            "next_run_at": 0.0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(wallets)
+    ]
+
+
+def _populate(engine: Engine, market: SimulatedMarket, wallets: int, settled: bool) -> None:
+    """``wallets`` activated, due wallets on Base. Not ``settled``: each holds its USDC
+    idle. ``settled``: the fleet's total is placed as the optimizer places it over the
+    four pools (so their marginal rates after impact are equal) and each wallet holds its
+    pro-rata share of every position: no single wallet gains by moving."""
+    partner, _ = PartnerStore(engine).create("bench", frozenset({"wallets"}))
+    rows = _wallet_rows(wallets, partner.id or 0)
+    balances: list[dict[str, Any]] = []
+    positions: list[dict[str, Any]] = []
+    if not settled:
+        balances = [
+            {"chain_id": BASE, "token": USDC, "holder": row["address"], "amount": row["idle"]}
+            for row in rows
+        ]
+    else:
+        total = sum(row["idle"] for row in rows)
+        with market.store.writing() as unit:
+            pools = [p for p in unit.pools(BASE, USDC) if p.protocol in PROTOCOLS]
+            candidates = [Candidate(p.protocol, quote_of(p)) for p in pools]
+            target = allocate(total, candidates, Constraints())
+            for pool in pools:
+                if not target.get(pool.protocol):
+                    continue
+                scaled = deposit(pool, target[pool.protocol])
+                unit.save_pool(pool)
+                pool_id = unit._pool_id(pool)  # a benchmark's shortcut
+                for row in rows:
+                    positions.append(
+                        {
+                            "pool_id": pool_id,
+                            "holder": row["address"],
+                            "scaled": scaled * row["idle"] // total,
+                            "reward_snapshot": pool.reward_index,
+                            "rewards_owed": 0,
+                        }
+                    )
+        for row in rows:
+            share = {p: str(a * row["idle"] // total) for p, a in target.items() if a}
+            row.update(allocation=json.dumps(share), idle=0)
     with engine.begin() as connection:
         for start in range(0, wallets, 5_000):
             connection.execute(insert(WalletRow), rows[start : start + 5_000])
-            connection.execute(insert(SimBalanceRow), balances[start : start + 5_000])
+            if balances:
+                connection.execute(insert(SimBalanceRow), balances[start : start + 5_000])
+        for start in range(0, len(positions), 5_000):
+            connection.execute(insert(SimPositionRow), positions[start : start + 5_000])
+
+
+def _counting(engine: Engine) -> dict[str, int]:
+    """Counts of the statements sent and the connections checked out through ``engine``
+    (a listener stays for the engine's life: the caller resets the counts)."""
+    counts = {"statements": 0, "checkouts": 0}
+
+    def statement(*_: Any) -> None:
+        counts["statements"] += 1
+
+    def checkout(*_: Any) -> None:
+        counts["checkouts"] += 1
+
+    event.listen(engine, "before_cursor_execute", statement)
+    event.listen(engine, "checkout", checkout)
+    return counts
+
+
+class _World:
+    """A fresh database with the simulated market and an agent on it."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = create_db_engine(url)
+        migrate(self.engine)
+        self.market = SimulatedMarket(
+            SimulationStore(self.engine), load_catalog(), 7, 0.0, wall=lambda: float(GENESIS)
+        )
+        self.market.start()
+        self.agent = _agent(self.engine, self.market)
+        self.counts = _counting(self.engine)
+
+    def make_due(self) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(text("UPDATE wallets SET next_run_at = 0"))
+
+    def cycle(self) -> dict[str, Any]:
+        """Runs a cycle to the end; its figures."""
+        counts = self.counts
+        counts.update(statements=0, checkouts=0)
+        ran, seconds = asyncio.run(_cycle(self.agent))
+        counts = dict(counts)
+        with self.engine.connect() as connection:
+            statuses: dict[str, int] = dict(
+                connection.execute(
+                    text("SELECT status, count(*) FROM operations GROUP BY status")
+                ).all()
+            )
+        return {
+            "ran": ran,
+            "seconds": round(seconds, 2),
+            "wallets_per_second": round(ran / seconds, 1),
+            "statements_per_run": round(counts["statements"] / max(ran, 1), 2),
+            "checkouts_per_run": round(counts["checkouts"] / max(ran, 1), 2),
+            "runs_so_far": statuses,
+        }
+
+
+def _agent(engine: Engine, market: SimulatedMarket) -> Agent:
+    chains = simulated_chains(market, load_catalog())
+    policy = Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector="0x" + "fe" * 20)
+    lifecycle = Lifecycle(
+        WalletStore(engine), OperationStore(engine), chains, load_catalog(), policy, SYSTEM_CLOCK
+    )
+    return Agent(
+        lifecycle,
+        WalletStore(engine),
+        RunStore(engine),
+        AgentSettings(interval_seconds=NEVER_AGAIN, batch=BATCH),
+    )
 
 
 async def _cycle(agent: Agent) -> tuple[int, float]:
@@ -129,61 +225,161 @@ async def _cycle(agent: Agent) -> tuple[int, float]:
     return ran, time.perf_counter() - start
 
 
-def cycle(url: str, label: str, wallets: int, cycles: int = 2) -> None:
+def cycles(url: str, label: str, wallets: int, cycles: int = 2) -> dict[str, float]:
+    """The first cycle and the no-move cycle after it; wallets/s of each."""
+    world = _World(url)
+    try:
+        _populate(world.engine, world.market, wallets, settled=False)
+        rates = {}
+        for which in ("first", "no_move")[:cycles]:
+            world.make_due()
+            figures = world.cycle()
+            _emit(figure="cycle", storage=label, wallets=wallets, cycle=which, **figures)
+            rates[which] = figures["wallets_per_second"]
+        return rates
+    finally:
+        world.engine.dispose()
+
+
+def settled_cycle(url: str, label: str, wallets: int) -> float:
+    """The no-move cycle of a fleet placed directly; its wallets/s."""
+    world = _World(url)
+    try:
+        _populate(world.engine, world.market, wallets, settled=True)
+        figures = world.cycle()
+        _emit(figure="cycle", storage=label, wallets=wallets, cycle="no_move (settled)", **figures)
+        return float(figures["wallets_per_second"])
+    finally:
+        world.engine.dispose()
+
+
+def _replica(url: str, start: Any, results: Any) -> None:
     engine = create_db_engine(url)
-    migrate(engine)
     market = SimulatedMarket(
         SimulationStore(engine), load_catalog(), 7, 0.0, wall=lambda: float(GENESIS)
     )
-    market.start()
-    _populate(engine, wallets)
-    chains = simulated_chains(market, load_catalog())
-    policy = Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector="0x" + "fe" * 20)
-    lifecycle = Lifecycle(
-        WalletStore(engine), OperationStore(engine), chains, load_catalog(), policy, SYSTEM_CLOCK
-    )
-    agent = Agent(
-        lifecycle,
-        WalletStore(engine),
-        RunStore(engine),
-        AgentSettings(interval_seconds=NEVER_AGAIN, batch=500),
-    )
-    for which in ("first (places funds)", "second (nothing to move)")[:cycles]:
-        with engine.begin() as connection:  # every wallet due now
-            connection.execute(text("UPDATE wallets SET next_run_at = 0"))
-        ran, seconds = asyncio.run(_cycle(agent))
-        _emit(
-            figure="rebalancing_cycle",
-            storage=label,
-            wallets=wallets,
-            cycle=which,
-            ran=ran,
-            seconds=round(seconds, 1),
-            wallets_per_second=round(ran / seconds, 1),
-        )
+    agent = _agent(engine, market)
+    start.wait()
+    ran, _ = asyncio.run(_cycle(agent))
+    results.put((ran, time.perf_counter()))
     engine.dispose()
 
 
+def replicas(url: str, wallets: int) -> None:
+    """A settled fleet's no-move cycle by one process, then by two at once."""
+    world = _World(url)
+    try:
+        _populate(world.engine, world.market, wallets, settled=True)
+        rates = {}
+        context = multiprocessing.get_context("spawn")
+        for processes in (1, 2):
+            world.make_due()
+            start, results = context.Event(), context.Queue()
+            workers = [
+                context.Process(target=_replica, args=(url, start, results))
+                for _ in range(processes)
+            ]
+            for worker in workers:
+                worker.start()
+            time.sleep(3.0)  # every process imported and connected
+            began = time.perf_counter()
+            start.set()
+            done = [results.get() for _ in workers]
+            for worker in workers:
+                worker.join()
+            ran = sum(r for r, _ in done)
+            seconds = max(t for _, t in done) - began
+            rates[processes] = ran / seconds
+            _emit(
+                figure="cycle",
+                storage="postgresql",
+                wallets=wallets,
+                cycle=f"no_move (settled), {processes} replica(s)",
+                ran=ran,
+                seconds=round(seconds, 2),
+                wallets_per_second=round(ran / seconds, 1),
+            )
+        _emit(figure="replicas", storage="postgresql", two_over_one=round(rates[2] / rates[1], 2))
+    finally:
+        world.engine.dispose()
+
+
+def _postgres_schema(base: str) -> str:
+    """A fresh schema ``bench_agent`` on ``base``; the URL that uses it."""
+    engine = create_db_engine(base)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA IF EXISTS bench_agent CASCADE"))
+        connection.execute(text("CREATE SCHEMA bench_agent"))
+    engine.dispose()
+    separator = "&" if "?" in base else "?"
+    return f"{base}{separator}options=-csearch_path%3Dbench_agent"
+
+
+def _sizes(name: str, default: str) -> list[int]:
+    return [int(n) for n in os.environ.get(name, default).split(",") if n.strip() and int(n)]
+
+
+def _linearity(label: str, which: str, rates: dict[int, float]) -> None:
+    if len(rates) >= 2:
+        small, big = min(rates), max(rates)
+        _emit(
+            figure="linearity",
+            storage=label,
+            cycle=which,
+            sizes=[small, big],
+            ratio=round(rates[big] / rates[small], 2),
+        )
+
+
 def main() -> None:
-    solve_times()
-    sizes = [int(n) for n in os.environ.get("BENCH_WALLETS", "10000,100000").split(",")]
-    cycles = int(os.environ.get("BENCH_CYCLES", "2"))
+    sizes = _sizes("BENCH_WALLETS", "500,2000")
+    settled_sizes = _sizes("BENCH_SETTLED", "10000,100000")
+    settled_pg = _sizes("BENCH_SETTLED_POSTGRESQL", "10000")
+    count = int(os.environ.get("BENCH_CYCLES", "2"))
     storage = os.environ.get("BENCH_STORAGE", "sqlite,postgresql").split(",")
     postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL") if "postgresql" in storage else None
-    for wallets in sizes:
-        if "sqlite" in storage:
-            with tempfile.TemporaryDirectory() as directory:
-                cycle(f"sqlite:///{Path(directory) / 'agent.db'}", "sqlite", wallets, cycles)
-        if postgres:
-            engine = create_db_engine(postgres)
-            with engine.begin() as connection:
-                connection.execute(text("DROP SCHEMA IF EXISTS bench_agent CASCADE"))
-                connection.execute(text("CREATE SCHEMA bench_agent"))
-            engine.dispose()
-            separator = "&" if "?" in postgres else "?"
-            cycle(
-                f"{postgres}{separator}options=-csearch_path%3Dbench_agent",
-                "postgresql",
-                wallets,
-                cycles,
-            )
+    labels = [label for label in ("sqlite", "postgresql") if label in storage]
+    if not postgres:
+        labels = [label for label in labels if label != "postgresql"]
+    rates: dict[str, dict[str, dict[int, float]]] = {
+        label: {"first": {}, "no_move": {}, "no_move (settled)": {}} for label in labels
+    }
+    for label in labels:
+        for wallets in sizes:
+            if label == "sqlite":
+                with tempfile.TemporaryDirectory() as directory:
+                    url = f"sqlite:///{Path(directory) / 'agent.db'}"
+                    measured = cycles(url, label, wallets, count)
+            else:
+                assert postgres is not None
+                measured = cycles(_postgres_schema(postgres), label, wallets, count)
+            for which, rate in measured.items():
+                rates[label][which][wallets] = rate
+        for wallets in settled_sizes if label == "sqlite" else settled_pg:
+            if label == "sqlite":
+                with tempfile.TemporaryDirectory() as directory:
+                    url = f"sqlite:///{Path(directory) / 'agent.db'}"
+                    rate = settled_cycle(url, label, wallets)
+            else:
+                assert postgres is not None
+                rate = settled_cycle(_postgres_schema(postgres), label, wallets)
+            rates[label]["no_move (settled)"][wallets] = rate
+        for which, by_size in rates[label].items():
+            _linearity(label, which, by_size)
+    if "sqlite" in rates and "postgresql" in rates:
+        for which, lite in rates["sqlite"].items():
+            for wallets in sorted(set(lite) & set(rates["postgresql"][which])):
+                _emit(
+                    figure="postgresql_vs_sqlite",
+                    wallets=wallets,
+                    cycle=which,
+                    sqlite_over_postgresql=round(
+                        lite[wallets] / rates["postgresql"][which][wallets], 2
+                    ),
+                )
+    if postgres:
+        replicas(_postgres_schema(postgres), int(os.environ.get("BENCH_REPLICA_WALLETS", "10000")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,8 @@
 """The agent as the service runs it: each run counted in the metrics.
 
 The domain's ``Agent`` knows nothing of metrics; this subclass, built by the app, counts
-what its public ``run`` returns (every scheduled and manual run goes through it): the
+what its public ``run`` returns (manual runs) and what each scheduled run of a batch
+ends with (``Agent._count``): the
 run's outcome and, for a completed run, the amounts its mined withdraw and deposit
 steps moved (read back from the run's stored operation). Runs a crash interrupted are
 counted as ``recovered`` from reconciliation's repairs (``count_recovered``).
@@ -61,10 +62,17 @@ class MeasuredAgent(Agent):
         except Exception:
             record_run("error")
             raise
-        if outcome.run_id:
+        self._count(chain_id, outcome)
+        return outcome
+
+    def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
+        """Counts a run: its outcome (None: it raised, an error); a wallet found in a state
+        that allows no run leaves no record and is not counted."""
+        if outcome is None:
+            record_run("error")
+        elif outcome.run_id:
             moved = self._moved(chain_id, outcome) if outcome.status == COMPLETED else ()
             record_run(outcome.status, moved)
-        return outcome
 
     def _moved(self, chain_id: int, outcome: RunOutcome) -> list[tuple[int, str, str, int]]:
         try:

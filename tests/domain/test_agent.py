@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from support.agent_setup import (
     INTERVAL,
@@ -531,6 +531,84 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
     assert [r.status for r in runs.runs_of(leased.id)] == ["completed"]
     assert set(positions(market, leased.address)) == {"aave"}
     assert runs.runs_of(later.id) == []
+
+
+async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_before_moving(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    """A batch of a wallet that has to move, two with nothing to move and one whose rules
+    cannot be met: each run leaves one record; the runs that move nothing are recorded,
+    rescheduled and released before the first move reaches the chain."""
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    mover = await rebalancing_wallet(lifecycle, engine, market, owner, agent_id="mover")
+    settled = [
+        await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"settled-{n}")
+        for n in range(2)
+    ]
+    funded = fund(engine, market, owner.id, AMOUNT)
+    infeasible = await lifecycle.activate(
+        owner.id,
+        BASE,
+        activation(funded.address, funded.tx_hash, constraints=Constraints(min_protocols=2)),
+    )
+    await lifecycle.update_protocols(owner.id, BASE, infeasible.address, ["aave"])
+    others = [*settled, infeasible]
+    seen: list[tuple[list[str], str | None, float]] = []
+
+    async def look(action: str, protocol: str, amount: int) -> None:
+        for wallet in others:
+            row = wallet_row(engine, wallet.id)
+            runs = [r.status for r in RunStore(engine).runs_of(wallet.id)]
+            seen.append((runs, row.lease_owner, row.next_run_at))
+
+    agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, look)}))
+    assert await agent.run_due() == 4
+
+    expected = [["no_action"], ["no_action"], ["failed"]]
+    assert [runs for runs, _, _ in seen[: len(others)]] == expected
+    assert all(lease is None and next_run > 0 for _, lease, next_run in seen)
+    assert [r.status for r in RunStore(engine).runs_of(mover.id)] == ["completed"]
+    assert set(positions(market, mover.address)) == {"aave"}
+    for wallet in [mover, *others]:
+        row = wallet_row(engine, wallet.id)
+        assert (row.lease_owner, row.lease_until) == (None, None)
+        assert row.next_run_at > time.time()
+    assert await agent.run_due() == 0
+
+
+async def test_a_batch_that_moves_nothing_costs_the_same_statements_for_any_size(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    """Claiming, reading, valuing, recording, rescheduling and releasing a batch whose
+    wallets have nothing to move are statements per batch, not per wallet."""
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    wallets = [
+        await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"idle-{n}")
+        for n in range(5)
+    ]
+    agent = make_agent(engine, lifecycle)
+    runs = RunStore(engine)
+    for wallet in wallets:
+        runs.schedule(wallet.id, time.time() + INTERVAL)
+    count = [0]
+
+    def counted(*_: object) -> None:
+        count[0] += 1
+
+    event.listen(engine, "before_cursor_execute", counted)
+    statements: list[int] = []
+    for size in (1, 4):
+        for wallet in wallets[:size]:
+            runs.schedule(wallet.id, 0.0)
+        count[0] = 0
+        assert await agent.run_due() == size
+        statements.append(count[0])
+
+    assert statements[0] == statements[1], statements
+    assert [len(runs.runs_of(w.id)) for w in wallets] == [2, 1, 1, 1, 0]
+    assert {r.status for w in wallets for r in runs.runs_of(w.id)} == {"no_action"}
 
 
 async def test_two_agents_never_run_the_same_due_wallet(

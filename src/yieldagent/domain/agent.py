@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -41,13 +40,18 @@ from yieldagent.domain.operations import (
     Operation,
     Step,
 )
-from yieldagent.domain.optimizer import Move, Plan, Thresholds, optimize
+from yieldagent.domain.optimality import is_settled
+from yieldagent.domain.optimizer import Costs, Move, Plan, Thresholds, optimize
 from yieldagent.domain.reconciliation import Repair
-from yieldagent.domain.valuation import Valuation, value
+from yieldagent.domain.valuation import Valuation, value, value_many
 from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
 from yieldagent.domain.wallets import Journal, Wallet, WalletRepository
 
 log = logging.getLogger(__name__)
+
+SETTLED = "nothing to move: no move can pay (optimality check)"
+"""A no_action run's reason when the optimality check spared the full search (the plan
+then carries no APR figures)."""
 
 
 class RunRepository(Protocol):
@@ -58,6 +62,12 @@ class RunRepository(Protocol):
 
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
+
+    def finish(
+        self, records: Sequence[Operation], next_runs: Sequence[tuple[int, float]], owner: str
+    ) -> None:
+        """In one transaction: stores ``records`` (closed runs), sets each wallet's next
+        run, and releases the leases ``owner`` still holds on them."""
 
     def paused(self, chain_id: int) -> frozenset[str]:
         """Protocols the operator paused on ``chain_id``."""
@@ -149,10 +159,17 @@ class Agent:
 
     async def _plan(self, chain: ChainPort, wallet: Wallet) -> tuple[Valuation, Plan]:
         paused = self._runs.paused(wallet.chain_id)
-        protocols = [p for p in wallet.selected_protocols if p not in paused]
         valuation = await value(chain, wallet)
         costs = await self._books.costs(chain, wallet)
-        plan = optimize(
+        return valuation, self._solve(wallet, valuation, paused, costs)
+
+    def _solve(
+        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
+    ) -> Plan:
+        """The optimizer's plan for the wallet's holdings, over its protocols less the
+        paused ones."""
+        protocols = [p for p in wallet.selected_protocols if p not in paused]
+        inputs = (
             valuation.positions,
             valuation.idle,
             valuation.candidates(protocols),
@@ -160,27 +177,38 @@ class Agent:
             costs,
             self._settings.thresholds,
         )
-        return valuation, plan
+        if is_settled(*inputs):  # the cheap check: the full search would move nothing
+            return Plan(dict(valuation.positions), 0.0, 0.0, (), 0.0, None, False, SETTLED)
+        return optimize(*inputs)
 
     async def _run(self, wallet: Wallet, owner: str) -> RunOutcome:
-        books = self._books
-        chain = books.chain(wallet.chain_id)
+        chain = self._books.chain(wallet.chain_id)
         head = await chain.head()
         # Planning only reads, and the lease keeps every other call away meanwhile: the
         # wallet turns `running` only when there is something to move.
         try:
             valuation, plan = await self._plan(chain, wallet)
         except Exception as refused:  # infeasible rules, or the chain failed to answer
-            reason = (
-                refused.detail
-                if isinstance(refused, InvalidRequest)
-                else (f"planning failed: {refused}")
-            )
-            return self._log_run(wallet, head.number, owner, FAILED, reason)
+            return self._log_run(wallet, head.number, owner, FAILED, _refusal(refused))
         moves = within_liquidity(plan.moves, valuation)
         if not moves:
-            reason = plan.reason if not plan.moves else "the pools lack the cash to move now"
-            return self._log_run(wallet, head.number, owner, NO_ACTION, reason)
+            return self._log_run(wallet, head.number, owner, NO_ACTION, _idle_reason(plan))
+        return await self._execute(chain, wallet, head.number, owner, valuation, plan, moves)
+
+    async def _execute(
+        self,
+        chain: ChainPort,
+        wallet: Wallet,
+        block: int,
+        owner: str,
+        valuation: Valuation,
+        plan: Plan,
+        moves: Sequence[Move],
+    ) -> RunOutcome:
+        """Stores the plan with the wallet turning ``running`` (the commit checks that
+        ``owner`` still holds the lease and that the wallet is as read), executes its moves
+        and books the outcome."""
+        books = self._books
         steps = [
             Step(
                 move.action,
@@ -193,7 +221,7 @@ class Agent:
             )
             for move in moves
         ]
-        operation = books.begin(wallet, RUN, head.number, owner, steps=steps)
+        operation = books.begin(wallet, RUN, block, owner, steps=steps)
         running = replace(wallet, status=transition(wallet.status, "run"))
         # The plan is stored, with the wallet turning `running`, before any step executes.
         books.wallets.commit(Journal(running, operation=operation, owner=owner))
@@ -219,11 +247,17 @@ class Agent:
         self, wallet: Wallet, block: int, owner: str, status: str, reason: str
     ) -> RunOutcome:
         """Records a run that moved nothing, so that every run leaves a trace."""
-        operation = self._books.begin(wallet, RUN, block, owner).closed(status, reason)
+        operation = self._closed_run(wallet, block, owner, status, reason)
         self._books.operations.start(operation)
+        return RunOutcome(status, reason, operation.id)
+
+    def _closed_run(
+        self, wallet: Wallet, block: int, owner: str, status: str, reason: str
+    ) -> Operation:
+        """The record of a run that moved nothing (stored by the caller)."""
         if status == FAILED:
             log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
-        return RunOutcome(status, reason, operation.id)
+        return self._books.begin(wallet, RUN, block, owner).closed(status, reason)
 
     async def _back_to_activated(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
@@ -256,44 +290,197 @@ class Agent:
         While the batch runs, the leases of its wallets not yet done are renewed every
         third of a lease, so a batch may take longer than one lease. If this process
         dies, the renewals stop and its wallets are due again once their lease lapses.
+
+        The batch is read and planned at once (see ``_run_batch``); runs that move
+        nothing are recorded, rescheduled and released together, in one transaction,
+        before the runs with moves execute one by one.
         """
         leases = self._books.leases
         now = self._books.clock.time()
         owner = leases.owner("agent")
-        pending = deque(
-            self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch)
-        )
+        pending = set(self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch))
         if not pending:
             return 0
-        keeper = asyncio.create_task(leases.keep(lambda: list(pending), owner))
-        ran = 0
+        keeper = asyncio.create_task(leases.keep(lambda: sorted(pending), owner))
         try:
-            while pending:
-                ran += await self._run_claimed(pending[0], owner, now)
-                pending.popleft()
+            return await self._run_batch(pending, owner, now + self._settings.interval_seconds)
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
+
+    async def _run_batch(self, pending: set[int], owner: str, next_run: float) -> int:
+        """Runs the claimed wallets ``pending`` (emptied as each is rescheduled and
+        released): every wallet of a chain is valued at one head, with the chain's pauses
+        and costs read once, and wallets with the same holdings and rules are planned
+        once. Returns how many ran."""
+        wallets = self._wallets.get_many(sorted(pending))
+        pending.intersection_update(w.id for w in wallets)  # vanished rows: nothing to free
+        by_chain: dict[int, list[Wallet]] = {}
+        for wallet in wallets:
+            by_chain.setdefault(wallet.chain_id, []).append(wallet)
+        ran = 0
+        for chain_id, group in by_chain.items():
+            ran += await self._run_chain_batch(chain_id, group, owner, next_run, pending)
         return ran
 
-    async def _run_claimed(self, wallet_id: int, owner: str, claimed_at: float) -> int:
-        """Runs a wallet of the batch, sets its next run and releases it; 1 if it ran."""
-        wallet = self._wallets.get_by_id(wallet_id)
-        if wallet is None:
-            return 0
+    async def _run_chain_batch(
+        self,
+        chain_id: int,
+        wallets: list[Wallet],
+        owner: str,
+        next_run: float,
+        pending: set[int],
+    ) -> int:
+        records: list[Operation] = []
+        settled: list[int] = []
+        moving: list[tuple[Wallet, Valuation, Plan, list[Move]]] = []
+        ran = 0
         try:
-            await self.run(wallet.chain_id, wallet.address, owner=owner)
-            return 1
+            chain = self._books.chain(chain_id)
+            head = await chain.head()
+            paused = self._runs.paused(chain_id)
         except Exception:
-            log.exception("scheduled run failed", extra={"wallet": wallet.address})
+            log.exception("scheduled runs failed", extra={"chain_id": chain_id})
+            self._finish([], [w.id for w in wallets], owner, next_run, pending)
+            for _ in wallets:
+                self._count(chain_id, None)
             return 0
-        finally:
-            self._runs.schedule(wallet_id, claimed_at + self._settings.interval_seconds)
-            self._books.leases.release(wallet_id, owner)
+        runnable: list[Wallet] = []
+        for wallet in wallets:
+            if allowed(wallet.status, "run"):
+                runnable.append(wallet)
+            else:  # claimed wallets are activated; as ``run``, no record otherwise
+                settled.append(wallet.id)
+                ran += 1
+        try:
+            valuations = await value_many(chain, runnable, head)
+        except Exception as refused:  # the chain failed to answer
+            valuations = {}
+            reason = _refusal(refused)
+            for wallet in runnable:
+                records.append(self._closed_run(wallet, head.number, owner, FAILED, reason))
+                settled.append(wallet.id)
+            runnable = []
+        costs: dict[str, Costs] = {}
+        plans: dict[tuple[object, ...], Plan | Exception] = {}
+        for wallet in runnable:
+            valuation = valuations[wallet.id]
+            try:
+                if wallet.token not in costs:
+                    costs[wallet.token] = await self._books.costs(chain, wallet)
+                key = _inputs(wallet, valuation, paused)
+                if key not in plans:
+                    try:
+                        plans[key] = self._solve(wallet, valuation, paused, costs[wallet.token])
+                    except InvalidRequest as infeasible:
+                        plans[key] = infeasible
+                plan = plans[key]
+                if isinstance(plan, Exception):
+                    raise plan
+                moves = within_liquidity(plan.moves, valuation)
+            except Exception as refused:
+                records.append(
+                    self._closed_run(wallet, head.number, owner, FAILED, _refusal(refused))
+                )
+                settled.append(wallet.id)
+                continue
+            if moves:
+                moving.append((wallet, valuation, plan, moves))
+            else:
+                reason = _idle_reason(plan)
+                records.append(self._closed_run(wallet, head.number, owner, NO_ACTION, reason))
+                settled.append(wallet.id)
+        # What moves nothing is done: recorded and let go at once, in one transaction.
+        self._finish(records, settled, owner, next_run, pending)
+        for closed in records:
+            self._count(chain_id, RunOutcome(closed.status, closed.reason, closed.id))
+        ran += len(records)
+        stale = False
+        for wallet, valuation, plan, moves in moving:
+            record: Operation | None = None
+            try:
+                if stale:  # the moves before changed the pools: plan on what they left
+                    # (the wallet's own funds did not move: its lease is held)
+                    names = sorted(set(valuation.positions) | set(wallet.selected_protocols))
+                    quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
+                    valuation = replace(valuation, quotes=quotes)
+                    plan = self._solve(wallet, valuation, paused, costs[wallet.token])
+                    moves = within_liquidity(plan.moves, valuation)
+                    if not moves:
+                        reason = _idle_reason(plan)
+                        record = self._closed_run(wallet, head.number, owner, NO_ACTION, reason)
+            except Exception as refused:
+                record = self._closed_run(wallet, head.number, owner, FAILED, _refusal(refused))
+            if record is not None:
+                self._finish([record], [wallet.id], owner, next_run, pending)
+                self._count(chain_id, RunOutcome(record.status, record.reason, record.id))
+                ran += 1
+                continue
+            stale = True
+            try:
+                outcome = await self._execute(
+                    chain, wallet, head.number, owner, valuation, plan, moves
+                )
+            except Exception:
+                log.exception("scheduled run failed", extra={"wallet": wallet.address})
+                self._count(chain_id, None)
+            else:
+                self._count(chain_id, outcome)
+                ran += 1
+            finally:
+                self._finish([], [wallet.id], owner, next_run, pending)
+        return ran
+
+    def _finish(
+        self,
+        records: list[Operation],
+        wallet_ids: list[int],
+        owner: str,
+        next_run: float,
+        pending: set[int],
+    ) -> None:
+        """Stores ``records``, sets the wallets' next run and releases their leases."""
+        if records or wallet_ids:
+            self._runs.finish(records, [(wallet_id, next_run) for wallet_id in wallet_ids], owner)
+        pending.difference_update(wallet_ids)
+
+    def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
+        """Called with each scheduled run's outcome (None: the run raised); for metrics."""
 
     # -- recovery --------------------------------------------------------------------------
 
     async def reconcile(self) -> list[Repair]:
         """Finishes every operation (runs among them) a killed process left open."""
         return await self._lifecycle.reconcile()
+
+
+def _refusal(refused: Exception) -> str:
+    """Why planning failed: infeasible rules, or the chain failed to answer."""
+    if isinstance(refused, InvalidRequest):
+        return refused.detail
+    return f"planning failed: {refused}"
+
+
+def _idle_reason(plan: Plan) -> str:
+    """Why a run moves nothing."""
+    return plan.reason if not plan.moves else "the pools lack the cash to move now"
+
+
+def _inputs(wallet: Wallet, valuation: Valuation, paused: frozenset[str]) -> tuple[object, ...]:
+    """What a wallet's plan depends on besides the batch's pools, costs and thresholds:
+    wallets with equal inputs get the same plan."""
+    rules = wallet.constraints
+    return (
+        wallet.token,
+        valuation.idle,
+        tuple(sorted(valuation.positions.items())),
+        tuple(p for p in wallet.selected_protocols if p not in paused),
+        rules.min_protocols,
+        rules.min_fraction,
+        tuple(sorted(rules.excluded)),
+        tuple(sorted(rules.max_amount.items())),
+        tuple(sorted(rules.max_ratio.items())),
+        rules.min_position,
+        tuple(sorted(rules.min_amount.items())),
+    )

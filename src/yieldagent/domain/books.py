@@ -267,7 +267,7 @@ class Books:
             ours.append(operation)
         steps = {key: (op.id, step) for op in ours for key, step in mined_steps([op]).items()}
         events, pending = hold_back(events, wallet, head.final_number, steps.keys())
-        valuation = await value(chain, wallet)
+        valuation = await value(chain, wallet, head=head)
         booking = book(
             wallet,
             self.token_info(wallet),

@@ -7,11 +7,12 @@ claimed and swapped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
 
-from yieldagent.chain.port import ChainPort
+from yieldagent.chain.port import Block, ChainPort, Position
 from yieldagent.domain.allocation import Candidate
 from yieldagent.domain.optimizer import Costs, Move, optimize
 from yieldagent.domain.quotes import PoolQuote
@@ -58,14 +59,63 @@ def moment_of(timestamp: int) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
 
 
-async def value(chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = ()) -> Valuation:
-    """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``."""
-    head = await chain.head()
+async def value(
+    chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = (), head: Block | None = None
+) -> Valuation:
+    """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``;
+    ``head``: the chain's head, when the caller just read it."""
+    head = head or await chain.head()
     idle = await chain.token_balance(wallet.token, wallet.address)
     positions = {p.protocol: p.amount for p in await chain.positions(wallet.address, wallet.token)}
     names = sorted(set(positions) | set(wallet.selected_protocols) | set(protocols))
     quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
     return Valuation(idle, positions, quotes, moment_of(head.timestamp))
+
+
+@runtime_checkable
+class BatchReads(Protocol):
+    """A chain that reads many holders' funds at once (the simulated chain does)."""
+
+    async def holdings(
+        self, token: str, holders: Sequence[str]
+    ) -> dict[str, tuple[int, list[Position]]]:
+        """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
+
+
+async def value_many(
+    chain: ChainPort, wallets: Sequence[Wallet], head: Block
+) -> dict[int, Valuation]:
+    """What each of ``wallets`` holds at ``head``, with the pools of its positions and
+    selected protocols, by wallet id: as ``value`` reads them one by one, but a chain
+    that reads holders in bulk (``BatchReads``) is asked once per token, and the pools
+    once per token."""
+    moment = moment_of(head.timestamp)
+    valued: dict[int, Valuation] = {}
+    by_token: dict[str, list[Wallet]] = {}
+    for wallet in wallets:
+        by_token.setdefault(wallet.token, []).append(wallet)
+    for token, group in by_token.items():
+        if isinstance(chain, BatchReads):
+            found = await chain.holdings(token, [w.address for w in group])
+            held = {
+                w.id: (found[w.address][0], {p.protocol: p.amount for p in found[w.address][1]})
+                for w in group
+            }
+        else:
+            held = {}
+            for w in group:
+                idle = await chain.token_balance(token, w.address)
+                positions = {p.protocol: p.amount for p in await chain.positions(w.address, token)}
+                held[w.id] = (idle, positions)
+        names = sorted(
+            {p for idle, positions in held.values() for p in positions}
+            | {p for w in group for p in w.selected_protocols}
+        )
+        quotes = {q.protocol: q for q in await chain.quotes(token, names)}
+        for w in group:
+            idle, positions = held[w.id]
+            valued[w.id] = Valuation(idle, positions, quotes, moment)
+    return valued
 
 
 def placement(

@@ -149,6 +149,9 @@ class WalletRepository(Protocol):
     def get_by_id(self, wallet_id: int) -> Wallet | None:
         """The wallet with this id."""
 
+    def get_many(self, wallet_ids: Sequence[int]) -> list[Wallet]:
+        """The stored wallets among ``wallet_ids``, in id order."""
+
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
         """The most recently activated wallet of ``eoa`` on ``chain_id``."""
 

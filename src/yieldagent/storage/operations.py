@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, or_, update
+from sqlalchemy import Engine, insert, or_, update
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.accounting import WithdrawalSplit
@@ -131,19 +131,26 @@ def operation_values(operation: Operation) -> dict[str, Any]:
     }
 
 
-def _new_row(operation: Operation) -> OperationRow:
-    return OperationRow(
-        id=operation.id,
-        wallet_id=operation.wallet_id,
-        chain_id=operation.chain_id,
-        kind=operation.kind,
-        params=json.dumps(operation.params),
-        idempotency_key=operation.key,
-        start_block=operation.start_block,
-        owner=operation.owner,
-        started_at=datetime.now(UTC),
+def new_row_values(operation: Operation, now: datetime | None = None) -> dict[str, Any]:
+    """Every column of a new operation's row (for a Core insert of many at once)."""
+    now = now or datetime.now(UTC)
+    return {
+        "id": operation.id,
+        "wallet_id": operation.wallet_id,
+        "chain_id": operation.chain_id,
+        "kind": operation.kind,
+        "params": json.dumps(operation.params),
+        "idempotency_key": operation.key,
+        "start_block": operation.start_block,
+        "owner": operation.owner,
+        "started_at": now,
         **operation_values(operation),
-    )
+        "finished_at": None if operation.open else now,
+    }
+
+
+def _new_row(operation: Operation) -> OperationRow:
+    return OperationRow(**new_row_values(operation))
 
 
 def save_operation(session: Session, operation: Operation) -> str | None:
@@ -175,9 +182,14 @@ class OperationStore:
             session.commit()
 
     def save(self, operation: Operation) -> None:
-        with Session(self._engine) as session:
-            save_operation(session, operation)
-            session.commit()
+        with self._engine.begin() as connection:
+            updated = connection.execute(
+                update(OperationRow)
+                .where(col(OperationRow.id) == operation.id)
+                .values(**operation_values(operation))
+            )
+            if updated.rowcount == 0:  # a new operation: its intent
+                connection.execute(insert(OperationRow), [new_row_values(operation)])
 
     def get(self, operation_id: str) -> Operation | None:
         with Session(self._engine) as session:

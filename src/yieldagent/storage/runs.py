@@ -11,17 +11,32 @@ has ended; if the process dies first, the wallet is due again when the lease lap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, func, or_, select, update
+from sqlalchemy import ColumnElement, Engine, bindparam, case, func, insert, or_, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from yieldagent.domain.operations import RUN, Operation
-from yieldagent.storage.operations import operation_of
+from yieldagent.storage.operations import new_row_values, operation_of
 from yieldagent.storage.tables import OperationRow, ProtocolPauseRow, WalletRow
 
 ACTIVATED = "activated"
+
+_wallets = WalletRow.__table__  # type: ignore[attr-defined]
+_operations = OperationRow.__table__  # type: ignore[attr-defined]
+# A batch's end: each wallet's next run is set, and its lease given back if still ours.
+_mine = _wallets.c.lease_owner == bindparam("owner")
+_FINISH = (
+    update(_wallets)
+    .where(_wallets.c.id == bindparam("wallet_id"))
+    .values(
+        next_run_at=bindparam("at"),
+        lease_owner=case((_mine, None), else_=_wallets.c.lease_owner),
+        lease_until=case((_mine, None), else_=_wallets.c.lease_until),
+    )
+)
 
 
 class RunStore:
@@ -34,10 +49,17 @@ class RunStore:
 
     def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
         """Leases up to ``limit`` activated wallets whose run is due; returns their ids."""
+        status: ColumnElement[str] = _wallets.c.status
+        if self._engine.dialect.name == "sqlite":
+            # Without statistics SQLite picks the status index for an equality, then sorts
+            # every activated wallet to find the first due ones: each claim would read them
+            # all. Matching the status as an expression leaves it the next_run_at index,
+            # which yields the due wallets in order: a claim reads about its batch.
+            status = status + ""
         due = (
             select(WalletRow.id)  # type: ignore[call-overload]
             .where(
-                col(WalletRow.status) == ACTIVATED,
+                status == ACTIVATED,
                 col(WalletRow.next_run_at) <= now,
                 or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
             )
@@ -91,6 +113,27 @@ class RunStore:
                 .values(next_run_at=next_run_at)
             )
             session.commit()
+
+    def finish(
+        self,
+        records: Sequence[Operation],
+        next_runs: Sequence[tuple[int, float]],
+        owner: str,
+    ) -> None:
+        """Ends runs of a batch in one transaction: stores ``records`` (runs that moved
+        nothing, already closed), sets each wallet's next run and releases the lease
+        ``owner`` still holds on it. One statement per kind, each with many rows."""
+        with self._engine.begin() as connection:
+            if records:
+                connection.execute(insert(_operations), [new_row_values(r) for r in records])
+            if next_runs:
+                connection.execute(
+                    _FINISH,
+                    [
+                        {"wallet_id": wallet_id, "at": at, "owner": owner}
+                        for wallet_id, at in next_runs
+                    ],
+                )
 
     def runs_of(self, wallet_id: int) -> list[Operation]:
         """A wallet's runs, oldest first."""

@@ -8,7 +8,7 @@ every process run one at a time, and a unit never deadlocks halfway through.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -199,6 +199,26 @@ class SimSession:
         )
         return {protocol: scaled for protocol, scaled in rows if scaled}
 
+    def scaled_positions_of(
+        self, chain_id: int, token: str, holders: Sequence[str]
+    ) -> dict[str, dict[str, int]]:
+        """Each of ``holders``' scaled units per protocol, in the pools of ``token``; one
+        query for all of them (holders without a position are left out)."""
+        rows = self._session.exec(
+            select(SimPositionRow.holder, SimPoolRow.protocol, SimPositionRow.scaled)
+            .join(SimPositionRow, col(SimPositionRow.pool_id) == col(SimPoolRow.id))
+            .where(
+                SimPoolRow.chain_id == chain_id,
+                SimPoolRow.token == token,
+                col(SimPositionRow.holder).in_(holders),
+            )
+        )
+        held: dict[str, dict[str, int]] = {}
+        for holder, protocol, scaled in rows:
+            if scaled:
+                held.setdefault(holder, {})[protocol] = scaled
+        return held
+
     def save_position(self, row: SimPositionRow) -> None:
         """Writes a position back."""
         self._session.add(row)
@@ -209,6 +229,17 @@ class SimSession:
         """``holder``'s balance of ``token``."""
         row = self._session.get(SimBalanceRow, (chain_id, token, holder))
         return row.amount if row is not None else 0
+
+    def balances(self, chain_id: int, token: str, holders: Sequence[str]) -> dict[str, int]:
+        """Each of ``holders``' balance of ``token`` (absent: none); one query."""
+        rows = self._session.exec(
+            select(SimBalanceRow.holder, SimBalanceRow.amount).where(
+                SimBalanceRow.chain_id == chain_id,
+                SimBalanceRow.token == token,
+                col(SimBalanceRow.holder).in_(holders),
+            )
+        )
+        return dict(rows.all())
 
     def credit(self, chain_id: int, token: str, holder: str, delta: int) -> None:
         """Adds ``delta`` (negative: debits); MarketError if the balance would go negative."""

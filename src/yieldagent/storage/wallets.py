@@ -59,6 +59,11 @@ _BY_ADDRESS = select_core(_wallets).where(
     _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
 )
 _BY_ID = select_core(_wallets).where(_wallets.c.id == bindparam("wallet_id"))
+_BY_IDS = (
+    select_core(_wallets)
+    .where(_wallets.c.id.in_(bindparam("wallet_ids", expanding=True)))
+    .order_by(_wallets.c.id)
+)
 # The later of the first activation and the last reactivation.
 _LAST_ACTIVATED = case(
     (
@@ -304,6 +309,14 @@ class WalletStore:
         with self._engine.connect() as connection:
             row = connection.execute(_BY_ID, {"wallet_id": wallet_id}).first()
         return _wallet(row) if row else None
+
+    def get_many(self, wallet_ids: Sequence[int]) -> list[Wallet]:
+        """The stored wallets among ``wallet_ids``, in id order; one query."""
+        if not wallet_ids:
+            return []
+        with self._engine.connect() as connection:
+            rows = connection.execute(_BY_IDS, {"wallet_ids": list(wallet_ids)}).all()
+        return [_wallet(row) for row in rows]
 
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
         with self._engine.connect() as connection:

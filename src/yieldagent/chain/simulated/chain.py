@@ -73,6 +73,16 @@ class SimulatedChain:
             for protocol, amount in self.market.positions(self.chain_id, token, holder)
         ]
 
+    async def holdings(
+        self, token: str, holders: Sequence[str]
+    ) -> dict[str, tuple[int, list[Position]]]:
+        """Each holder's balance of ``token`` and positions in its pools, read at once (see
+        ``domain.valuation.BatchReads``)."""
+        return {
+            holder: (idle, [Position(protocol, token, amount) for protocol, amount in held])
+            for holder, (idle, held) in self.market.holdings(self.chain_id, token, holders).items()
+        }
+
     async def history(self, holder: str, since_block: int) -> list[ChainTx]:
         return [
             ChainTx(

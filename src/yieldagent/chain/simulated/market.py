@@ -9,7 +9,7 @@ and the stored market does not depend on when the worker ran.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -200,6 +200,28 @@ class SimulatedMarket:
             for pool in self.pools_now(chain_id, token)
             if held.get(pool.protocol)
         ]
+
+    def holdings(
+        self, chain_id: int, token: str, holders: Sequence[str]
+    ) -> dict[str, tuple[int, list[tuple[str, int]]]]:
+        """Each of ``holders``' balance of ``token`` and (protocol, value) of its non-zero
+        positions in ``token`` pools, as ``balance`` and ``positions`` read them one by
+        one; two queries for all of them."""
+        with self.store.reading() as unit:
+            balances = unit.balances(chain_id, token, holders)
+            held = unit.scaled_positions_of(chain_id, token, holders)
+        pools = self.pools_now(chain_id, token) if held else []
+        return {
+            holder: (
+                balances.get(holder, 0),
+                [
+                    (pool.protocol, value_of(pool, held[holder][pool.protocol]))
+                    for pool in pools
+                    if held.get(holder, {}).get(pool.protocol)
+                ],
+            )
+            for holder in holders
+        }
 
     def accrued_rewards(self, chain_id: int, holder: str) -> dict[str, int]:
         """Reward units ``holder`` could claim now, by reward token address."""
