@@ -3,7 +3,8 @@
 In order: the simulated market, storage reads, the optimizer and its optimality check, APR,
 the aggregates (``/stats``, ``/tokens``, the catalog at 100 and 100,000 wallets), REST
 reads, the partners' poll beside FastAPI and the edge's ceiling, events, and the agent's
-cycles. PostgreSQL figures are added when ``YIELDAGENT_TEST_DATABASE_URL`` is set.
+cycles (about 10 minutes of the whole). PostgreSQL figures are added when
+``YIELDAGENT_TEST_DATABASE_URL`` is set.
 
 ``BENCH_ONLY=name,name`` runs only those (module names: ``partner_reads,agent``).
 ``BENCH_DEVNET=1`` adds the devnet benchmark (``devnet_cycle``: anvil, the web3 adapter and
@@ -16,6 +17,7 @@ import os
 from collections.abc import Callable
 
 from benchmarks import (
+    agent,
     aggregates,
     apr,
     events,
@@ -35,6 +37,7 @@ BENCHMARKS: dict[str, Callable[[], None]] = {
     "rest_reads": rest_reads.main,
     "partner_reads": partner_reads.main,
     "events": events.main,
+    "agent": agent.main,
 }
 
 if __name__ == "__main__":
