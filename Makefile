@@ -168,7 +168,7 @@ $(STUBS_NPM): $(STUBS_TS_DIR)/package.json $(STUBS_TS_DIR)/package-lock.json
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(VENV)/.installed $(DESCRIPTOR) $(BUF) $(REDOC_STAMP)
+lint: $(VENV)/.bench-installed $(DESCRIPTOR) $(BUF) $(REDOC_STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy

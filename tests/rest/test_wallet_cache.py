@@ -36,6 +36,16 @@ def _until_cached(api: RunningService, funded: Funded, **query: str) -> Response
     raise AssertionError("no read was answered from the cache")
 
 
+def _deactivate(api: RunningService, funded: Funded) -> None:
+    """A write that changes the wallet's reply (its status), committed when this returns."""
+    response = api.request(
+        "POST",
+        f"/api/v1/8453/wallets/{funded.wallet}:deactivate?transfer=false",
+        headers=funded.headers,
+    )
+    assert response.status == 200, response.body
+
+
 def test_the_poll_is_answered_from_the_cache_with_the_fresh_body(
     api: RunningService, activated: Funded
 ) -> None:
@@ -62,12 +72,7 @@ def test_a_write_is_seen_by_every_read_a_second_after_it(
 ) -> None:
     _until_cached(api, activated)  # the cache holds the activated wallet
 
-    response = api.request(
-        "POST",
-        f"/api/v1/8453/wallets/{activated.wallet}:deactivate?transfer=false",
-        headers=activated.headers,
-    )
-    assert response.status == 200, response.body
+    _deactivate(api, activated)
     written = time.monotonic()
     time.sleep(_BOUND_SECONDS + 0.05)
 
@@ -89,12 +94,7 @@ def test_a_write_in_one_replica_is_seen_in_another_within_the_bound(
 ) -> None:
     _until_cached(replica, activated)
 
-    response = api.request(
-        "POST",
-        f"/api/v1/8453/wallets/{activated.wallet}:deactivate?transfer=false",
-        headers=activated.headers,
-    )
-    assert response.status == 200, response.body
+    _deactivate(api, activated)
     fresh = replica.request("GET", f"/api/v1/8453/wallets/{activated.wallet}")
     assert fresh.json()["status"] == "deactivated"  # no-cache: the database, at once
     time.sleep(_BOUND_SECONDS + 0.05)
@@ -105,12 +105,7 @@ def test_a_write_in_one_replica_is_seen_in_another_within_the_bound(
 def test_a_no_cache_read_sees_a_write_at_once(api: RunningService, activated: Funded) -> None:
     _until_cached(api, activated)
 
-    response = api.request(
-        "POST",
-        f"/api/v1/8453/wallets/{activated.wallet}:deactivate?transfer=false",
-        headers=activated.headers,
-    )
-    assert response.status == 200, response.body
+    _deactivate(api, activated)
     fresh = api.request("GET", f"/api/v1/8453/wallets/{activated.wallet}")
 
     assert fresh.json()["status"] == "deactivated"
