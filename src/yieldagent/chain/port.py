@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from yieldagent.domain.quotes import PoolQuote
 
@@ -145,6 +145,20 @@ class ContractCall:
     value: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Send:
+    """One transaction of a batch: ``action`` (``supply`` or ``withdraw``) of ``amount``
+    of ``holder``'s ``token`` into or out of ``protocol``; a withdrawal with ``whole``
+    takes all of the position as it is when mined."""
+
+    action: str
+    holder: str
+    protocol: str
+    token: str
+    amount: int
+    whole: bool = False
+
+
 class ChainPort(Protocol):
     """One EVM chain, as the service uses it."""
 
@@ -208,3 +222,22 @@ class ChainPort(Protocol):
 
     async def gas_cost(self, action: str) -> GasCost:
         """What ``action`` (supply, withdraw, swap, transfer, claim) costs now."""
+
+
+@runtime_checkable
+class BatchWrites(Protocol):
+    """A chain that sends many supplies and withdrawals at once (the simulated chain does:
+    one unit of its store for the lot)."""
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        """Each send as its own transaction, in order, exactly as ``supply`` and
+        ``withdraw`` would make them one after another; a refused send is the exception
+        the single call raises, and the sends after it still go."""
+
+
+@runtime_checkable
+class BatchHistory(Protocol):
+    """A chain that reads many holders' histories at once (the simulated chain does)."""
+
+    async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        """``history(holder, since_block)`` of each of ``holders`` (each one a key)."""

@@ -271,6 +271,9 @@ class OperationRepository(Protocol):
     def open_on(self, wallet_id: int) -> list[Operation]:
         """The wallet's operations still open, oldest first."""
 
+    def open_on_many(self, wallet_ids: Sequence[int]) -> dict[int, list[Operation]]:
+        """``open_on`` of each of ``wallet_ids`` (each one a key), in one read."""
+
     def abandoned(self, now: float) -> list[Operation]:
         """Open operations whose wallet's lease has lapsed (their process died), and
         waiting ones whose retry is due."""

@@ -6,7 +6,7 @@ journal in one database transaction, so a wallet's state and its history never d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -171,6 +171,10 @@ class WalletRepository(Protocol):
         """The chain events (tx hash, log index) from ``since_block`` on that the wallet's
         books and history already hold."""
 
+    def booked_many(self, since: Mapping[int, int]) -> dict[int, set[tuple[str, int]]]:
+        """``booked(wallet_id, since_block)`` of each ``wallet_id: since_block`` in
+        ``since`` (each one a key), in one read."""
+
     def create(self, journal: Journal, lease_until: float | None = None) -> Wallet:
         """Stores a new wallet with its journal (and, with ``journal.owner``, its lease held
         by that owner until ``lease_until``); Conflict if the address is taken."""
@@ -180,6 +184,11 @@ class WalletRepository(Protocol):
         wallet was read at (and, with ``journal.owner``, its lease still held by that owner;
         with ``expected``, its status still that); Conflict otherwise, and nothing changes.
         On success the journal's wallet carries the new version."""
+
+    def commit_many(self, journals: Sequence[Journal]) -> list[bool]:
+        """Stores each journal as ``commit`` would, all in one transaction: a journal whose
+        wallet changed meanwhile (or lost its lease) is skipped, nothing of it stored, and
+        answers False; the others answer True and their wallets carry the new version."""
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         """Takes the wallet's lease for ``owner`` unless someone else holds a live one."""

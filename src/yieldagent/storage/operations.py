@@ -212,6 +212,9 @@ class OperationStore:
             ).all()
             return [operation_of(row) for row in rows]
 
+    def open_on_many(self, wallet_ids: Sequence[int]) -> dict[int, list[Operation]]:
+        return {wallet_id: self.open_on(wallet_id) for wallet_id in wallet_ids}
+
     def abandoned(self, now: float) -> list[Operation]:
         lapsed = or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now)
         due = or_(col(OperationRow.status) != WAITING, col(OperationRow.retry_at) <= now)

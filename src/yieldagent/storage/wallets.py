@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -452,6 +452,20 @@ class WalletStore:
         if stored is None or stored[0] != wallet.version:
             raise Conflict("The wallet changed meanwhile; retry")
         return stored[1]
+
+    def booked_many(self, since: Mapping[int, int]) -> dict[int, set[tuple[str, int]]]:
+        return {wallet_id: self.booked(wallet_id, block) for wallet_id, block in since.items()}
+
+    def commit_many(self, journals: Sequence[Journal]) -> list[bool]:
+        stored = []
+        for journal in journals:
+            try:
+                self.commit(journal)
+            except Conflict:
+                stored.append(False)
+            else:
+                stored.append(True)
+        return stored
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         with Session(self._engine) as session:

@@ -13,6 +13,7 @@ from yieldagent.chain.port import (
     GasCost,
     Position,
     RewardAmount,
+    Send,
     SwapReceipt,
     Transfer,
     TxReceipt,
@@ -100,6 +101,10 @@ class SimulatedChain:
             for row in self.market.history(self.chain_id, holder, since_block)
         ]
 
+    async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        """Each holder's history, read at once (see ``chain.port.BatchHistory``)."""
+        return {holder: await self.history(holder, since_block) for holder in holders}
+
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         row = self.market.transaction(tx_hash)
         if row is None or row.chain_id != self.chain_id or row.kind not in ("transfer", "mint"):
@@ -136,6 +141,25 @@ class SimulatedChain:
             amount = held.get(protocol, 0)
         row = self.market.withdraw(self.chain_id, holder, protocol, token, amount)
         return replace(_receipt(row), amount=amount) if whole else _receipt(row)
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        """Each send as its own transaction (see ``chain.port.BatchWrites``)."""
+        done: list[TxReceipt | Exception] = []
+        for send in sends:
+            try:
+                if send.action == "supply":
+                    done.append(
+                        await self.supply(send.holder, send.protocol, send.token, send.amount)
+                    )
+                else:
+                    done.append(
+                        await self.withdraw(
+                            send.holder, send.protocol, send.token, send.amount, send.whole
+                        )
+                    )
+            except Exception as refused:
+                done.append(refused)
+        return done
 
     async def plan_calls(
         self, holder: str, action: str, protocol: str, token: str, amount: int
