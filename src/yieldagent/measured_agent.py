@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from yieldagent.domain.agent import Agent, AgentSettings, RunOutcome, RunRepository
+from yieldagent.domain.agent import Agent, AgentSettings, RunRepository
 from yieldagent.domain.errors import YieldAgentError
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.operations import COMPLETED, RUN, SUPPLY, WITHDRAW_STEP
 from yieldagent.domain.reconciliation import Repair
+from yieldagent.domain.rounds import RunOutcome
 from yieldagent.domain.wallets import WalletRepository
 from yieldagent.metrics import record_run
 from yieldagent.storage.operations import OperationStore

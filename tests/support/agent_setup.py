@@ -4,13 +4,13 @@ and run rows the stores do not expose."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from support.wallet_setup import BASE, all_transactions
-from yieldagent.chain.port import TxReceipt
+from yieldagent.chain.port import Send, TxReceipt
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent import Agent, AgentSettings
@@ -67,6 +67,25 @@ class WatchedChain(SimulatedChain):
         receipt = await super().withdraw(holder, protocol, token, amount, whole)
         self.moves.append(("withdraw", protocol, amount))
         return receipt
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        """One at a time, so that the hook sees every move."""
+        done: list[TxReceipt | Exception] = []
+        for send in sends:
+            try:
+                if send.action == "supply":
+                    done.append(
+                        await self.supply(send.holder, send.protocol, send.token, send.amount)
+                    )
+                else:
+                    done.append(
+                        await self.withdraw(
+                            send.holder, send.protocol, send.token, send.amount, send.whole
+                        )
+                    )
+            except Exception as refused:
+                done.append(refused)
+        return done
 
 
 def run_row(engine: Engine, run_id: str) -> OperationRow:

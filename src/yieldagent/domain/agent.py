@@ -24,15 +24,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from yieldagent.chain.port import ChainPort
-from yieldagent.domain.errors import InvalidRequest, YieldAgentError
+from yieldagent.domain import rounds
+from yieldagent.domain.allocation import Candidate
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import Conflict, InvalidRequest
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.operations import (
-    COMPLETED,
     FAILED,
     NO_ACTION,
     RECOVERED,
@@ -42,10 +44,12 @@ from yieldagent.domain.operations import (
 )
 from yieldagent.domain.optimality import is_settled
 from yieldagent.domain.optimizer import Costs, Move, Plan, Thresholds, optimize
+from yieldagent.domain.quotes import PoolQuote
 from yieldagent.domain.reconciliation import Repair
+from yieldagent.domain.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.valuation import Valuation, value, value_many
 from yieldagent.domain.wallet_states import WalletStatus, allowed, transition
-from yieldagent.domain.wallets import Journal, Wallet, WalletRepository
+from yieldagent.domain.wallets import Wallet, WalletRepository
 
 log = logging.getLogger(__name__)
 
@@ -104,15 +108,6 @@ class AgentSettings:
     batch: int = 100
 
 
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
-    """What a run did: completed (funds moved), no_action or failed, and why."""
-
-    status: str
-    reason: str
-    run_id: str
-
-
 class Agent:
     """Runs wallets' agents, on schedule or on request."""
 
@@ -167,9 +162,24 @@ class Agent:
         self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
     ) -> Plan:
         """The optimizer's plan for the wallet's holdings, over its protocols less the
-        paused ones."""
+        paused ones; the cheap check first (``_settled``)."""
+        if self._settled(wallet, valuation, paused, costs):
+            return Plan(dict(valuation.positions), 0.0, 0.0, (), 0.0, None, False, SETTLED)
+        return optimize(*self._problem(wallet, valuation, paused, costs))
+
+    def _settled(
+        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
+    ) -> bool:
+        """The cheap check: whether the full search would move nothing."""
+        return is_settled(*self._problem(wallet, valuation, paused, costs))
+
+    def _problem(
+        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
+    ) -> tuple[Mapping[str, int], int, list[Candidate], Constraints, Costs, Thresholds]:
+        """What the optimizer solves for the wallet: its holdings over its protocols less
+        the paused ones."""
         protocols = [p for p in wallet.selected_protocols if p not in paused]
-        inputs = (
+        return (
             valuation.positions,
             valuation.idle,
             valuation.candidates(protocols),
@@ -177,9 +187,6 @@ class Agent:
             costs,
             self._settings.thresholds,
         )
-        if is_settled(*inputs):  # the cheap check: the full search would move nothing
-            return Plan(dict(valuation.positions), 0.0, 0.0, (), 0.0, None, False, SETTLED)
-        return optimize(*inputs)
 
     async def _run(self, wallet: Wallet, owner: str) -> RunOutcome:
         chain = self._books.chain(wallet.chain_id)
@@ -205,43 +212,13 @@ class Agent:
         plan: Plan,
         moves: Sequence[Move],
     ) -> RunOutcome:
-        """Stores the plan with the wallet turning ``running`` (the commit checks that
-        ``owner`` still holds the lease and that the wallet is as read), executes its moves
-        and books the outcome."""
-        books = self._books
-        steps = [
-            Step(
-                move.action,
-                wallet.token,
-                move.amount,
-                protocol=move.protocol,
-                apr=valuation.quotes[move.protocol].apr()
-                if move.protocol in valuation.quotes
-                else None,
-            )
-            for move in moves
-        ]
-        operation = books.begin(wallet, RUN, block, owner, steps=steps)
-        running = replace(wallet, status=transition(wallet.status, "run"))
-        # The plan is stored, with the wallet turning `running`, before any step executes.
-        books.wallets.commit(Journal(running, operation=operation, owner=owner))
-        try:
-            for index in range(len(operation.steps)):
-                operation = await books.perform_planned(chain, running, operation, index)
-        except YieldAgentError as error:  # the chain refused a step: record what did happen
-            operation = await books.recover_steps(chain, running, operation)
-            reason = f"step {operation.steps_done + 1} failed: {error.detail}"
-            await self._back_to_activated(chain, running, operation.closed(FAILED, reason), owner)
-            log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
-            return RunOutcome(FAILED, reason, operation.id)
-        await self._back_to_activated(
-            chain, running, operation.closed(COMPLETED, plan.reason), owner
-        )
-        log.info(
-            "run completed",
-            extra={"wallet": wallet.address, "moves": len(steps), "reason": plan.reason},
-        )
-        return RunOutcome(COMPLETED, plan.reason, operation.id)
+        """Executes the plan's moves and books the outcome (see ``domain.rounds``);
+        Conflict when the wallet changed since it was read."""
+        planned = PlannedRun(wallet, plan, _steps(wallet, valuation, moves))
+        [outcome] = await rounds.execute(self._books, chain, block, owner, [planned])
+        if isinstance(outcome, Conflict):
+            raise outcome
+        return outcome
 
     def _log_run(
         self, wallet: Wallet, block: int, owner: str, status: str, reason: str
@@ -334,8 +311,6 @@ class Agent:
     ) -> int:
         records: list[Operation] = []
         settled: list[int] = []
-        moving: list[tuple[Wallet, Valuation, Plan, list[Move]]] = []
-        ran = 0
         try:
             chain = self._books.chain(chain_id)
             head = await chain.head()
@@ -346,6 +321,7 @@ class Agent:
             for _ in wallets:
                 self._count(chain_id, None)
             return 0
+        ran = 0
         runnable: list[Wallet] = []
         for wallet in wallets:
             if allowed(wallet.status, "run"):
@@ -363,73 +339,72 @@ class Agent:
                 settled.append(wallet.id)
             runnable = []
         costs: dict[str, Costs] = {}
-        plans: dict[tuple[object, ...], Plan | Exception] = {}
+        answers: dict[tuple[object, ...], bool | Exception] = {}
+        searched: list[Wallet] = []
         for wallet in runnable:
             valuation = valuations[wallet.id]
             try:
                 if wallet.token not in costs:
                     costs[wallet.token] = await self._books.costs(chain, wallet)
                 key = _inputs(wallet, valuation, paused)
-                if key not in plans:
+                if key not in answers:
                     try:
-                        plans[key] = self._solve(wallet, valuation, paused, costs[wallet.token])
+                        answers[key] = self._settled(wallet, valuation, paused, costs[wallet.token])
                     except InvalidRequest as infeasible:
-                        plans[key] = infeasible
-                plan = plans[key]
-                if isinstance(plan, Exception):
-                    raise plan
-                moves = within_liquidity(plan.moves, valuation)
+                        answers[key] = infeasible
+                answer = answers[key]
+                if isinstance(answer, Exception):
+                    raise answer
             except Exception as refused:
                 records.append(
                     self._closed_run(wallet, head.number, owner, FAILED, _refusal(refused))
                 )
                 settled.append(wallet.id)
                 continue
-            if moves:
-                moving.append((wallet, valuation, plan, moves))
+            if answer:
+                records.append(self._closed_run(wallet, head.number, owner, NO_ACTION, SETTLED))
+                settled.append(wallet.id)
             else:
+                searched.append(wallet)
+        planned: list[PlannedRun] = []
+        pools = {token: valuations[w.id].quotes for w in searched for token in [w.token]}
+        for wallet in searched:
+            # Each plan sees the pools as the plans before it leave them.
+            valuation = replace(valuations[wallet.id], quotes=pools[wallet.token])
+            try:
+                plan = self._solve(wallet, valuation, paused, costs[wallet.token])
+                moves = within_liquidity(plan.moves, valuation)
+            except Exception as refused:
+                reason = _refusal(refused)
+                records.append(self._closed_run(wallet, head.number, owner, FAILED, reason))
+                settled.append(wallet.id)
+                continue
+            if not moves:
                 reason = _idle_reason(plan)
                 records.append(self._closed_run(wallet, head.number, owner, NO_ACTION, reason))
                 settled.append(wallet.id)
+                continue
+            planned.append(PlannedRun(wallet, plan, _steps(wallet, valuation, moves)))
+            pools[wallet.token] = _after(pools[wallet.token], moves)
         # What moves nothing is done: recorded and let go at once, in one transaction.
         self._finish(records, settled, owner, next_run, pending)
         for closed in records:
             self._count(chain_id, RunOutcome(closed.status, closed.reason, closed.id))
         ran += len(records)
-        stale = False
-        for wallet, valuation, plan, moves in moving:
-            record: Operation | None = None
-            try:
-                if stale:  # the moves before changed the pools: plan on what they left
-                    # (the wallet's own funds did not move: its lease is held)
-                    names = sorted(set(valuation.positions) | set(wallet.selected_protocols))
-                    quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
-                    valuation = replace(valuation, quotes=quotes)
-                    plan = self._solve(wallet, valuation, paused, costs[wallet.token])
-                    moves = within_liquidity(plan.moves, valuation)
-                    if not moves:
-                        reason = _idle_reason(plan)
-                        record = self._closed_run(wallet, head.number, owner, NO_ACTION, reason)
-            except Exception as refused:
-                record = self._closed_run(wallet, head.number, owner, FAILED, _refusal(refused))
-            if record is not None:
-                self._finish([record], [wallet.id], owner, next_run, pending)
-                self._count(chain_id, RunOutcome(record.status, record.reason, record.id))
-                ran += 1
-                continue
-            stale = True
-            try:
-                outcome = await self._execute(
-                    chain, wallet, head.number, owner, valuation, plan, moves
-                )
-            except Exception:
-                log.exception("scheduled run failed", extra={"wallet": wallet.address})
+        moving = [p.wallet.id for p in planned]
+        try:
+            outcomes = await rounds.execute(self._books, chain, head.number, owner, planned)
+        except Exception:
+            log.exception("scheduled runs failed", extra={"chain_id": chain_id})
+            outcomes = [Conflict("the runs did not finish") for _ in planned]
+        finally:
+            self._finish([], moving, owner, next_run, pending)
+        for outcome in outcomes:
+            if isinstance(outcome, Conflict):
                 self._count(chain_id, None)
             else:
                 self._count(chain_id, outcome)
                 ran += 1
-            finally:
-                self._finish([], [wallet.id], owner, next_run, pending)
         return ran
 
     def _finish(
@@ -453,6 +428,31 @@ class Agent:
     async def reconcile(self) -> list[Repair]:
         """Finishes every operation (runs among them) a killed process left open."""
         return await self._lifecycle.reconcile()
+
+
+def _steps(wallet: Wallet, valuation: Valuation, moves: Sequence[Move]) -> tuple[Step, ...]:
+    """The planned steps of ``moves``, each with its pool's APR as planned."""
+    quotes = valuation.quotes
+    return tuple(
+        Step(
+            move.action,
+            wallet.token,
+            move.amount,
+            protocol=move.protocol,
+            apr=quotes[move.protocol].apr() if move.protocol in quotes else None,
+        )
+        for move in moves
+    )
+
+
+def _after(pools: dict[str, PoolQuote], moves: Sequence[Move]) -> dict[str, PoolQuote]:
+    """The pools as ``moves`` leave them."""
+    moved = dict(pools)
+    for move in moves:
+        if move.protocol in moved:
+            delta = -move.amount if move.action == "withdraw" else move.amount
+            moved[move.protocol] = moved[move.protocol].moved(delta)
+    return moved
 
 
 def _refusal(refused: Exception) -> str:

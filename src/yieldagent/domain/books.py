@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from yieldagent.chain.port import ChainPort, TxReceipt
+from yieldagent.chain.port import BatchHistory, BatchWrites, ChainPort, ChainTx, Send, TxReceipt
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.clock import Clock
@@ -44,8 +44,11 @@ from yieldagent.domain.operations import (
     mined_steps,
 )
 from yieldagent.domain.optimizer import Costs
-from yieldagent.domain.valuation import Valuation, value
+from yieldagent.domain.valuation import Valuation, value_many
 from yieldagent.domain.wallets import Journal, RewardRecord, Wallet, WalletRepository, require
+
+_SENDS = {SUPPLY: "supply", WITHDRAW_STEP: "withdraw"}
+"""The step actions a batch of sends carries (``BatchWrites``), as the port names them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,17 +172,47 @@ class Books:
         self, chain: ChainPort, wallet: Wallet, operation: Operation, index: int
     ) -> Operation:
         """Makes the chain call of the stored step ``index`` and marks it mined."""
-        step = operation.steps[index]
+        [done] = await self.perform_many(chain, [(wallet, operation, index)])
+        if isinstance(done, YieldAgentError):
+            raise done
+        self.operations.save(done)
+        return done
+
+    async def perform_many(
+        self, chain: ChainPort, planned: Sequence[tuple[Wallet, Operation, int]]
+    ) -> list[Operation | YieldAgentError]:
+        """``perform_planned`` for each (wallet, operation, step index) of ``planned``, on
+        one chain, each its own transaction, sent at once to a chain that takes batches
+        (``BatchWrites``). Each answers its operation with the step marked mined, or the
+        error that refused it (raised by ``perform_planned``). The marks are the caller's
+        to store (a batch's caller stores a round's at once: ``save_steps``)."""
         await self.clock.sleep(0)  # a turn for lease keepers: adapters may never suspend
-        try:
-            receipt = await self._call(chain, wallet, step)
-        except YieldAgentError:
-            raise
-        except Exception as error:
-            raise ChainUnavailable(f"{step.action} of {step.amount} failed: {error}") from error
-        operation = operation.with_step(index, step.mined(receipt))
-        self.operations.save(operation)
-        return operation
+        steps = [operation.steps[index] for _, operation, index in planned]
+        if isinstance(chain, BatchWrites) and all(s.action in _SENDS for s in steps):
+            sent = await chain.send_many(
+                [
+                    Send(_SENDS[s.action], w.address, s.protocol, s.token, s.amount, s.whole)
+                    for (w, _, _), s in zip(planned, steps, strict=True)
+                ]
+            )
+        else:
+            sent = []
+            for (wallet, _, _), step in zip(planned, steps, strict=True):
+                try:
+                    sent.append(await self._call(chain, wallet, step))
+                except Exception as error:
+                    sent.append(error)
+        done: list[Operation | YieldAgentError] = []
+        for (_, operation, index), step, receipt in zip(planned, steps, sent, strict=True):
+            if isinstance(receipt, YieldAgentError):
+                done.append(receipt)
+            elif isinstance(receipt, Exception):
+                unavailable = ChainUnavailable(f"{step.action} of {step.amount} failed: {receipt}")
+                unavailable.__cause__ = receipt
+                done.append(unavailable)
+            else:
+                done.append(operation.with_step(index, step.mined(receipt)))
+        return done
 
     async def _call(self, chain: ChainPort, wallet: Wallet, step: Step) -> TxReceipt:
         holder = wallet.address
@@ -226,9 +259,20 @@ class Books:
         """Books what the chain shows for the wallet since its cursor, values it, and
         commits ``wallet`` (as the caller changed it) with its new records and
         ``operation`` (as the caller moved it on). Returns the wallet as committed."""
-        after, journal = await self._booked(chain, wallet, owner, operation, rewards)
+        [(after, journal)] = await self._booked(chain, [(wallet, operation)], owner, rewards)
         self.wallets.commit(journal)
         return after
+
+    async def close_many(
+        self, chain: ChainPort, closing: Sequence[tuple[Wallet, Operation]], owner: str
+    ) -> list[Wallet | None]:
+        """``close`` of many wallets of ``chain``, each with its operation: read at one
+        head and committed in one transaction. A wallet that changed meanwhile (or whose
+        lease ``owner`` lost) is not committed and answers None; its operation stays
+        open for reconciliation."""
+        booked = await self._booked(chain, closing, owner, ())
+        stored = self.wallets.commit_many([journal for _, journal in booked])
+        return [after if ok else None for (after, _), ok in zip(booked, stored, strict=True)]
 
     async def sync(
         self, chain: ChainPort, wallet: Wallet, owner: str, snapshot_seconds: float
@@ -236,7 +280,7 @@ class Books:
         """Books what is new on the chain for an idle wallet (a deposit nobody announced,
         an external withdrawal) and, every ``snapshot_seconds`` of chain time, records its
         value; commits only when either happened. Returns whether it committed."""
-        after, journal = await self._booked(chain, wallet, owner, None, ())
+        [(after, journal)] = await self._booked(chain, [(wallet, None)], owner, ())
         due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
         if not journal.points and due:
             journal.points = [
@@ -250,36 +294,43 @@ class Books:
     async def _booked(
         self,
         chain: ChainPort,
-        wallet: Wallet,
+        closing: Sequence[tuple[Wallet, Operation | None]],
         owner: str | None,
-        operation: Operation | None,
         rewards: Sequence[RewardRecord],
-    ) -> tuple[Wallet, Journal]:
+    ) -> list[tuple[Wallet, Journal]]:
+        """Each wallet of ``closing`` (all on ``chain``) booked and valued at one head, with
+        its operation: the wallet as it will be committed, and its journal."""
         await self.clock.sleep(0)  # a turn for lease keepers before the reads below
         head = await chain.head()
-        events = await chain.history(wallet.address, wallet.synced_block)
-        ours = [
-            op
-            for op in self.operations.open_on(wallet.id)
-            if operation is None or op.id != operation.id
-        ]
-        if operation is not None:
-            ours.append(operation)
-        steps = {key: (op.id, step) for op in ours for key, step in mined_steps([op]).items()}
-        events, pending = hold_back(events, wallet, head.final_number, steps.keys())
-        valuation = await value(chain, wallet, head=head)
-        booking = book(
-            wallet,
-            self.token_info(wallet),
-            events,
-            self.wallets.booked(wallet.id, wallet.synced_block),
-            steps,
-            valuation.total - pending,
-        )
-        after = valued(wallet, valuation)
-        after.principal = booking.principal
-        after.synced_block = max(head.final_number, wallet.synced_block)
-        return after, self._journal(after, booking, valuation, operation, owner, rewards)
+        wallets = [wallet for wallet, _ in closing]
+        histories = await _histories(chain, wallets)
+        open_ops = self.operations.open_on_many([w.id for w in wallets])
+        known = self.wallets.booked_many({w.id: w.synced_block for w in wallets})
+        valuations = await value_many(chain, wallets, head)
+        booked = []
+        for wallet, operation in closing:
+            ours = [op for op in open_ops[wallet.id] if operation is None or op.id != operation.id]
+            if operation is not None:
+                ours.append(operation)
+            steps = {key: (op.id, step) for op in ours for key, step in mined_steps([op]).items()}
+            events, pending = hold_back(
+                histories[wallet.id], wallet, head.final_number, steps.keys()
+            )
+            valuation = valuations[wallet.id]
+            booking = book(
+                wallet,
+                self.token_info(wallet),
+                events,
+                known[wallet.id],
+                steps,
+                valuation.total - pending,
+            )
+            after = valued(wallet, valuation)
+            after.principal = booking.principal
+            after.synced_block = max(head.final_number, wallet.synced_block)
+            journal = self._journal(after, booking, valuation, operation, owner, rewards)
+            booked.append((after, journal))
+        return booked
 
     @staticmethod
     def _journal(
@@ -310,3 +361,15 @@ class Books:
         """Conflict if ``wallet`` changed since ``read`` was taken (another writer)."""
         if wallet.version != read.version:
             raise Conflict("The wallet changed meanwhile; retry")
+
+
+async def _histories(chain: ChainPort, wallets: Sequence[Wallet]) -> dict[int, list[ChainTx]]:
+    """Each wallet's history since its sync cursor, by wallet id: asked at once of a chain
+    that reads holders in bulk (``BatchHistory``), from the lowest cursor."""
+    if len(wallets) > 1 and isinstance(chain, BatchHistory):
+        since = min(w.synced_block for w in wallets)
+        found = await chain.histories([w.address for w in wallets], since)
+        return {
+            w.id: [e for e in found[w.address] if e.block_number >= w.synced_block] for w in wallets
+        }
+    return {w.id: await chain.history(w.address, w.synced_block) for w in wallets}

@@ -262,6 +262,10 @@ class OperationRepository(Protocol):
     def save(self, operation: Operation) -> None:
         """Stores the operation's steps and status as they are now."""
 
+    def save_steps(self, operations: Sequence[Operation]) -> None:
+        """Stores the steps of these stored operations as they are now, in one
+        transaction (the marks of a round of mined steps)."""
+
     def get(self, operation_id: str) -> Operation | None:
         """The operation with this id."""
 

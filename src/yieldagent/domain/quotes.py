@@ -15,7 +15,7 @@ of the devnet's vault, and the simulator's. Rates are annual, RAY-scaled integer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from yieldagent.domain.rate_models import RAY, RateModel, apr_percent, apy_from_apr
@@ -150,6 +150,18 @@ class PoolQuote:
     def apr(self, delta: int = 0) -> float:
         """Supply APR in percent after adding ``delta`` (negative: removing)."""
         return apr_percent(self.rate(delta))
+
+    def moved(self, delta: int) -> PoolQuote:
+        """The pool after we add ``delta`` (negative: remove), spread over its markets as
+        the pool spreads it (``spread``)."""
+        if not delta:
+            return self
+        parts = spread(self.markets, delta)
+        markets = tuple(
+            replace(m, supply=m.supply + part, held=m.held + part)
+            for m, part in zip(self.markets, parts, strict=True)
+        )
+        return replace(self, markets=markets)
 
     def kinks(self) -> list[int]:
         """The changes of position at which the rate's curve bends (see ``kink_deltas``)."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, insert, or_, update
+from sqlalchemy import Engine, bindparam, insert, or_, update
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.accounting import WithdrawalSplit
@@ -170,6 +170,14 @@ def save_operation(session: Session, operation: Operation) -> str | None:
     return previous
 
 
+_operations = OperationRow.__table__  # type: ignore[attr-defined]
+_SAVE_STEPS = (
+    update(_operations)
+    .where(_operations.c.id == bindparam("op_id"))
+    .values(steps=bindparam("op_steps"))
+)
+
+
 class OperationStore:
     """Reads and writes operations."""
 
@@ -190,6 +198,15 @@ class OperationStore:
             )
             if updated.rowcount == 0:  # a new operation: its intent
                 connection.execute(insert(OperationRow), [new_row_values(operation)])
+
+    def save_steps(self, operations: Sequence[Operation]) -> None:
+        if not operations:
+            return
+        with self._engine.begin() as connection:
+            connection.execute(
+                _SAVE_STEPS,
+                [{"op_id": op.id, "op_steps": steps_json(op.steps)} for op in operations],
+            )
 
     def get(self, operation_id: str) -> Operation | None:
         with Session(self._engine) as session:
