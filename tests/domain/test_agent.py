@@ -13,9 +13,14 @@ import pytest
 from sqlalchemy import Engine, event
 
 from support.agent_setup import (
+    AMOUNT,
     INTERVAL,
+    PartnerKey,
     WatchedChain,
+    assert_each_ran_once_into_aave,
     make_agent,
+    rebalancing_wallet,
+    rebalancing_wallets,
     run_row,
     run_transactions,
     wallet_row,
@@ -24,7 +29,6 @@ from support.wallet_setup import (
     BASE,
     BASE_USDC,
     PROTOCOLS,
-    USDC,
     activated,
     activation,
     all_transactions,
@@ -45,7 +49,7 @@ from yieldagent.domain.errors import AccessDenied, Conflict
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.operations import Operation, Step
 from yieldagent.domain.optimizer import Move, Thresholds
-from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal, Wallet
 from yieldagent.storage.operations import OperationStore
@@ -55,10 +59,6 @@ from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.usefixtures("books_balance_after")
 
-PartnerKey = tuple[Partner, str]
-
-AMOUNT = 250_000 * USDC
-"""What most wallets here hold: enough that the first allocation spreads over two pools."""
 NEVER_PAYS = Thresholds(min_apr_gain=1_000.0)
 """Thresholds no gain clears: only required moves (and idle funds) can happen."""
 
@@ -74,46 +74,6 @@ def assert_valued(engine: Engine, market: SimulatedMarket, address: str) -> Wall
     assert wallet.allocation == positions(market, address)
     assert wallet.idle == idle_of(market, address)
     return wallet
-
-
-async def rebalancing_wallet(
-    lifecycle: Lifecycle,
-    engine: Engine,
-    market: SimulatedMarket,
-    owner: Partner,
-    protocols: tuple[str, ...] = ("aave",),
-    agent_id: str = "yield-agent",
-) -> Wallet:
-    """An activated wallet whose protocol list was just changed to ``protocols``: its
-    next run has to move every unit held elsewhere."""
-    wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=agent_id)
-    assert not set(wallet.allocation) & set(protocols), "the move must be required"
-    await lifecycle.update_protocols(owner.id, BASE, wallet.address, protocols)
-    return stored(engine, wallet.address)
-
-
-async def rebalancing_wallets(
-    engine: Engine,
-    market: SimulatedMarket,
-    chains: dict[int, ChainPort],
-    owner: Partner,
-    name: str,
-) -> list[Wallet]:
-    """Three wallets whose next run has to move everything into Aave."""
-    lifecycle = make_lifecycle(engine, chains)
-    return [
-        await rebalancing_wallet(lifecycle, engine, market, owner, agent_id=f"{name}-{n}")
-        for n in range(3)
-    ]
-
-
-def assert_each_ran_once_into_aave(
-    engine: Engine, market: SimulatedMarket, wallets: list[Wallet]
-) -> None:
-    """Each wallet ran exactly once, and that run moved it all into Aave."""
-    for wallet in wallets:
-        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
-        assert set(positions(market, wallet.address)) == {"aave"}
 
 
 # -- run outcomes --------------------------------------------------------------------------

@@ -9,14 +9,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from support.wallet_setup import BASE, all_transactions
-from yieldagent.chain.port import Send, TxReceipt
+from support.wallet_setup import (
+    BASE,
+    USDC,
+    activated,
+    all_transactions,
+    make_lifecycle,
+    positions,
+    stored,
+)
+from yieldagent.chain.port import ChainPort, Send, TxReceipt
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent import Agent, AgentSettings
 from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.optimizer import Thresholds
-from yieldagent.domain.wallets import TransactionRecord
+from yieldagent.domain.partners import Partner
+from yieldagent.domain.wallets import TransactionRecord, Wallet
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import OperationRow, WalletRow
 from yieldagent.storage.wallets import WalletStore
@@ -26,6 +35,12 @@ INTERVAL = 3600.0
 
 MoveHook = Callable[[str, str, int], Awaitable[None]]
 """Called with (action, protocol, amount) before a move reaches the chain."""
+
+PartnerKey = tuple[Partner, str]
+"""A partner and its API key, as the ``partner`` fixture gives them."""
+
+AMOUNT = 250_000 * USDC
+"""What most wallets here hold: enough that the first allocation spreads over two pools."""
 
 
 def make_agent(
@@ -109,3 +124,43 @@ def wallet_row(engine: Engine, wallet_id: int) -> WalletRow:
 def run_transactions(engine: Engine, wallet_id: int, run_id: str) -> list[TransactionRecord]:
     """The wallet's transactions that carry the correlation id of run ``run_id``."""
     return [t for t in all_transactions(engine, wallet_id) if t.correlation_id == run_id]
+
+
+async def rebalancing_wallet(
+    lifecycle: Lifecycle,
+    engine: Engine,
+    market: SimulatedMarket,
+    owner: Partner,
+    protocols: tuple[str, ...] = ("aave",),
+    agent_id: str = "yield-agent",
+) -> Wallet:
+    """An activated wallet whose protocol list was just changed to ``protocols``: its
+    next run has to move every unit held elsewhere."""
+    wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=agent_id)
+    assert not set(wallet.allocation) & set(protocols), "the move must be required"
+    await lifecycle.update_protocols(owner.id, BASE, wallet.address, protocols)
+    return stored(engine, wallet.address)
+
+
+async def rebalancing_wallets(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    owner: Partner,
+    name: str,
+) -> list[Wallet]:
+    """Three wallets whose next run has to move everything into Aave."""
+    lifecycle = make_lifecycle(engine, chains)
+    return [
+        await rebalancing_wallet(lifecycle, engine, market, owner, agent_id=f"{name}-{n}")
+        for n in range(3)
+    ]
+
+
+def assert_each_ran_once_into_aave(
+    engine: Engine, market: SimulatedMarket, wallets: list[Wallet]
+) -> None:
+    """Each wallet ran exactly once, and that run moved it all into Aave."""
+    for wallet in wallets:
+        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
+        assert set(positions(market, wallet.address)) == {"aave"}
