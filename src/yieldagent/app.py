@@ -92,7 +92,6 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
         WalletStore(engine),
         RunStore(engine),
         AgentSettings(settings.agent_interval_seconds, thresholds),
-        OperationStore(engine),
     )
 
 

@@ -2,45 +2,28 @@
 
 The domain's ``Agent`` knows nothing of metrics; this subclass, built by the app, counts
 what its public ``run`` returns (manual runs) and what each scheduled run of a batch
-ends with (``Agent._count``): the
-run's outcome and, for a completed run, the amounts its mined withdraw and deposit
-steps moved (read back from the run's stored operation). Runs a crash interrupted are
-counted as ``recovered`` from reconciliation's repairs (``count_recovered``).
+ends with (``Agent._count``): the run's outcome and, for a completed run, the amounts
+its mined withdraw and deposit steps moved (the outcome carries them). Runs a crash
+interrupted are counted as ``recovered`` from reconciliation's repairs
+(``count_recovered``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 
-from yieldagent.domain.agent import Agent, AgentSettings, RunRepository
+from yieldagent.domain.agent import Agent
 from yieldagent.domain.errors import YieldAgentError
-from yieldagent.domain.lifecycle import Lifecycle
 from yieldagent.domain.operations import COMPLETED, RUN, SUPPLY, WITHDRAW_STEP
 from yieldagent.domain.reconciliation import Repair
 from yieldagent.domain.rounds import RunOutcome
-from yieldagent.domain.wallets import WalletRepository
 from yieldagent.metrics import record_run
-from yieldagent.storage.operations import OperationStore
-
-log = logging.getLogger(__name__)
 
 _MOVES = frozenset({SUPPLY, WITHDRAW_STEP})
 
 
 class MeasuredAgent(Agent):
     """An ``Agent`` that records each run in ``yieldagent.metrics``."""
-
-    def __init__(
-        self,
-        lifecycle: Lifecycle,
-        wallets: WalletRepository,
-        runs: RunRepository,
-        settings: AgentSettings,
-        operations: OperationStore,
-    ) -> None:
-        super().__init__(lifecycle, wallets, runs, settings)
-        self._operations = operations
 
     async def run(
         self,
@@ -75,18 +58,12 @@ class MeasuredAgent(Agent):
             moved = self._moved(chain_id, outcome) if outcome.status == COMPLETED else ()
             record_run(outcome.status, moved)
 
-    def _moved(self, chain_id: int, outcome: RunOutcome) -> list[tuple[int, str, str, int]]:
-        try:
-            operation = self._operations.get(outcome.run_id)
-        except Exception:  # the run is done and booked: a failed read only loses a metric
-            log.exception("reading a run for its metrics failed")
-            return []
-        if operation is None:
-            return []
+    @staticmethod
+    def _moved(chain_id: int, outcome: RunOutcome) -> list[tuple[int, str, str, int]]:
         return [
-            (chain_id, step.token, step.action, step.amount)
-            for step in operation.steps
-            if step.done and step.action in _MOVES
+            (chain_id, token, action, amount)
+            for token, action, amount in outcome.moved
+            if action in _MOVES
         ]
 
 

@@ -42,6 +42,8 @@ class RunOutcome:
     status: str
     reason: str
     run_id: str
+    moved: tuple[tuple[str, str, int], ...] = ()
+    """(token, action, amount) of each move the chain mined."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +88,8 @@ async def execute(
         if booked is None:
             log.warning("run left open: its close was refused", extra={"wallet": wallet.address})
             continue
-        outcomes[i] = RunOutcome(operation.status, operation.reason, operation.id)
+        moved = tuple((s.token, s.action, s.amount) for s in operation.steps if s.done)
+        outcomes[i] = RunOutcome(operation.status, operation.reason, operation.id, moved)
         _log(wallet, operation)
     return outcomes
 
