@@ -270,6 +270,8 @@ class Books:
         head and committed in one transaction. A wallet that changed meanwhile (or whose
         lease ``owner`` lost) is not committed and answers None; its operation stays
         open for reconciliation."""
+        if not closing:
+            return []
         booked = await self._booked(chain, closing, owner, ())
         stored = self.wallets.commit_many([journal for _, journal in booked])
         return [after if ok else None for (after, _), ok in zip(booked, stored, strict=True)]

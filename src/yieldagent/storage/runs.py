@@ -30,13 +30,15 @@ _operations = OperationRow.__table__  # type: ignore[attr-defined]
 _mine = _wallets.c.lease_owner == bindparam("owner")
 _FINISH = (
     update(_wallets)
-    .where(_wallets.c.id == bindparam("wallet_id"))
+    .where(_wallets.c.id.in_(bindparam("wallet_ids", expanding=True)))
     .values(
         next_run_at=bindparam("at"),
         lease_owner=case((_mine, None), else_=_wallets.c.lease_owner),
         lease_until=case((_mine, None), else_=_wallets.c.lease_until),
     )
 )
+_CHUNK = 1000
+"""Wallets per statement that lists them (well within SQLite's limit on variables)."""
 
 
 class RunStore:
@@ -122,18 +124,18 @@ class RunStore:
     ) -> None:
         """Ends runs of a batch in one transaction: stores ``records`` (runs that moved
         nothing, already closed), sets each wallet's next run and releases the lease
-        ``owner`` still holds on it. One statement per kind, each with many rows."""
+        ``owner`` still holds on it. One statement for the records, and one per next-run
+        time (a batch has one) for up to ``_CHUNK`` wallets."""
+        wallets_at: dict[float, list[int]] = {}
+        for wallet_id, at in next_runs:
+            wallets_at.setdefault(at, []).append(wallet_id)
         with self._engine.begin() as connection:
             if records:
                 connection.execute(insert(_operations), [new_row_values(r) for r in records])
-            if next_runs:
-                connection.execute(
-                    _FINISH,
-                    [
-                        {"wallet_id": wallet_id, "at": at, "owner": owner}
-                        for wallet_id, at in next_runs
-                    ],
-                )
+            for at, wallet_ids in wallets_at.items():
+                for start in range(0, len(wallet_ids), _CHUNK):
+                    chunk = wallet_ids[start : start + _CHUNK]
+                    connection.execute(_FINISH, {"wallet_ids": chunk, "at": at, "owner": owner})
 
     def runs_of(self, wallet_id: int) -> list[Operation]:
         """A wallet's runs, oldest first."""
