@@ -125,7 +125,7 @@ def _populate(engine: Engine, market: SimulatedMarket, wallets: int, settled: bo
                     continue
                 scaled = deposit(pool, target[pool.protocol])
                 unit.save_pool(pool)
-                pool_id = unit._pool_id(pool)  # a benchmark's shortcut
+                pool_id = unit.pool_id(pool)
                 for row in rows:
                     positions.append(
                         {

@@ -1,7 +1,10 @@
-"""The simulated market: rate-impact quotes per second, and advancing 50 pools by a day.
+"""The simulated market: rate-impact quotes per second, advancing 50 pools by a day, and
+supplies one by one against supplies in batches.
 
 Advancing is measured twice: the pure engine alone, and through storage (the
 simulated world in SQLite, and in PostgreSQL when YIELDAGENT_TEST_DATABASE_URL is set).
+Supplies are measured through storage: 1,000 for 500 holders one by one, then 1,000 more
+in ``send_many`` batches of 500, in the same world.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from pathlib import Path
 from sqlalchemy import text
 
 from yieldagent.catalog import load_catalog
+from yieldagent.chain.port import Send
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import PoolState, advance, copy_pool, quote_of
+from yieldagent.chain.simulated.pools import MarketError, PoolState, advance, copy_pool, quote_of
 from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
@@ -93,11 +97,45 @@ def advance_stored(url: str, label: str) -> None:
     engine.dispose()
 
 
+def supplies_stored(url: str, label: str, holders: int = 500, sends: int = 1000) -> None:
+    engine = create_db_engine(url)
+    migrate(engine)
+    market = SimulatedMarket(
+        SimulationStore(engine), load_catalog(), SEED, 0.0, wall=lambda: float(GENESIS)
+    )
+    market.start()
+    [usdc] = load_catalog().chain(BASE).tokens
+    protocols = [protocol.name for protocol in usdc.protocols]
+    addresses = [f"0x{i:040x}" for i in range(1, holders + 1)]
+    for holder in addresses:
+        market.deposit_from(BASE, usdc.address, holder, holder, 100 * 10**6)
+    batch = [
+        Send("supply", addresses[i % holders], protocols[i % len(protocols)], usdc.address, 10**6)
+        for i in range(sends)
+    ]
+    start = time.perf_counter()
+    for send in batch:
+        market.supply(BASE, send.holder, send.protocol, send.token, send.amount)
+    one_by_one = (time.perf_counter() - start) / sends
+    start = time.perf_counter()
+    mined = [
+        row
+        for first in range(0, sends, holders)
+        for row in market.send_many(BASE, batch[first : first + holders])
+    ]
+    batched = (time.perf_counter() - start) / sends
+    assert not any(isinstance(row, MarketError) for row in mined)
+    for way, seconds in (("one by one", one_by_one), (f"send_many of {holders}", batched)):
+        _emit(figure="supply_ms_per_send", storage=label, way=way, value=round(seconds * 1e3, 3))
+    engine.dispose()
+
+
 def main() -> None:
     quotes_per_second()
     advance_pure()
     with tempfile.TemporaryDirectory() as directory:
         advance_stored(f"sqlite:///{Path(directory) / 'market.db'}", "sqlite")
+        supplies_stored(f"sqlite:///{Path(directory) / 'supplies.db'}", "sqlite")
     postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL")
     if postgres:
         engine = create_db_engine(postgres)
@@ -108,3 +146,7 @@ def main() -> None:
         engine.dispose()
         separator = "&" if "?" in postgres else "?"
         advance_stored(f"{postgres}{separator}options=-csearch_path%3D{schema}", "postgresql")
+        with engine.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+            connection.execute(text(f"CREATE SCHEMA {schema}"))
+        supplies_stored(f"{postgres}{separator}options=-csearch_path%3D{schema}", "postgresql")

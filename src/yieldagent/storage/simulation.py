@@ -8,11 +8,12 @@ every process run one at a time, and a unit never deadlocks halfway through.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, bindparam, insert, text, update
+from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -25,6 +26,50 @@ from yieldagent.storage.tables import (
     SimPositionRow,
     SimTransactionRow,
 )
+
+CHUNK = 500
+"""Holders per IN list of a bulk read (SQLite limits a statement's variables)."""
+
+_positions = SimPositionRow.__table__  # type: ignore[attr-defined]
+_balances = SimBalanceRow.__table__  # type: ignore[attr-defined]
+_transactions = SimTransactionRow.__table__  # type: ignore[attr-defined]
+
+_UPDATE_POSITION = (
+    update(_positions)
+    .where(_positions.c.pool_id == bindparam("key_pool"), _positions.c.holder == bindparam("key"))
+    .values(
+        scaled=bindparam("scaled"),
+        reward_snapshot=bindparam("reward_snapshot"),
+        rewards_owed=bindparam("rewards_owed"),
+    )
+)
+_UPDATE_BALANCE = (
+    update(_balances)
+    .where(
+        _balances.c.chain_id == bindparam("key_chain"),
+        _balances.c.token == bindparam("key_token"),
+        _balances.c.holder == bindparam("key"),
+    )
+    .values(amount=bindparam("amount"))
+)
+
+
+def _chunks(holders: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(holders), CHUNK):
+        yield holders[start : start + CHUNK]
+
+
+@dataclass(slots=True)
+class Holding:
+    """A holder's position in a pool, read for a batch of writes (``holdings``) and written
+    back by ``save_holdings``; ``stored`` tells whether its row exists yet."""
+
+    pool_id: int
+    holder: str
+    scaled: int
+    reward_snapshot: int
+    rewards_owed: int
+    stored: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +171,14 @@ class SimSession:
         self._session.add(row)
         return row.sequence
 
+    def take_sequences(self, count: int) -> None:
+        """Takes ``count`` transaction numbers at once: those after the stored sequence that
+        ``clock`` read."""
+        row = self._session.get(SimClockRow, 1)
+        assert row is not None
+        row.sequence += count
+        self._session.add(row)
+
     # pools and positions
 
     def pools(self, chain_id: int | None = None, token: str | None = None) -> list[PoolState]:
@@ -167,14 +220,15 @@ class SimSession:
             )
         )
 
-    def _pool_id(self, pool: PoolState) -> int:
+    def pool_id(self, pool: PoolState) -> int:
+        """The stored id of a pool read through ``pools`` in this session."""
         row = self._pool_rows[(pool.chain_id, pool.protocol, pool.token)]
         assert row.id is not None
         return row.id
 
     def position(self, pool: PoolState, holder: str) -> SimPositionRow:
         """``holder``'s position in ``pool`` (a zero one if none is stored)."""
-        pool_id = self._pool_id(pool)
+        pool_id = self.pool_id(pool)
         row = self._session.get(SimPositionRow, (pool_id, holder))
         if row is None:
             row = SimPositionRow(
@@ -223,6 +277,49 @@ class SimSession:
         """Writes a position back."""
         self._session.add(row)
 
+    def holdings(
+        self, pools: Sequence[PoolState], holders: Sequence[str]
+    ) -> dict[tuple[int, str], Holding]:
+        """The stored positions of ``holders`` in ``pools`` (read through ``pools`` in this
+        session), by (pool id, holder); one query per ``CHUNK`` holders."""
+        pool_ids = [self.pool_id(pool) for pool in pools]
+        held: dict[tuple[int, str], Holding] = {}
+        if not pool_ids:
+            return held
+        connection = self._session.connection()
+        for chunk in _chunks(holders):
+            rows = connection.execute(
+                core_select(
+                    _positions.c.pool_id,
+                    _positions.c.holder,
+                    _positions.c.scaled,
+                    _positions.c.reward_snapshot,
+                    _positions.c.rewards_owed,
+                ).where(_positions.c.pool_id.in_(pool_ids), _positions.c.holder.in_(chunk))
+            )
+            for pool_id, holder, scaled, snapshot, owed in rows:
+                held[(pool_id, holder)] = Holding(pool_id, holder, scaled, snapshot, owed)
+        return held
+
+    def save_holdings(self, holdings: Iterable[Holding]) -> None:
+        """Writes positions back: one statement for the new ones, one for the stored ones."""
+        new, stored = [], []
+        for held in holdings:
+            values = {
+                "scaled": held.scaled,
+                "reward_snapshot": held.reward_snapshot,
+                "rewards_owed": held.rewards_owed,
+            }
+            if held.stored:
+                stored.append({"key_pool": held.pool_id, "key": held.holder, **values})
+            else:
+                new.append({"pool_id": held.pool_id, "holder": held.holder, **values})
+        connection = self._session.connection()
+        if new:
+            connection.execute(insert(_positions), new)
+        if stored:
+            connection.execute(_UPDATE_POSITION, stored)
+
     # balances and transactions
 
     def balance(self, chain_id: int, token: str, holder: str) -> int:
@@ -252,9 +349,58 @@ class SimSession:
         row.amount = current + delta
         self._session.add(row)
 
+    def balances_of(
+        self, chain_id: int, tokens: Collection[str], holders: Sequence[str]
+    ) -> dict[tuple[str, str], int]:
+        """The stored balances of ``holders`` in ``tokens``, by (token, holder); one query
+        per ``CHUNK`` holders."""
+        connection = self._session.connection()
+        found: dict[tuple[str, str], int] = {}
+        for chunk in _chunks(holders):
+            rows = connection.execute(
+                core_select(_balances.c.token, _balances.c.holder, _balances.c.amount).where(
+                    _balances.c.chain_id == chain_id,
+                    _balances.c.token.in_(list(tokens)),
+                    _balances.c.holder.in_(chunk),
+                )
+            )
+            for token, holder, amount in rows:
+                found[(token, holder)] = amount
+        return found
+
+    def save_balances(
+        self,
+        chain_id: int,
+        amounts: Mapping[tuple[str, str], int],
+        stored: Collection[tuple[str, str]],
+    ) -> None:
+        """Writes balances by (token, holder): inserts those not in ``stored`` (what
+        ``balances_of`` found), updates the others; a statement each."""
+        new, old = [], []
+        for (token, holder), amount in amounts.items():
+            if (token, holder) in stored:
+                old.append(
+                    {"key_chain": chain_id, "key_token": token, "key": holder, "amount": amount}
+                )
+            else:
+                new.append(
+                    {"chain_id": chain_id, "token": token, "holder": holder, "amount": amount}
+                )
+        connection = self._session.connection()
+        if new:
+            connection.execute(insert(_balances), new)
+        if old:
+            connection.execute(_UPDATE_BALANCE, old)
+
     def record(self, transaction: SimTransactionRow) -> None:
         """Records a mined transaction."""
         self._session.add(transaction)
+
+    def record_many(self, transactions: Sequence[Mapping[str, object]]) -> None:
+        """Records mined transactions, given as the column values of their rows; one
+        statement."""
+        if transactions:
+            self._session.connection().execute(insert(_transactions), transactions)
 
     def transactions_of(
         self, chain_id: int, holder: str, since_block: int
@@ -272,6 +418,29 @@ class SimSession:
                 .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.sequence))
             )
         )
+
+    def transactions_of_many(
+        self, chain_id: int, holders: Sequence[str], since_block: int
+    ) -> dict[str, list[SimTransactionRow]]:
+        """``transactions_of`` each of ``holders`` (each one a key); one query per
+        ``CHUNK`` holders."""
+        found: dict[str, list[SimTransactionRow]] = {holder: [] for holder in holders}
+        for chunk in _chunks(list(found)):
+            wanted = set(chunk)
+            rows = self._session.exec(
+                select(SimTransactionRow)
+                .where(
+                    SimTransactionRow.chain_id == chain_id,
+                    col(SimTransactionRow.block_number) >= since_block,
+                    col(SimTransactionRow.sender).in_(chunk)
+                    | col(SimTransactionRow.recipient).in_(chunk),
+                )
+                .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.sequence))
+            )
+            for row in rows:
+                for holder in {row.sender, row.recipient} & wanted:
+                    found[holder].append(row)
+        return found
 
     def transaction(self, tx_hash: str) -> SimTransactionRow | None:
         """The transaction with this hash, if any."""

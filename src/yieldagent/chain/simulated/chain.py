@@ -20,7 +20,7 @@ from yieldagent.chain.port import (
 )
 from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.chain.simulated.pools import quote_of
+from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.domain.quotes import PoolQuote
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
@@ -54,6 +54,29 @@ def _receipt(row: MinedTx) -> TxReceipt:
     return TxReceipt(row.tx_hash, row.block_number, row.timestamp)
 
 
+def _sent(send: Send, row: MinedTx | MarketError) -> TxReceipt | Exception:
+    """A send's receipt (a whole withdrawal's says how much it took), or its refusal."""
+    if isinstance(row, MarketError):
+        return row
+    whole = send.action == "withdraw" and send.whole
+    return replace(_receipt(row), amount=row.amount) if whole else _receipt(row)
+
+
+def _chain_tx(row: MinedTx) -> ChainTx:
+    return ChainTx(
+        row.tx_hash,
+        row.kind,
+        row.token,
+        row.sender,
+        row.recipient,
+        row.amount,
+        row.block_number,
+        row.timestamp,
+        token_out=row.token_out,
+        amount_out=row.amount_out,
+    )
+
+
 class SimulatedChain:
     """One chain of the simulated world, behind the chain port."""
 
@@ -85,25 +108,14 @@ class SimulatedChain:
         }
 
     async def history(self, holder: str, since_block: int) -> list[ChainTx]:
-        return [
-            ChainTx(
-                row.tx_hash,
-                row.kind,
-                row.token,
-                row.sender,
-                row.recipient,
-                row.amount,
-                row.block_number,
-                row.timestamp,
-                token_out=row.token_out,
-                amount_out=row.amount_out,
-            )
-            for row in self.market.history(self.chain_id, holder, since_block)
-        ]
+        return [_chain_tx(row) for row in self.market.history(self.chain_id, holder, since_block)]
 
     async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
         """Each holder's history, read at once (see ``chain.port.BatchHistory``)."""
-        return {holder: await self.history(holder, since_block) for holder in holders}
+        return {
+            holder: [_chain_tx(row) for row in rows]
+            for holder, rows in self.market.histories(self.chain_id, holders, since_block).items()
+        }
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         row = self.market.transaction(tx_hash)
@@ -143,23 +155,10 @@ class SimulatedChain:
         return replace(_receipt(row), amount=amount) if whole else _receipt(row)
 
     async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
-        """Each send as its own transaction (see ``chain.port.BatchWrites``)."""
-        done: list[TxReceipt | Exception] = []
-        for send in sends:
-            try:
-                if send.action == "supply":
-                    done.append(
-                        await self.supply(send.holder, send.protocol, send.token, send.amount)
-                    )
-                else:
-                    done.append(
-                        await self.withdraw(
-                            send.holder, send.protocol, send.token, send.amount, send.whole
-                        )
-                    )
-            except Exception as refused:
-                done.append(refused)
-        return done
+        """Each send as its own transaction, all in one unit of the simulated world (see
+        ``chain.port.BatchWrites``)."""
+        mined = self.market.send_many(self.chain_id, sends)
+        return [_sent(send, row) for send, row in zip(sends, mined, strict=True)]
 
     async def plan_calls(
         self, holder: str, action: str, protocol: str, token: str, amount: int

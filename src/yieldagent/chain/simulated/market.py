@@ -15,6 +15,7 @@ from decimal import Decimal
 
 from eth_utils.crypto import keccak
 
+from yieldagent.chain.port import Send
 from yieldagent.chain.simulated.genesis import TIMING, genesis_pools, reward_token
 from yieldagent.chain.simulated.pools import (
     STEP_SECONDS,
@@ -27,11 +28,12 @@ from yieldagent.chain.simulated.pools import (
     value_of,
     withdraw,
 )
+from yieldagent.chain.simulated.sends import SendBatch, checkpoint_rewards
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.simulation import SimSession, SimulationStore
-from yieldagent.storage.tables import SimPositionRow, SimTransactionRow
+from yieldagent.storage.tables import SimTransactionRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,10 @@ def _mined(row: SimTransactionRow) -> MinedTx:
         row.token_out,
         row.amount_out,
     )
+
+
+def _tx_hash(seed: int, sequence: int) -> str:
+    return "0x" + keccak(text=f"yieldagent-sim:{seed}:{sequence}").hex()
 
 
 SWAP_FEE = Decimal("0.003")
@@ -244,6 +250,14 @@ class SimulatedMarket:
         with self.store.reading() as unit:
             return [_mined(row) for row in unit.transactions_of(chain_id, holder, since_block)]
 
+    def histories(
+        self, chain_id: int, holders: Sequence[str], since_block: int
+    ) -> dict[str, list[MinedTx]]:
+        """``history`` of each of ``holders`` (each one a key), read at once."""
+        with self.store.reading() as unit:
+            found = unit.transactions_of_many(chain_id, holders, since_block)
+            return {holder: [_mined(row) for row in rows] for holder, rows in found.items()}
+
     def transaction(self, tx_hash: str) -> MinedTx | None:
         """A mined simulated transaction."""
         with self.store.reading() as unit:
@@ -270,7 +284,7 @@ class SimulatedMarket:
         now = world.clock.now(self._wall())
         sequence = unit.next_sequence()
         row = SimTransactionRow(
-            tx_hash="0x" + keccak(text=f"yieldagent-sim:{world.seed}:{sequence}").hex(),
+            tx_hash=_tx_hash(world.seed, sequence),
             chain_id=chain_id,
             block_number=self.block_number(chain_id, now, world.genesis),
             timestamp=now,
@@ -349,7 +363,7 @@ class SimulatedMarket:
             pool = self._pool(unit, chain_id, protocol, token)
             unit.credit(chain_id, token, holder, -amount)
             position = unit.position(pool, holder)
-            self._checkpoint_rewards(pool, position)
+            checkpoint_rewards(pool, position)
             position.scaled += deposit(pool, amount)
             unit.save_position(position)
             unit.save_pool(pool)
@@ -370,7 +384,7 @@ class SimulatedMarket:
         with self.store.writing() as unit:
             pool = self._pool(unit, chain_id, protocol, token)
             position = unit.position(pool, holder)
-            self._checkpoint_rewards(pool, position)
+            checkpoint_rewards(pool, position)
             position.scaled -= withdraw(pool, amount, position.scaled)
             unit.credit(chain_id, token, holder, amount)
             unit.save_position(position)
@@ -385,10 +399,70 @@ class SimulatedMarket:
                 amount=amount,
             )
 
-    @staticmethod
-    def _checkpoint_rewards(pool: PoolState, position: SimPositionRow) -> None:
-        position.rewards_owed += rewards_owed(pool, position.scaled, position.reward_snapshot)
-        position.reward_snapshot = pool.reward_index
+    def send_many(self, chain_id: int, sends: Sequence[Send]) -> list[MinedTx | MarketError]:
+        """Each send (a supply, or a withdrawal: of the position's whole value with
+        ``whole``) as its own transaction, exactly as ``supply`` and ``withdraw`` would mine
+        them one after another at this moment, in one unit. A refused send is the
+        MarketError the single call raises, changes nothing, and the later sends still go."""
+        for send in sends:
+            if send.action not in ("supply", "withdraw"):
+                raise ValueError(f"unknown action {send.action!r}: supply or withdraw")
+        if not sends:
+            return []
+        done: list[MinedTx | MarketError] = []
+        with self.store.writing() as unit:
+            world = unit.clock()
+            if world is None:
+                raise RuntimeError("the simulated world does not exist: call start() first")
+            now = world.clock.now(self._wall())
+            block = self.block_number(chain_id, now, world.genesis)
+            batch = SendBatch(unit, chain_id, sends, now, self._seed)
+            rows: list[dict[str, object]] = []
+            for send in sends:
+                try:
+                    if send.action == "supply":
+                        batch.supply(send.holder, send.protocol, send.token, send.amount)
+                        amount = send.amount
+                        sender, recipient = send.holder, send.protocol
+                    else:
+                        amount = batch.withdraw(
+                            send.holder, send.protocol, send.token, send.amount, send.whole
+                        )
+                        sender, recipient = send.protocol, send.holder
+                except MarketError as refused:
+                    done.append(refused)
+                    continue
+                sequence = world.sequence + len(rows) + 1
+                mined = MinedTx(
+                    _tx_hash(world.seed, sequence),
+                    chain_id,
+                    block,
+                    now,
+                    send.action,
+                    send.token,
+                    sender,
+                    recipient,
+                    amount,
+                )
+                rows.append(
+                    {
+                        "tx_hash": mined.tx_hash,
+                        "chain_id": chain_id,
+                        "block_number": block,
+                        "timestamp": now,
+                        "sequence": sequence,
+                        "kind": mined.kind,
+                        "token": mined.token,
+                        "sender": sender,
+                        "recipient": recipient,
+                        "amount": amount,
+                    }
+                )
+                done.append(mined)
+            batch.save()
+            unit.take_sequences(len(rows))
+            unit.record_many(rows)
+        return done
 
     def price(self, chain_id: int, token: str) -> tuple[Decimal, int]:
         """(price in US dollars, decimals) of a catalog or reward token."""
@@ -447,7 +521,7 @@ class SimulatedMarket:
                 if pool.reward_token is None or not (position.scaled or position.rewards_owed):
                     continue
                 advance(pool, now, self._seed)
-                self._checkpoint_rewards(pool, position)
+                checkpoint_rewards(pool, position)
                 if position.rewards_owed:
                     token = pool.reward_token
                     claimed[token] = claimed.get(token, 0) + position.rewards_owed
