@@ -16,7 +16,7 @@ one call of the gRPC servicer method (proto reply included, no network):
   the pools afresh); it reads no wallet at any size.
 - ``commit_ms``: ``WalletStore.commit`` of a valuation (new idle, allocation and APR, one
   transaction record), with the totals kept (``after``) and with the hook switched off
-  (``before``: no standing read, no totals written), alternated in blocks in the same run.
+  (``before``: no totals computed or written), alternated in blocks in the same run.
 
 Sizes come from ``BENCH_AGGREGATES_WALLETS`` (default ``100,100000``); SQLite always,
 PostgreSQL too when ``YIELDAGENT_TEST_DATABASE_URL`` is set (``BENCH_STORAGE`` keeps one).
@@ -45,12 +45,12 @@ from sqlalchemy import Engine, insert, text
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.aggregates import standing
+from yieldagent.domain.aggregates import Totals
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.history import Reports, Statistics, percentages
 from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
-from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord, Wallet
+from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.storage.aggregates import rebuild
@@ -236,18 +236,17 @@ def _nothing_to_do(*args: object) -> None:
     return None
 
 
+def _no_change(*args: object) -> Totals:
+    return Totals()
+
+
 @contextmanager
 def totals_switched_off() -> Iterator[None]:
-    """``WalletStore.commit`` without the chain totals: no standing read (the status only
-    when the journal may change it, as before), nothing applied."""
-
-    def before(session: Any, wallet: Wallet) -> Any:
-        return standing(wallet)
-
+    """``WalletStore.commit`` without the chain totals: nothing computed, nothing applied
+    (the standing is still read: the same query reads the version the commit checks)."""
     with (
-        mock.patch.object(WalletStore, "_before", staticmethod(before)),
-        mock.patch("yieldagent.storage.wallets.changes", new=_nothing_to_do),
-        mock.patch("yieldagent.storage.wallets.apply_changes", new=_nothing_to_do),
+        mock.patch("yieldagent.storage.journals.changes", new=_no_change),
+        mock.patch("yieldagent.storage.journals.apply_changes", new=_nothing_to_do),
     ):
         yield
 

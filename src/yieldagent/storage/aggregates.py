@@ -15,6 +15,9 @@ commits are serialized by the database's one write lock, which the commit holds 
 first write (the wallet's row), so there the new values are computed in Python from the
 rows read under that lock.
 
+A batch of commits (``storage.journals``) applies the sum of its wallets' changes, by
+stripe, in one statement.
+
 The totals are applied before the events' advisory lock (``storage.events``), so that
 lock is still taken last.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -31,7 +34,6 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
 
 from yieldagent.domain.aggregates import (
     STRIPES,
@@ -46,6 +48,7 @@ from yieldagent.domain.aggregates import (
 )
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import DepositRecord
+from yieldagent.storage.db import chunks
 from yieldagent.storage.tables import ChainTotalsRow, DepositRow, TransactionRow, WalletRow
 
 _totals = ChainTotalsRow.__table__  # type: ignore[attr-defined]
@@ -70,23 +73,35 @@ protocol row's ``wallets`` and ``amount`` columns."""
 _TOKEN_FIGURES = tuple((f.name, _STORED_AS.get(f.name, f.name)) for f in fields(TokenTotals))
 assert {column for _, column in _TOKEN_FIGURES} == set(_FIGURES)
 
-_STANDING = select(
+_STANDINGS = select(
+    _wallets.c.id,
     _wallets.c.version,
     _wallets.c.status,
     _wallets.c.token,
     _wallets.c.idle,
     _wallets.c.allocation,
     _wallets.c.current_apr,
-).where(_wallets.c.id == bindparam("wallet_id"))
-_FIRST_DEPOSIT = (
-    select(_deposits.c.token, _deposits.c.amount, _deposits.c.date)
-    .where(_deposits.c.wallet_id == bindparam("wallet_id"))
-    .order_by(_deposits.c.date, _deposits.c.id)
-    .limit(1)
+).where(_wallets.c.id.in_(bindparam("wallet_ids", expanding=True)))
+_ranked = (
+    select(
+        _deposits.c.wallet_id,
+        _deposits.c.token,
+        _deposits.c.amount,
+        _deposits.c.date,
+        func.row_number()
+        .over(partition_by=_deposits.c.wallet_id, order_by=(_deposits.c.date, _deposits.c.id))
+        .label("place"),
+    )
+    .where(_deposits.c.wallet_id.in_(bindparam("wallet_ids", expanding=True)))
+    .subquery()
 )
+_FIRST_DEPOSITS = select(
+    _ranked.c.wallet_id, _ranked.c.token, _ranked.c.amount, _ranked.c.date
+).where(_ranked.c.place == 1)
 _CHAIN_ROWS = select(_totals).where(_totals.c.chain_id == bindparam("chain_id"))
 _STRIPE_ROWS = select(_totals).where(
-    _totals.c.chain_id == bindparam("chain_id"), _totals.c.stripe == bindparam("stripe")
+    _totals.c.chain_id == bindparam("chain_id"),
+    _totals.c.stripe.in_(bindparam("stripes", expanding=True)),
 )
 
 
@@ -104,16 +119,25 @@ def _standing(row: Any) -> Standing:
     )
 
 
-def stored_standing(session: Session, wallet_id: int) -> tuple[int, Standing] | None:
-    """The stored wallet's version and standing, read in the caller's transaction."""
-    row = session.connection().execute(_STANDING, {"wallet_id": wallet_id}).first()
-    return None if row is None else (row.version, _standing(row))
+def stored_standings(
+    connection: Connection, wallet_ids: Sequence[int]
+) -> dict[int, tuple[int, Standing]]:
+    """The stored wallets' versions and standings, by id, read in the caller's transaction."""
+    found: dict[int, tuple[int, Standing]] = {}
+    for ids in chunks(wallet_ids):
+        for row in connection.execute(_STANDINGS, {"wallet_ids": ids}):
+            found[row.id] = (row.version, _standing(row))
+    return found
 
 
-def first_deposit(session: Session, wallet_id: int) -> FirstDeposit | None:
-    """The wallet's stored first deposit (earliest date, then first booked)."""
-    row = session.connection().execute(_FIRST_DEPOSIT, {"wallet_id": wallet_id}).first()
-    return None if row is None else FirstDeposit(row.token, row.amount, _utc(row.date))
+def first_deposits(connection: Connection, wallet_ids: Sequence[int]) -> dict[int, FirstDeposit]:
+    """The stored first deposits (earliest date, then first booked) of those of
+    ``wallet_ids`` that have one, by wallet id."""
+    found: dict[int, FirstDeposit] = {}
+    for ids in chunks(wallet_ids):
+        for row in connection.execute(_FIRST_DEPOSITS, {"wallet_ids": ids}):
+            found[row.wallet_id] = FirstDeposit(row.token, row.amount, _utc(row.date))
+    return found
 
 
 def _rows(chain_id: int, stripe: int, totals: Totals) -> list[dict[str, Any]]:
@@ -175,25 +199,29 @@ def _as_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     }
 
 
-def apply_changes(session: Session, chain_id: int, wallet_id: int, delta: Totals) -> None:
-    """Adds ``delta`` to the chain's totals (the wallet's stripe), in the caller's
-    transaction: one statement on PostgreSQL; on SQLite, a read of the stripe and one
-    write."""
-    if not delta:
+def apply_changes(connection: Connection, deltas: Mapping[tuple[int, int], Totals]) -> None:
+    """Adds each of ``deltas`` (by chain id and stripe) to the chain's totals, in the
+    caller's transaction: one statement on PostgreSQL (rows in key order, then stripe, so
+    concurrent writers lock them in one order); on SQLite, a read of the stripes per chain
+    and one write."""
+    rows = sorted(
+        (row for (chain, stripe), delta in deltas.items() for row in _rows(chain, stripe, delta)),
+        key=lambda row: (row["chain_id"], row["token"], row["protocol"], row["stripe"]),
+    )
+    if not rows:
         return
-    stripe = wallet_id % STRIPES
-    rows = _rows(chain_id, stripe, delta)
-    connection = session.connection()
-    dialect = connection.dialect.name
-    if dialect == "postgresql":
+    if connection.dialect.name == "postgresql":
         connection.execute(_POSTGRES_UPSERT, _as_arrays(rows))
         return
-    stored = {  # SQLite: new values from the rows read under its lock
-        (row.token, row.protocol): row
-        for row in connection.execute(_STRIPE_ROWS, {"chain_id": chain_id, "stripe": stripe})
-    }
+    # SQLite: new values from the rows read under its lock
+    stored: dict[tuple[int, str, str, int], Any] = {}
+    for chain_id in sorted({chain for chain, _ in deltas}):
+        stripes = sorted({stripe for chain, stripe in deltas if chain == chain_id})
+        params = {"chain_id": chain_id, "stripes": stripes}
+        for found in connection.execute(_STRIPE_ROWS, params):
+            stored[(found.chain_id, found.token, found.protocol, found.stripe)] = found
     for row in rows:
-        old = stored.get((row["token"], row["protocol"]))
+        old = stored.get((row["chain_id"], row["token"], row["protocol"], row["stripe"]))
         if old is not None:
             for name in _FIGURES:
                 row[name] += getattr(old, name)

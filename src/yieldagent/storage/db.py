@@ -8,7 +8,7 @@ transaction that never spans an ``await``, so it can run on the event loop.
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,16 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+IN_LIST = 500
+"""Ids per IN list: SQLite allows 999 variables in a statement (32766 since 3.32)."""
+
+
+def chunks(ids: Sequence[Any], size: int = IN_LIST) -> Iterator[list[Any]]:
+    """``ids`` in lists of at most ``size``, for IN lists."""
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
 
 
 def is_sqlite(url: str) -> bool:

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, select, text
+from sqlalchemy import Connection, Engine, bindparam, insert, select, text
 from sqlmodel import Session
 
 from yieldagent.domain.events import EventDraft, WalletEvent, follow
@@ -35,6 +35,16 @@ from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, Webhook
 EVENTS_LOCK = 0x79_61_65_76  # "yaev": serializes event ids with commits (PostgreSQL)
 
 _events = WalletEventRow.__table__  # type: ignore[attr-defined]
+_deliveries = WebhookDeliveryRow.__table__  # type: ignore[attr-defined]
+_hooks = PartnerWebhookRow.__table__  # type: ignore[attr-defined]
+_HOOKED = select(_hooks.c.partner_id).where(
+    _hooks.c.partner_id.in_(bindparam("partners", expanding=True))
+)
+_EVENTS_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+# Ids in the drafts' order: one statement, its rows numbered in order.
+_INSERT_EVENTS = insert(_events)
+_INSERT_EVENTS_RETURNING = insert(_events).returning(_events.c.id, sort_by_parameter_order=True)
+_INSERT_DELIVERIES = insert(_deliveries)
 _AFTER = (
     select(_events)
     .where(_events.c.wallet_id == bindparam("wallet_id"), _events.c.id > bindparam("cursor"))
@@ -62,50 +72,47 @@ def event_of(row: Any) -> WalletEvent:
     )
 
 
-def record_events(session: Session, drafts: Sequence[EventDraft]) -> int:
-    """Adds ``drafts`` to the caller's transaction, in order, with a webhook delivery for
-    each one whose partner has a webhook; returns how many it added."""
+def record_events(executor: Session | Connection, drafts: Sequence[EventDraft]) -> int:
+    """Adds ``drafts`` to the caller's transaction (a session's or a connection's), in
+    order, with a webhook delivery for each one whose partner has a webhook; returns how
+    many it added. One insert for the events, one for their deliveries."""
     if not drafts:
         return 0
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": EVENTS_LOCK})
+    connection = executor.connection() if isinstance(executor, Session) else executor
+    partners = sorted({draft.partner_id for draft in drafts})
+    hooked = set(connection.execute(_HOOKED, {"partners": partners}).scalars())
+    if connection.dialect.name == "postgresql":
+        connection.execute(_EVENTS_LOCK, {"key": EVENTS_LOCK})
     now = datetime.now(UTC)
     rows = [
-        WalletEventRow(
-            wallet_id=draft.wallet_id,
-            partner_id=draft.partner_id,
-            chain_id=draft.chain_id,
-            wallet=draft.wallet,
-            kind=draft.kind,
-            amount=draft.amount,
-            data=json.dumps(draft.data, separators=(",", ":")),
-            created_at=now,
-        )
+        {
+            "wallet_id": draft.wallet_id,
+            "partner_id": draft.partner_id,
+            "chain_id": draft.chain_id,
+            "wallet": draft.wallet,
+            "kind": draft.kind,
+            "amount": draft.amount,
+            "data": json.dumps(draft.data, separators=(",", ":")),
+            "created_at": now,
+        }
         for draft in drafts
     ]
-    for row in rows:
-        session.add(row)
-        session.flush()  # one by one: ids in the drafts' order
-    partners = {draft.partner_id for draft in drafts}
-    hooked = set(
-        session.execute(
-            select(PartnerWebhookRow.partner_id).where(  # type: ignore[call-overload]
-                PartnerWebhookRow.partner_id.in_(partners)  # type: ignore[attr-defined]
-            )
-        ).scalars()
-    )
-    for row in rows:
-        if row.partner_id in hooked:
-            assert row.id is not None
-            session.add(
-                WebhookDeliveryRow(
-                    event_id=row.id,
-                    partner_id=row.partner_id,
-                    wallet_id=row.wallet_id,
-                    next_attempt_at=now.timestamp(),
-                    created_at=now,
-                )
-            )
+    if not hooked:
+        connection.execute(_INSERT_EVENTS, rows)
+        return len(rows)
+    ids = connection.execute(_INSERT_EVENTS_RETURNING, rows).scalars().all()
+    deliveries = [
+        {
+            "event_id": event_id,
+            "partner_id": row["partner_id"],
+            "wallet_id": row["wallet_id"],
+            "next_attempt_at": now.timestamp(),
+            "created_at": now,
+        }
+        for event_id, row in zip(ids, rows, strict=True)
+        if row["partner_id"] in hooked
+    ]
+    connection.execute(_INSERT_DELIVERIES, deliveries)
     return len(rows)
 
 

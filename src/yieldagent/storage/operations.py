@@ -13,13 +13,29 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, bindparam, insert, or_, update
+from sqlalchemy import select as select_core
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.operations import OPEN, WAITING, Operation, Step
+from yieldagent.storage.db import chunks
 from yieldagent.storage.tables import OperationRow, WalletRow
 
 _STUCK_STATES = ("activating", "running", "deactivating")
+_operations = OperationRow.__table__  # type: ignore[attr-defined]
+_OPEN_ON = (
+    select_core(_operations)
+    .where(
+        _operations.c.wallet_id.in_(bindparam("wallet_ids", expanding=True)),
+        _operations.c.status.in_(sorted(OPEN)),
+    )
+    .order_by(_operations.c.started_at, _operations.c.id)
+)
+_SAVE_STEPS = (
+    update(_operations)
+    .where(_operations.c.id == bindparam("op_id"))
+    .values(steps=bindparam("op_steps"))
+)
 
 
 def _split(data: dict[str, str] | None) -> WithdrawalSplit | None:
@@ -153,31 +169,6 @@ def _new_row(operation: Operation) -> OperationRow:
     return OperationRow(**new_row_values(operation))
 
 
-def save_operation(session: Session, operation: Operation) -> str | None:
-    """Stores the operation in ``session`` (committed by the caller): its intent when it
-    is new, else its steps and status as they are now. Returns the status it had stored
-    (None when new)."""
-    stored = session.get(OperationRow, operation.id)
-    if stored is None:
-        session.add(_new_row(operation))
-        return None
-    previous = stored.status
-    session.execute(
-        update(OperationRow)
-        .where(col(OperationRow.id) == operation.id)
-        .values(**operation_values(operation))
-    )
-    return previous
-
-
-_operations = OperationRow.__table__  # type: ignore[attr-defined]
-_SAVE_STEPS = (
-    update(_operations)
-    .where(_operations.c.id == bindparam("op_id"))
-    .values(steps=bindparam("op_steps"))
-)
-
-
 class OperationStore:
     """Reads and writes operations."""
 
@@ -221,16 +212,15 @@ class OperationStore:
             return operation_of(row) if row is not None else None
 
     def open_on(self, wallet_id: int) -> list[Operation]:
-        with Session(self._engine) as session:
-            rows = session.exec(
-                select(OperationRow)
-                .where(OperationRow.wallet_id == wallet_id, col(OperationRow.status).in_(OPEN))
-                .order_by(col(OperationRow.started_at))
-            ).all()
-            return [operation_of(row) for row in rows]
+        return self.open_on_many([wallet_id])[wallet_id]
 
     def open_on_many(self, wallet_ids: Sequence[int]) -> dict[int, list[Operation]]:
-        return {wallet_id: self.open_on(wallet_id) for wallet_id in wallet_ids}
+        found: dict[int, list[Operation]] = {wallet_id: [] for wallet_id in wallet_ids}
+        with self._engine.connect() as connection:
+            for ids in chunks(sorted(found)):
+                for row in connection.execute(_OPEN_ON, {"wallet_ids": ids}):
+                    found[row.wallet_id].append(operation_of(row))
+        return found
 
     def abandoned(self, now: float) -> list[Operation]:
         lapsed = or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now)

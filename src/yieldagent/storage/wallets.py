@@ -9,16 +9,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, case, func, or_, update
+from sqlalchemy import Engine, bindparam, case, func, insert, or_, union_all, update
 from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from yieldagent.domain.aggregates import Standing, Totals, changes
+from yieldagent.domain.aggregates import Totals
 from yieldagent.domain.apr import PerformancePoint
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.events import derive, may_change_status
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.smart_accounts import SmartAccount
 from yieldagent.domain.wallet_states import WalletStatus
@@ -30,14 +29,10 @@ from yieldagent.domain.wallets import (
     Wallet,
     WithdrawalRecord,
 )
-from yieldagent.storage.aggregates import (
-    apply_changes,
-    first_deposit,
-    read_totals,
-    stored_standing,
-)
-from yieldagent.storage.events import record_events, signal_for
-from yieldagent.storage.operations import save_operation
+from yieldagent.storage.aggregates import read_totals
+from yieldagent.storage.db import chunks
+from yieldagent.storage.events import signal_for
+from yieldagent.storage.journals import book, new_wallet_changes, wallet_values, write
 from yieldagent.storage.tables import (
     DepositRow,
     PerformancePointRow,
@@ -77,6 +72,17 @@ _BY_EOA = (
     .where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.eoa == bindparam("key"))
     .order_by(_LAST_ACTIVATED.desc(), _wallets.c.id.desc())
     .limit(1)
+)
+_CREATE = insert(_wallets).returning(_wallets.c.id)
+_BOOKED = union_all(
+    *(
+        select_core(t.c.wallet_id, t.c.tx_hash, t.c.log_index, t.c.block_number).where(
+            t.c.wallet_id.in_(bindparam("wallet_ids", expanding=True)),
+            or_(t.c.block_number >= bindparam("since"), t.c.block_number.is_(None)),
+            t.c.tx_hash.is_not(None),
+        )
+        for t in (_transactions, _deposits, _withdrawals)
+    )
 )
 _DEPOSITS_OF = (
     select_core(_deposits)
@@ -155,102 +161,6 @@ def _wallet(row: Any) -> Wallet:
         synced_block=row.synced_block,
         status_reason=row.status_reason,
     )
-
-
-def _wallet_values(wallet: Wallet) -> dict[str, Any]:
-    return {
-        "status": str(wallet.status),
-        "token": wallet.token,
-        "selected_protocols": json.dumps(list(wallet.selected_protocols)),
-        "constraints": wallet.constraints.to_json(),
-        "principal": wallet.principal,
-        "allocation": json.dumps({k: str(v) for k, v in wallet.allocation.items()}),
-        "idle": wallet.idle,
-        "current_apr": wallet.current_apr,
-        "valued_at": wallet.valued_at,
-        "is_staked": wallet.is_staked,
-        "activation_date": wallet.activation_date,
-        "last_deactivation_date": wallet.last_deactivation_date,
-        "last_reactivation_date": wallet.last_reactivation_date,
-        "synced_block": wallet.synced_block,
-        "status_reason": wallet.status_reason,
-        "updated_at": datetime.now(UTC),
-    }
-
-
-def _add_records(session: Session, wallet: Wallet, journal: Journal) -> str | None:
-    """Adds the journal's records and operation; returns the operation's stored status
-    before this commit (None: new, or no operation)."""
-    for deposit in journal.deposits:
-        session.add(
-            DepositRow(
-                wallet_id=wallet.id,
-                chain_id=wallet.chain_id,
-                token=deposit.token,
-                amount=deposit.amount,
-                tx_hash=deposit.tx_hash,
-                log_index=deposit.log_index,
-                block_number=deposit.block_number,
-                date=deposit.date,
-            )
-        )
-    for w in journal.withdrawals:
-        session.add(
-            WithdrawalRow(
-                wallet_id=wallet.id,
-                token=w.token,
-                amount=w.amount,
-                principal=w.principal,
-                yield_=w.yield_,
-                fee=w.fee,
-                value=w.value,
-                value_in_usd=w.value_in_usd,
-                tx_hash=w.tx_hash,
-                chain_id=wallet.chain_id,
-                log_index=w.log_index,
-                kind=w.kind,
-                block_number=w.block_number,
-                date=w.date,
-            )
-        )
-    for t in journal.transactions:
-        session.add(
-            TransactionRow(
-                wallet_id=wallet.id,
-                action=t.action,
-                status=t.status,
-                token=t.token,
-                amount=t.amount,
-                tx_hash=t.tx_hash,
-                protocol=t.protocol,
-                new_token=t.new_token,
-                amount_out=t.amount_out,
-                apr=t.apr,
-                block_number=t.block_number,
-                log_index=t.log_index,
-                correlation_id=t.correlation_id,
-                date=t.date,
-            )
-        )
-    for r in journal.rewards:
-        session.add(
-            RewardRow(
-                wallet_id=wallet.id,
-                token=r.token,
-                token_symbol=r.token_symbol,
-                amount=r.amount,
-                decimals=r.decimals,
-                dollar_value=r.dollar_value,
-                tx_hash=r.tx_hash,
-                is_staked=r.is_staked,
-                date=r.date,
-            )
-        )
-    for p in journal.points:
-        session.add(PerformancePointRow(wallet_id=wallet.id, value=p.value, flow=p.flow, at=p.at))
-    if journal.operation is not None:
-        return save_operation(session, journal.operation)
-    return None
 
 
 def _transaction(row: Any) -> TransactionRecord:
@@ -370,102 +280,85 @@ class WalletStore:
             )
 
     def booked(self, wallet_id: int, since_block: int) -> set[tuple[str, int]]:
-        keys: set[tuple[str, int]] = set()
+        return self.booked_many({wallet_id: since_block})[wallet_id]
+
+    def booked_many(self, since: Mapping[int, int]) -> dict[int, set[tuple[str, int]]]:
+        keys: dict[int, set[tuple[str, int]]] = {wallet_id: set() for wallet_id in since}
         with self._engine.connect() as connection:
-            for table in (_transactions, _deposits, _withdrawals):
-                rows = connection.execute(
-                    select_core(table.c.tx_hash, table.c.log_index).where(
-                        table.c.wallet_id == wallet_id,
-                        or_(table.c.block_number >= since_block, table.c.block_number.is_(None)),
-                        table.c.tx_hash.is_not(None),
-                    )
-                )
-                keys.update((row.tx_hash, row.log_index) for row in rows)
+            for ids in chunks(sorted(since)):
+                params = {"wallet_ids": ids, "since": min(since[i] for i in ids)}
+                for row in connection.execute(_BOOKED, params):
+                    if row.block_number is None or row.block_number >= since[row.wallet_id]:
+                        keys[row.wallet_id].add((row.tx_hash, row.log_index))
         return keys
 
     def create(self, journal: Journal, lease_until: float | None = None) -> Wallet:
         wallet = journal.wallet
         now = datetime.now(UTC)
-        row = WalletRow(
-            chain_id=wallet.chain_id,
-            address=wallet.address,
-            eoa=wallet.eoa,
-            partner_id=wallet.partner_id,
-            created_at=now,
-            lease_owner=journal.owner,
-            lease_until=lease_until if journal.owner else None,
-            **_wallet_values(wallet),
-        )
-        with Session(self._engine) as session:
-            session.add(row)
-            try:
-                session.flush()
-                assert row.id is not None
-                wallet.id = row.id
+        values = {
+            "chain_id": wallet.chain_id,
+            "address": wallet.address,
+            "eoa": wallet.eoa,
+            "partner_id": wallet.partner_id,
+            "created_at": now,
+            "lease_owner": journal.owner,
+            "lease_until": lease_until if journal.owner else None,
+            **wallet_values(wallet),
+        }
+        try:
+            with self._engine.begin() as connection:
+                wallet.id = connection.execute(_CREATE, values).scalar_one()
                 if journal.operation is not None:
-                    journal.operation = replace(journal.operation, wallet_id=row.id)
-                previous_operation = _add_records(session, wallet, journal)
-                apply_changes(session, wallet.chain_id, wallet.id, changes(None, journal))
-                recorded = record_events(session, derive(journal, None, previous_operation))
-                session.commit()
-            except IntegrityError:
-                raise Conflict("This wallet was activated concurrently; retry") from None
+                    journal.operation = replace(journal.operation, wallet_id=wallet.id)
+                recorded = book(connection, [journal], [None], new_wallet_changes(journal))
+        except IntegrityError:
+            raise Conflict("This wallet was activated concurrently; retry") from None
         if recorded:
             signal_for(self._engine).notify()
         return wallet
 
     def commit(self, journal: Journal, expected: WalletStatus | None = None) -> None:
-        wallet = journal.wallet
-        conditions = [col(WalletRow.id) == wallet.id, col(WalletRow.version) == wallet.version]
-        if expected is not None:
-            conditions.append(col(WalletRow.status) == str(expected))
-        if journal.owner is not None:
-            conditions.append(col(WalletRow.lease_owner) == journal.owner)
-        with Session(self._engine) as session:
-            before = self._before(session, wallet)
-            first = first_deposit(session, wallet.id) if journal.deposits else None
-            previous = before.status if may_change_status(journal) else None
-            result = session.execute(
-                update(WalletRow)
-                .where(and_(*conditions))
-                .values(**_wallet_values(wallet), version=wallet.version + 1)
-            )
-            if result.rowcount == 0:  # type: ignore[attr-defined]
-                raise Conflict("The wallet changed meanwhile; retry")
-            try:
-                previous_operation = _add_records(session, wallet, journal)
-                apply_changes(session, wallet.chain_id, wallet.id, changes(before, journal, first))
-                recorded = record_events(session, derive(journal, previous, previous_operation))
-                session.commit()
-            except IntegrityError:
-                raise Conflict("This chain event was already booked; retry") from None
-        wallet.version += 1
+        try:
+            written, recorded = self._write([journal], expected)
+        except IntegrityError:
+            raise Conflict("This chain event was already booked; retry") from None
+        if not written[0]:
+            raise Conflict("The wallet changed meanwhile; retry")
         if recorded:
             signal_for(self._engine).notify()
 
-    @staticmethod
-    def _before(session: Session, wallet: Wallet) -> Standing:
-        """The wallet's stored standing (status, holdings, APR), read in the commit's
-        transaction; Conflict when it is no longer at the version the journal was read at
-        (the update would refuse it)."""
-        stored = stored_standing(session, wallet.id)
-        if stored is None or stored[0] != wallet.version:
-            raise Conflict("The wallet changed meanwhile; retry")
-        return stored[1]
-
-    def booked_many(self, since: Mapping[int, int]) -> dict[int, set[tuple[str, int]]]:
-        return {wallet_id: self.booked(wallet_id, block) for wallet_id, block in since.items()}
-
     def commit_many(self, journals: Sequence[Journal]) -> list[bool]:
-        stored = []
-        for journal in journals:
-            try:
-                self.commit(journal)
-            except Conflict:
-                stored.append(False)
-            else:
-                stored.append(True)
-        return stored
+        """One transaction for all (``storage.journals``); when a record of one was already
+        booked, it is rolled back and each journal is committed on its own instead, so
+        that journal alone fails."""
+        if not journals:
+            return []
+        try:
+            written, recorded = self._write(journals)
+        except IntegrityError:
+            return [self._commit_alone(journal) for journal in journals]
+        if recorded:
+            signal_for(self._engine).notify()
+        return written
+
+    def _commit_alone(self, journal: Journal) -> bool:
+        try:
+            self.commit(journal)
+        except Conflict:
+            return False
+        return True
+
+    def _write(
+        self, journals: Sequence[Journal], expected: WalletStatus | None = None
+    ) -> tuple[list[bool], int]:
+        """Writes ``journals`` in one transaction; the written ones' wallets then carry
+        their new version."""
+        with self._engine.begin() as connection:
+            written, recorded = write(connection, journals, expected)
+        for journal, done in zip(journals, written, strict=True):
+            if done:
+                journal.wallet.version += 1
+        return written, recorded
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
         with Session(self._engine) as session:

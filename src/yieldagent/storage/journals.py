@@ -1,0 +1,411 @@
+"""Writing journals (``domain.wallets.Journal``): the transaction behind
+``WalletStore.commit``, ``commit_many`` and ``create``.
+
+Journals are written together in one transaction, in a number of statements that does not
+grow with theirs (SQLite: plus one UPDATE per wallet): one read of the wallets' stored
+versions and standings (and of the first deposits of those the journals credit); the
+conditional UPDATE of the wallets (PostgreSQL: one statement for all of them, from one
+array per column); one insert per kind of record; one read and up to two writes for the
+operations; the chain totals, once, with the summed changes of every journal written (by
+stripe); and the events in bulk.
+
+A journal whose wallet is no longer at the version it was read at, or whose lease its
+owner lost, is skipped: nothing of it is written. The journals of one wallet are taken in
+turns (its first journal in the first UPDATE, its second in the next, and so on), and
+each one sees the wallet as the previous one left it, so a batch writes exactly what
+committing its journals one by one would (``tests/storage/test_wallet_batches.py``).
+
+Locks: a batch takes its wallets' rows first, then the totals' rows, then the events'
+lock, as a single commit does. Two batches over the same wallets could deadlock on
+PostgreSQL (which aborts one); the agent's batches never share a wallet, its lease being
+held by one process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Integer, String, bindparam, insert, select, text, update
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.sql.dml import Update
+
+from yieldagent.domain.aggregates import STRIPES, Totals, changes, first_of, standing
+from yieldagent.domain.events import derive, may_change_status
+from yieldagent.domain.operations import Operation
+from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.wallets import Journal, Wallet
+from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_standings
+from yieldagent.storage.db import chunks
+from yieldagent.storage.events import record_events
+from yieldagent.storage.operations import new_row_values, operation_values
+from yieldagent.storage.tables import (
+    DepositRow,
+    OperationRow,
+    PerformancePointRow,
+    RewardRow,
+    TransactionRow,
+    WalletRow,
+    WithdrawalRow,
+)
+
+_wallets = WalletRow.__table__  # type: ignore[attr-defined]
+_operations = OperationRow.__table__  # type: ignore[attr-defined]
+_deposits = DepositRow.__table__  # type: ignore[attr-defined]
+_withdrawals = WithdrawalRow.__table__  # type: ignore[attr-defined]
+_transactions = TransactionRow.__table__  # type: ignore[attr-defined]
+_rewards = RewardRow.__table__  # type: ignore[attr-defined]
+_points = PerformancePointRow.__table__  # type: ignore[attr-defined]
+
+_STATE = (
+    "status",
+    "token",
+    "selected_protocols",
+    "constraints",
+    "principal",
+    "allocation",
+    "idle",
+    "current_apr",
+    "valued_at",
+    "is_staked",
+    "activation_date",
+    "last_deactivation_date",
+    "last_reactivation_date",
+    "synced_block",
+    "status_reason",
+    "updated_at",
+)
+"""The wallet columns a commit writes (besides its version)."""
+
+
+def _wallet_update(expected: bool, owner: bool) -> Update:
+    """The conditional UPDATE of a wallet's state: at version ``w_version`` (with
+    ``expected``, in status ``w_status``; with ``owner``, leased by ``w_owner``)."""
+    conditions = [
+        _wallets.c.id == bindparam("w_id"),
+        _wallets.c.version == bindparam("w_version"),
+    ]
+    if expected:
+        conditions.append(_wallets.c.status == bindparam("w_status"))
+    if owner:
+        conditions.append(_wallets.c.lease_owner == bindparam("w_owner"))
+    values = {
+        name: bindparam(f"v_{name}", type_=_wallets.c[name].type) for name in (*_STATE, "version")
+    }
+    return update(_wallets).where(*conditions).values(values)
+
+
+# Built once: SQLAlchemy caches their compiled form.
+_WALLET_UPDATES = {
+    (expected, owner): _wallet_update(expected, owner)
+    for expected in (False, True)
+    for owner in (False, True)
+}
+_CONDITIONS = {
+    "w_id": Integer(),
+    "w_version": Integer(),
+    "w_owner": String(),
+    "w_status": String(),
+}
+
+
+def _postgres_update() -> Any:
+    """PostgreSQL: the conditional UPDATE of many wallets in one statement, from one array
+    per column (``w_owner`` or ``w_status`` null: not checked). Built from the table's
+    column names and types only."""
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    types = {name: _wallets.c[name].type for name in _STATE} | _CONDITIONS
+    names = list(types)
+    arrays = ", ".join(f"CAST(:{n} AS {types[n].compile(dialect=dialect)}[])" for n in names)
+    sql = (
+        f"UPDATE wallets SET {', '.join(f'{n} = v.{n}' for n in _STATE)}, "  # noqa: S608
+        f"version = v.w_version + 1 FROM unnest({arrays}) AS v({', '.join(names)}) "
+        "WHERE wallets.id = v.w_id AND wallets.version = v.w_version "
+        "AND (v.w_owner IS NULL OR wallets.lease_owner = v.w_owner) "
+        "AND (v.w_status IS NULL OR wallets.status = v.w_status) RETURNING wallets.id"
+    )
+    return text(sql).bindparams(*(bindparam(n, type_=postgresql.ARRAY(types[n])) for n in names))
+
+
+_POSTGRES_UPDATE = _postgres_update()
+_INSERTS = {
+    table: insert(table)
+    for table in (_operations, _deposits, _withdrawals, _transactions, _rewards, _points)
+}
+_OPERATION_STATUSES = select(_operations.c.id, _operations.c.status).where(
+    _operations.c.id.in_(bindparam("ids", expanding=True))
+)
+_OPERATION_UPDATE = (
+    update(_operations)
+    .where(_operations.c.id == bindparam("o_id"))
+    .values(
+        {
+            name: bindparam(name, type_=_operations.c[name].type)
+            for name in ("status", "steps", "result", "reason", "retry_at", "finished_at")
+        }
+    )
+)
+
+
+def wallet_values(wallet: Wallet) -> dict[str, Any]:
+    """The columns of a wallet's state, as a commit writes them."""
+    return {
+        "status": str(wallet.status),
+        "token": wallet.token,
+        "selected_protocols": json.dumps(list(wallet.selected_protocols)),
+        "constraints": wallet.constraints.to_json(),
+        "principal": wallet.principal,
+        "allocation": json.dumps({k: str(v) for k, v in wallet.allocation.items()}),
+        "idle": wallet.idle,
+        "current_apr": wallet.current_apr,
+        "valued_at": wallet.valued_at,
+        "is_staked": wallet.is_staked,
+        "activation_date": wallet.activation_date,
+        "last_deactivation_date": wallet.last_deactivation_date,
+        "last_reactivation_date": wallet.last_reactivation_date,
+        "synced_block": wallet.synced_block,
+        "status_reason": wallet.status_reason,
+        "updated_at": datetime.now(UTC),
+    }
+
+
+def write(
+    connection: Connection, journals: Sequence[Journal], expected: WalletStatus | None = None
+) -> tuple[list[bool], int]:
+    """Writes ``journals`` in the caller's transaction (with ``expected``, only where the
+    stored status is that): which were written, and how many events they recorded.
+    Raises IntegrityError when a record was already booked; the caller rolls back."""
+    current = stored_standings(connection, sorted({j.wallet.id for j in journals}))
+    firsts = first_deposits(connection, sorted({j.wallet.id for j in journals if j.deposits}))
+    written = [False] * len(journals)
+    statuses: dict[int, WalletStatus | None] = {}
+    deltas: dict[tuple[int, int], Totals] = {}
+
+    def version_of(journal: Journal) -> int | None:
+        known = current.get(journal.wallet.id)
+        return None if known is None else known[0]
+
+    for turn in _turns(journals):
+        # a wallet no longer at the journal's version: skipped (its UPDATE would refuse it)
+        ready = [i for i in turn if journals[i].wallet.version == version_of(journals[i])]
+        updated = _update(connection, [journals[i] for i in ready], expected)
+        for index in ready:
+            journal = journals[index]
+            wallet = journal.wallet
+            if wallet.id not in updated:
+                continue
+            before = current[wallet.id][1]
+            first = firsts.get(wallet.id)
+            _add(deltas, wallet, changes(before, journal, first))
+            current[wallet.id] = (wallet.version + 1, standing(wallet))
+            if (now_first := first_of(first, journal.deposits)) is not None:
+                firsts[wallet.id] = now_first
+            statuses[index] = before.status if may_change_status(journal) else None
+            written[index] = True
+    chosen = [journals[i] for i in sorted(statuses)]
+    recorded = book(connection, chosen, [statuses[i] for i in sorted(statuses)], deltas)
+    return written, recorded
+
+
+def book(
+    connection: Connection,
+    journals: Sequence[Journal],
+    statuses: Sequence[WalletStatus | None],
+    deltas: Mapping[tuple[int, int], Totals],
+) -> int:
+    """Writes the records, operations, totals and events of ``journals`` (whose wallets
+    are written), in order; ``statuses`` are their wallets' statuses before (where the
+    events need them), ``deltas`` the totals' changes by (chain id, stripe). Returns how
+    many events were recorded."""
+    previous = _save_operations(connection, journals)
+    _insert_records(connection, journals)
+    apply_changes(connection, deltas)
+    drafts = [
+        draft
+        for journal, status, operation in zip(journals, statuses, previous, strict=True)
+        for draft in derive(journal, status, operation)
+    ]
+    return record_events(connection, drafts)
+
+
+def new_wallet_changes(journal: Journal) -> dict[tuple[int, int], Totals]:
+    """The totals' changes of a new wallet's journal, by (chain id, stripe)."""
+    deltas: dict[tuple[int, int], Totals] = {}
+    _add(deltas, journal.wallet, changes(None, journal))
+    return deltas
+
+
+def _add(deltas: dict[tuple[int, int], Totals], wallet: Wallet, delta: Totals) -> None:
+    """Adds a wallet's change to its stripe's (keeping every key a journal touched, even
+    when the sum is 0, so the rows written are those of one-by-one commits)."""
+    if delta.tokens or delta.protocols:
+        deltas.setdefault((wallet.chain_id, wallet.id % STRIPES), Totals()).add(delta)
+
+
+def _turns(journals: Sequence[Journal]) -> list[list[int]]:
+    """The journals' indexes in turns: each wallet's first journal in the first turn, its
+    second in the second, and so on; each turn in wallet id order."""
+    turns: list[list[int]] = []
+    seen: dict[int, int] = {}
+    for index in sorted(range(len(journals)), key=lambda i: journals[i].wallet.id):
+        turn = seen.get(journals[index].wallet.id, 0)
+        seen[journals[index].wallet.id] = turn + 1
+        if turn == len(turns):
+            turns.append([])
+        turns[turn].append(index)
+    return turns
+
+
+def _update(
+    connection: Connection, journals: Sequence[Journal], expected: WalletStatus | None
+) -> set[int]:
+    """Writes the state of the journals' wallets (one journal per wallet) where it is
+    still at the journal's version (and lease, and ``expected`` status); returns the ids
+    of the wallets written. PostgreSQL: one statement; SQLite: one per wallet."""
+    if not journals:
+        return set()
+    if connection.dialect.name == "postgresql":
+        return _update_postgresql(connection, journals, expected)
+    updated = set()
+    for journal in journals:
+        wallet = journal.wallet
+        params = {f"v_{name}": value for name, value in wallet_values(wallet).items()}
+        params |= {"v_version": wallet.version + 1, "w_id": wallet.id, "w_version": wallet.version}
+        if expected is not None:
+            params["w_status"] = str(expected)
+        if journal.owner is not None:
+            params["w_owner"] = journal.owner
+        statement = _WALLET_UPDATES[(expected is not None, journal.owner is not None)]
+        if connection.execute(statement, params).rowcount:
+            updated.add(wallet.id)
+    return updated
+
+
+def _update_postgresql(
+    connection: Connection, journals: Sequence[Journal], expected: WalletStatus | None
+) -> set[int]:
+    arrays: dict[str, list[Any]] = {name: [] for name in _STATE}
+    conditions: dict[str, list[Any]] = {"w_id": [], "w_version": [], "w_owner": []}
+    for journal in journals:
+        for name, value in wallet_values(journal.wallet).items():
+            arrays[name].append(value)
+        conditions["w_id"].append(journal.wallet.id)
+        conditions["w_version"].append(journal.wallet.version)
+        conditions["w_owner"].append(journal.owner)
+    expecting = [None if expected is None else str(expected)] * len(journals)
+    found = connection.execute(_POSTGRES_UPDATE, arrays | conditions | {"w_status": expecting})
+    return set(found.scalars())
+
+
+def _save_operations(connection: Connection, journals: Sequence[Journal]) -> list[str | None]:
+    """Stores the journals' operations (new ones' intents; known ones' steps and status);
+    returns, by journal, its operation's stored status before (None: new, or none)."""
+    operations = [j.operation for j in journals if j.operation is not None]
+    if not operations:
+        return [None] * len(journals)
+    known: dict[str, str] = {}
+    for ids in chunks(sorted({o.id for o in operations})):
+        for row in connection.execute(_OPERATION_STATUSES, {"ids": ids}):
+            known[row.id] = row.status
+    previous: list[str | None] = []
+    new: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
+    for journal in journals:
+        operation: Operation | None = journal.operation
+        if operation is None:
+            previous.append(None)
+            continue
+        previous.append(known.get(operation.id))
+        if operation.id in known:
+            changed.append({"o_id": operation.id, **operation_values(operation)})
+        else:
+            new.append(new_row_values(operation))
+        known[operation.id] = operation.status
+    if new:
+        connection.execute(_INSERTS[_operations], new)
+    if changed:
+        connection.execute(_OPERATION_UPDATE, changed)
+    return previous
+
+
+def _insert_records(connection: Connection, journals: Sequence[Journal]) -> None:
+    """One insert per kind of record, of every journal's, in the journals' order."""
+    rows: dict[Any, list[dict[str, Any]]] = {
+        table: [] for table in (_deposits, _withdrawals, _transactions, _rewards, _points)
+    }
+    for journal in journals:
+        wallet = journal.wallet
+        mine = {"wallet_id": wallet.id}
+        rows[_deposits] += [
+            mine
+            | {
+                "chain_id": wallet.chain_id,
+                "token": d.token,
+                "amount": d.amount,
+                "tx_hash": d.tx_hash,
+                "log_index": d.log_index,
+                "block_number": d.block_number,
+                "date": d.date,
+            }
+            for d in journal.deposits
+        ]
+        rows[_withdrawals] += [
+            mine
+            | {
+                "token": w.token,
+                "amount": w.amount,
+                "principal": w.principal,
+                "yield": w.yield_,
+                "fee": w.fee,
+                "value": w.value,
+                "value_in_usd": w.value_in_usd,
+                "tx_hash": w.tx_hash,
+                "chain_id": wallet.chain_id,
+                "log_index": w.log_index,
+                "kind": w.kind,
+                "block_number": w.block_number,
+                "date": w.date,
+            }
+            for w in journal.withdrawals
+        ]
+        rows[_transactions] += [
+            mine
+            | {
+                "action": t.action,
+                "status": t.status,
+                "token": t.token,
+                "amount": t.amount,
+                "tx_hash": t.tx_hash,
+                "protocol": t.protocol,
+                "new_token": t.new_token,
+                "amount_out": t.amount_out,
+                "apr": t.apr,
+                "block_number": t.block_number,
+                "log_index": t.log_index,
+                "correlation_id": t.correlation_id,
+                "date": t.date,
+            }
+            for t in journal.transactions
+        ]
+        rows[_rewards] += [
+            mine
+            | {
+                "token": r.token,
+                "token_symbol": r.token_symbol,
+                "amount": r.amount,
+                "decimals": r.decimals,
+                "dollar_value": r.dollar_value,
+                "tx_hash": r.tx_hash,
+                "is_staked": r.is_staked,
+                "date": r.date,
+            }
+            for r in journal.rewards
+        ]
+        rows[_points] += [
+            mine | {"value": p.value, "flow": p.flow, "at": p.at} for p in journal.points
+        ]
+    for table, values in rows.items():
+        if values:
+            connection.execute(_INSERTS[table], values)
