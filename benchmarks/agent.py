@@ -219,9 +219,7 @@ def _agent(engine: Engine, market: SimulatedMarket) -> Agent:
 
 async def _cycle(agent: Agent) -> tuple[int, float]:
     start = time.perf_counter()
-    ran = 0
-    while batch := await agent.run_due():
-        ran += batch
+    ran = await agent.run_cycle()
     return ran, time.perf_counter() - start
 
 

@@ -329,10 +329,7 @@ async def _activate_all(
 
 
 async def _cycle(service: Service) -> int:
-    ran = 0
-    while batch := await service.agent.run_due():
-        ran += batch
-    return ran
+    return await service.agent.run_cycle()
 
 
 async def agent_cycle(

@@ -161,8 +161,7 @@ def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> J
 
     async def run_agents() -> None:
         count_recovered(await agent.reconcile())
-        while not stopping() and await agent.run_due():
-            pass
+        await agent.run_cycle(stopping)
 
     return run_agents
 

@@ -319,10 +319,7 @@ def _cmd_agent(settings: Settings, args: argparse.Namespace) -> None:
 
     async def cycle() -> tuple[int, int]:
         recovered = len(await agent.reconcile())
-        ran = 0
-        while batch := await agent.run_due():
-            ran += batch
-        return recovered, ran
+        return recovered, await agent.run_cycle()
 
     recovered, ran = asyncio.run(cycle())
     _print({"recovered": recovered, "ran": ran})

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -76,6 +76,11 @@ class RunRepository(Protocol):
     def paused(self, chain_id: int) -> frozenset[str]:
         """Protocols the operator paused on ``chain_id``."""
 
+    @property
+    def parallel_writes(self) -> bool:
+        """Whether a ``finish`` from another thread can proceed while this one writes
+        (False where the database has one writer: the second would only wait)."""
+
 
 def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
     """A plan's moves as the pools can carry them now. The optimizer does not model a
@@ -123,6 +128,10 @@ class Agent:
         self._wallets = wallets
         self._runs = runs
         self._settings = settings
+        self._overlapping = False
+        """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
+        self._writing: asyncio.Future[None] | None = None
+        """That write, while in flight."""
         lifecycle.reconciler.register(RUN, self._resume)
 
     @property
@@ -259,6 +268,29 @@ class Agent:
 
     # -- the schedule ----------------------------------------------------------------------
 
+    async def run_cycle(self, stopping: Callable[[], bool] = lambda: False) -> int:
+        """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
+        how many ran.
+
+        Each batch ends with one write: its records, next runs and lease releases. Here
+        that write goes to the database from a thread while the next batch is claimed,
+        read and planned, one write at a time and in order, and the cycle returns once
+        the last is stored. The wallets of a write in flight are still leased, so no
+        claim can take them meanwhile; a process that dies first leaves them to run again
+        once their leases lapse, as it would have before the write. So the database
+        server's work on the write overlaps the planning, where the database takes writes
+        in parallel (``RunRepository.parallel_writes``; SQLite does not).
+        """
+        ran = 0
+        self._overlapping = self._runs.parallel_writes
+        try:
+            while not stopping() and (batch := await self.run_due()):
+                ran += batch
+        finally:
+            self._overlapping = False
+            await self._written()
+        return ran
+
     async def run_due(self) -> int:
         """Claims a batch of due wallets, runs each once, and returns how many ran.
 
@@ -270,7 +302,7 @@ class Agent:
 
         The batch is read and planned at once (see ``_run_batch``); runs that move
         nothing are recorded, rescheduled and released together, in one transaction,
-        before the runs with moves execute one by one.
+        before the runs with moves execute together (``domain.rounds``).
         """
         leases = self._books.leases
         now = self._books.clock.time()
@@ -317,7 +349,7 @@ class Agent:
             paused = self._runs.paused(chain_id)
         except Exception:
             log.exception("scheduled runs failed", extra={"chain_id": chain_id})
-            self._finish([], [w.id for w in wallets], owner, next_run, pending)
+            await self._finish([], [w.id for w in wallets], owner, next_run, pending)
             for _ in wallets:
                 self._count(chain_id, None)
             return 0
@@ -387,7 +419,7 @@ class Agent:
             planned.append(PlannedRun(wallet, plan, _steps(wallet, valuation, moves)))
             pools[wallet.token] = _after(pools[wallet.token], moves)
         # What moves nothing is done: recorded and let go at once, in one transaction.
-        self._finish(records, settled, owner, next_run, pending)
+        await self._finish(records, settled, owner, next_run, pending)
         for closed in records:
             self._count(chain_id, RunOutcome(closed.status, closed.reason, closed.id))
         ran += len(records)
@@ -398,7 +430,7 @@ class Agent:
             log.exception("scheduled runs failed", extra={"chain_id": chain_id})
             outcomes = [Conflict("the runs did not finish") for _ in planned]
         finally:
-            self._finish([], moving, owner, next_run, pending)
+            await self._finish([], moving, owner, next_run, pending)
         for outcome in outcomes:
             if isinstance(outcome, Conflict):
                 self._count(chain_id, None)
@@ -407,7 +439,7 @@ class Agent:
                 ran += 1
         return ran
 
-    def _finish(
+    async def _finish(
         self,
         records: list[Operation],
         wallet_ids: list[int],
@@ -415,10 +447,28 @@ class Agent:
         next_run: float,
         pending: set[int],
     ) -> None:
-        """Stores ``records``, sets the wallets' next run and releases their leases."""
+        """Stores ``records``, sets the wallets' next run and releases their leases: at
+        once, or, within ``run_cycle``, from a thread while the cycle goes on."""
         if records or wallet_ids:
-            self._runs.finish(records, [(wallet_id, next_run) for wallet_id in wallet_ids], owner)
+            finishing = (records, [(wallet_id, next_run) for wallet_id in wallet_ids], owner)
+            if self._overlapping:
+                await self._written()  # one write at a time, in order
+                self._writing = asyncio.ensure_future(
+                    asyncio.to_thread(self._runs.finish, *finishing)
+                )
+            else:
+                self._runs.finish(*finishing)
         pending.difference_update(wallet_ids)
+
+    async def _written(self) -> None:
+        """Waits for the write in flight, if any (a failed one is logged: its wallets'
+        leases lapse and they run again, as if this process had died)."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            try:
+                await writing
+            except Exception:
+                log.exception("storing the end of scheduled runs failed")
 
     def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
         """Called with each scheduled run's outcome (None: the run raised); for metrics."""

@@ -168,6 +168,11 @@ class RunStore:
                 session.delete(row)
                 session.commit()
 
+    @property
+    def parallel_writes(self) -> bool:
+        """PostgreSQL takes writes in parallel; SQLite has one writer."""
+        return self._engine.dialect.name != "sqlite"
+
     def paused(self, chain_id: int) -> frozenset[str]:
         """The protocols paused on ``chain_id``."""
         with Session(self._engine) as session:
