@@ -14,15 +14,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, Engine, bindparam, case, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    any_,
+    bindparam,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from yieldagent.domain.operations import RUN, Operation
 from yieldagent.storage.operations import new_row_values, operation_of
-from yieldagent.storage.tables import OperationRow, ProtocolPauseRow, WalletRow
+from yieldagent.storage.tables import ACTIVATED_ONLY, OperationRow, ProtocolPauseRow, WalletRow
 
-ACTIVATED = "activated"
+_ACTIVATED = text(f"wallets.{ACTIVATED_ONLY}")
+"""Activated wallets only, as the index of due wallets states it."""
 
 _wallets = WalletRow.__table__  # type: ignore[attr-defined]
 _operations = OperationRow.__table__  # type: ignore[attr-defined]
@@ -50,31 +63,34 @@ class RunStore:
     # schedule
 
     def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
-        """Leases up to ``limit`` activated wallets whose run is due; returns their ids."""
-        status: ColumnElement[str] = _wallets.c.status
-        if self._engine.dialect.name == "sqlite":
-            # Without statistics SQLite picks the status index for an equality, then sorts
-            # every activated wallet to find the first due ones: each claim would read them
-            # all. Matching the status as an expression leaves it the next_run_at index,
-            # which yields the due wallets in order: a claim reads about its batch.
-            status = status + ""
+        """Leases up to ``limit`` activated wallets whose run is due; returns their ids.
+
+        The due wallets are read in the order of the index of due wallets
+        (``ix_wallets_due``), which holds only activated ones, so a claim reads about its
+        batch whatever the size of the fleet.
+        """
         due = (
             select(WalletRow.id)  # type: ignore[call-overload]
             .where(
-                status == ACTIVATED,
+                _ACTIVATED,
                 col(WalletRow.next_run_at) <= now,
                 or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
             )
             .order_by(col(WalletRow.next_run_at), col(WalletRow.id))
             .limit(limit)
         )
+        claiming: ColumnElement[bool] = col(WalletRow.id).in_(due.scalar_subquery())
         if self._engine.dialect.name == "postgresql":
-            due = due.with_for_update(skip_locked=True)
+            # The batch's rows through the primary key: ``IN (subquery)`` got a hash join
+            # over every wallet.
+            claiming = col(WalletRow.id) == any_(
+                func.array(due.with_for_update(skip_locked=True).scalar_subquery())
+            )
         with Session(self._engine) as session:
             claimed = (
                 session.execute(
                     update(WalletRow)
-                    .where(col(WalletRow.id).in_(due.scalar_subquery()))
+                    .where(claiming)
                     .values(lease_owner=owner, lease_until=lease_until)
                     .returning(col(WalletRow.id))
                 )
@@ -89,9 +105,9 @@ class RunStore:
         None if there is no activated wallet. For the overdue metric, on each scrape.
 
         A wallet never scheduled yet (``next_run_at`` 0: due at once) has been due since
-        its activation. Two reads, both through the ``next_run_at`` index.
+        its activation. Two reads, both through the index of due wallets.
         """
-        activated = col(WalletRow.status) == ACTIVATED
+        activated = _ACTIVATED
         scheduled = select(func.min(WalletRow.next_run_at)).where(
             activated, col(WalletRow.next_run_at) > 0
         )

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from yieldagent.storage.types import TokenAmount, UtcDateTime
+
+ACTIVATED_ONLY = "status = 'activated'"
+"""The condition of the index of due wallets (``ix_wallets_due``): the agent runs only
+activated wallets. A query uses that index only if it states the condition as written
+here (a bound parameter for the status would not do)."""
 
 
 def utc_column() -> Column[datetime]:
@@ -143,7 +148,16 @@ class WalletRow(SQLModel, table=True):
     """A wallet (agent): its state, its rules, and what it holds at the last valuation."""
 
     __tablename__ = "wallets"
-    __table_args__ = (UniqueConstraint("chain_id", "address"),)
+    __table_args__ = (
+        UniqueConstraint("chain_id", "address"),
+        Index(
+            "ix_wallets_due",
+            "next_run_at",
+            "id",
+            sqlite_where=text(ACTIVATED_ONLY),
+            postgresql_where=text(ACTIVATED_ONLY),
+        ),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chain_id: int
@@ -174,7 +188,7 @@ class WalletRow(SQLModel, table=True):
         default=0, sa_type=BigInteger, description="the ledger has booked the chain up to here"
     )
     status_reason: str = Field(default="", sa_type=Text, description="why it waits, if it does")
-    next_run_at: float = Field(default=0.0, index=True, description="wall-clock unix time")
+    next_run_at: float = Field(default=0.0, description="wall-clock unix time")
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
 
