@@ -38,8 +38,10 @@ are concave in the steps are spread by a sort of their increments, the result dy
 programming would reach; and, as a pool's rate never rises with its supply (a holding
 earns at most the rate of a smaller one), the search skips what provably cannot win: a
 protocol that earns less on any step than the units-th best increment, a refinement taker
-whose ceiling is below the best growth found, a support whose ceiling is below a refined
-start, a seed that cannot rank among the STARTS best.
+whose ceiling is below the best growth found or the giver's loss, a support whose ceiling
+is below a refined start, a seed that cannot rank among the STARTS best, a split whose
+sink's yield need not be read (its ceiling leaves it out of the STARTS best). The
+optimizer prices its plan through the search's own remembered curves (``Yields``).
 """
 
 from __future__ import annotations
@@ -96,26 +98,26 @@ def rate_function(quote: PoolQuote) -> Callable[[int], int]:
             return rate(supply + delta) * keep // RAY
 
         return single
-    helds = [m.held for m in markets]
-    supplies = [m.supply for m in markets]
-    held_total = sum(helds)
-    rest = range(1, len(markets))
+    held_total = sum(m.held for m in markets)
+    first_held, first_supply, first_rate = markets[0].held, markets[0].supply, rates[0]
+    # the other markets' shares, rounded down; the first takes the rest (``quotes.spread``)
+    others = [(m.held, m.supply, rate) for m, rate in zip(markets[1:], rates[1:], strict=True)]
 
     def spread(delta: int) -> int:
-        if held_total == 0:
-            parts = [delta] + [0] * (len(markets) - 1)
-        else:
-            parts = [delta * held // held_total for held in helds]
-            parts[0] += delta - sum(parts)
-        weights = [held + part for held, part in zip(helds, parts, strict=True)]
-        total = sum(weights)
+        total = held_total + delta  # what the pool then holds: its markets' weights
         if total <= 0:
             return 0
-        gross = 0
-        for index in (0, *rest):
-            weight, supply = weights[index], supplies[index] + parts[index]
-            if weight > 0 and supply > 0:
-                gross += weight * rates[index](supply)
+        if held_total:
+            parts = [delta * held // held_total for held, _, _ in others]
+        else:
+            parts = [0] * len(others)
+        part = delta - sum(parts)
+        weight, gross = first_held + part, 0
+        if weight > 0 and first_supply + part > 0:
+            gross = weight * first_rate(first_supply + part)
+        for (held, supply, rate), part in zip(others, parts, strict=True):
+            if held + part > 0 and supply + part > 0:
+                gross += (held + part) * rate(supply + part)
         return gross // total * keep // RAY
 
     return spread
@@ -165,13 +167,17 @@ def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
     return Bounds(low, cap)
 
 
-class _Yields:
-    """Yearly yields of candidates, remembered: the search asks for the same points often."""
+class Yields:
+    """Yearly yields and APRs of candidates (by protocol), remembered: the search asks for
+    the same points often, and the optimizer's figures for the allocation it found."""
 
     def __init__(self, candidates: Mapping[str, Candidate]) -> None:
         self._candidates = candidates
         self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
         self._bends: dict[str, list[int]] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._candidates
 
     def bends(self, name: str) -> list[int]:
         """The candidate's bends (see ``Candidate.bends``)."""
@@ -245,7 +251,7 @@ def _curve(
     return yearly_yield, apr
 
 
-def _off_grid(name: str, yields: _Yields, bounds: Bounds, step: int, units: int) -> list[int]:
+def _off_grid(name: str, yields: Yields, bounds: Bounds, step: int, units: int) -> list[int]:
     """Where one protocol may sit in the global search besides the grid's points: its cap,
     the curve's bends between its bounds, and PIECE_POINTS points across every piece of the
     curve narrower than that many steps. A piece of a kinked curve, and the peak in it, can
@@ -262,7 +268,7 @@ def _off_grid(name: str, yields: _Yields, bounds: Bounds, step: int, units: int)
 
 
 def _options(
-    name: str, yields: _Yields, bounds: Bounds, step: int, units: int
+    name: str, yields: Yields, bounds: Bounds, step: int, units: int
 ) -> list[tuple[int, int, float]]:
     """Where one protocol may sit in the global search, as (grid steps it takes, amount,
     yearly yield): the grid's points and ``_off_grid``'s, which take the steps that cover
@@ -287,7 +293,7 @@ class _Seed:
 
 def _seeds(
     support: Sequence[str],
-    yields: _Yields,
+    yields: Yields,
     bounds: Mapping[str, Bounds],
     placed: int,
     kinked: bool,
@@ -317,7 +323,7 @@ def _seeds(
 def _sink_seeds(
     sink: str,
     support: Sequence[str],
-    yields: _Yields,
+    yields: Yields,
     bounds: Mapping[str, Bounds],
     placed: int,
     step: int,
@@ -411,15 +417,32 @@ def _sink_seeds(
         fixed = sum(bounds[n].low for n in idle)
         base = sum(yields(n, bounds[n].low) for n in idle)
         cap = bounds[sink].cap
-        worth = {}
-        for used in splits:
-            rest = placed - fixed - holding[used]
-            worth[used] = best[used] + base + yields(sink, rest) if rest <= cap else math.inf
-        finite = [w for w in worth.values() if w < math.inf]
+        rests = {used: placed - fixed - holding[used] for used in splits}
+        finite = [used for used in splits if rests[used] <= cap]
         if len(finite) >= STARTS:
-            bar = heapq.nlargest(STARTS, finite)[-1]
-            bar -= 1e-9 * abs(bar)
-            splits = [used for used in splits if worth[used] >= bar]
+            # Read best ceiling first (``Yields.ceiling``): a split whose ceiling is below
+            # the STARTS-th best worth read, with room, is worth less, and is not read.
+            unit = yields.per_unit(sink, 0)  # as ``Yields.ceiling(sink, 0, rest)``
+            ceilings = sorted(
+                (best[used] + base + (rests[used] + 1e-12 * rests[used]) * unit, used)
+                if rests[used] > 0
+                else (best[used] + base + 0.0, used)
+                for used in finite
+            )
+            worth: dict[int, float] = {}
+            least: list[float] = []  # a heap of the STARTS best worths read
+            for ceiling, used in reversed(ceilings):
+                if len(least) == STARTS and ceiling < least[0] - 2e-9 * abs(least[0]):
+                    break
+                worth[used] = best[used] + base + yields(sink, rests[used])
+                if len(least) < STARTS:
+                    heapq.heappush(least, worth[used])
+                elif worth[used] > least[0]:
+                    heapq.heapreplace(least, worth[used])
+            bar = least[0] - 1e-9 * abs(least[0])
+            splits = [
+                used for used in splits if rests[used] > cap or worth.get(used, -math.inf) >= bar
+            ]
     seeds = [seed(used) for used in splits]
     low = bounds[sink].low
     for amount in _off_grid(sink, yields, bounds[sink], step, units):
@@ -447,7 +470,7 @@ def _tops(options: Sequence[tuple[int, int, float]]) -> list[int] | None:
     return tops
 
 
-def _value(allocation: Mapping[str, int], yields: _Yields) -> float:
+def _value(allocation: Mapping[str, int], yields: Yields) -> float:
     return sum(yields(name, amount) for name, amount in allocation.items())
 
 
@@ -459,7 +482,7 @@ def _feasible(total: int, support: Sequence[str], bounds: Mapping[str, Bounds]) 
 
 
 def _place(
-    seed: Mapping[str, int], placed: int, yields: _Yields, bounds: Mapping[str, Bounds]
+    seed: Mapping[str, int], placed: int, yields: Yields, bounds: Mapping[str, Bounds]
 ) -> dict[str, int]:
     """``seed`` topped up to ``placed`` in all: what is left goes where it earns most on
     average, as far as the caps let it."""
@@ -483,7 +506,7 @@ def _place(
 
 def _refine(
     allocation: dict[str, int],
-    yields: _Yields,
+    yields: Yields,
     bounds: Mapping[str, Bounds],
     chunk: int,
 ) -> None:
@@ -494,8 +517,9 @@ def _refine(
 
     The taker is the protocol whose yield grows most with a step more (the last by name of
     equals), the giver the one whose yield shrinks least with a step less (the first by
-    name). A taker whose ceiling (``_Yields.ceiling``) is below the best growth found is
-    not asked: it cannot win."""
+    name). The giver is found first: a taker whose ceiling (``Yields.ceiling``) is below
+    the best growth found, or below what a move must beat, is not asked: it cannot win.
+    When nothing can move, a step size costs the givers' curves only."""
     names = list(allocation)
     amounts = [allocation[n] for n in names]
     caps = [bounds[n].cap for n in names]
@@ -513,26 +537,11 @@ def _refine(
             for i in indices:
                 held = amounts[i]
                 if held > 0 and held + step <= caps[i]:
-                    per_unit = values[i] / held  # as _Yields.ceiling
+                    per_unit = values[i] / held  # as Yields.ceiling
                     per_unit = per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
                     ranked.append(((step + 1e-12 * (held + step)) * per_unit, names[i], i))
-            ranked.sort(reverse=True)
-            taker, most = -1, -math.inf
-            for ceiling, name, i in ranked:
-                if ceiling < most:
-                    break
-                gain = curves[i](amounts[i] + step) - values[i]
-                if gain > most or (gain == most and name > names[taker]):
-                    taker, most = i, gain
-            for i in empty:
-                if amounts[i] or step > caps[i]:
-                    continue
-                if (step + 1e-12 * step) * first[i] < most:
-                    break
-                gain = curves[i](step)
-                if gain > most or (gain == most and names[i] > names[taker]):
-                    taker, most = i, gain
-            if taker < 0:
+            fresh = [i for i in empty if not amounts[i] and step <= caps[i]]
+            if not ranked and not fresh:
                 break
             giver, least = -1, math.inf
             for i in indices:
@@ -541,7 +550,26 @@ def _refine(
                     loss = values[i] - curves[i](held - step)
                     if loss < least or (loss == least and names[i] < names[giver]):
                         giver, least = i, loss
-            if giver < 0 or taker == giver or not most > least * (1 + 1e-12):
+            if giver < 0:
+                break
+            # a taker must beat `bar`: one whose ceiling is below it is not asked
+            bar = least * (1 + 1e-12)
+            ranked.sort(reverse=True)
+            taker, most = -1, -math.inf
+            for ceiling, name, i in ranked:
+                if ceiling < most or ceiling < bar:
+                    break
+                gain = curves[i](amounts[i] + step) - values[i]
+                if gain > most or (gain == most and name > names[taker]):
+                    taker, most = i, gain
+            for i in fresh:
+                ceiling = (step + 1e-12 * step) * first[i]
+                if ceiling < most or ceiling < bar:
+                    break
+                gain = curves[i](step)
+                if gain > most or (gain == most and names[i] > names[taker]):
+                    taker, most = i, gain
+            if taker < 0 or taker == giver or not most > bar:
                 break
             amounts[taker] += step
             amounts[giver] -= step
@@ -565,8 +593,11 @@ def _supports(forced: list[str], others: list[str], min_protocols: int) -> list[
     return [forced + others[:k] for k in sizes]
 
 
-def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) -> dict[str, int]:
+def allocate(
+    total: int, candidates: Sequence[Candidate], rules: Constraints, yields: Yields | None = None
+) -> dict[str, int]:
     """The target amount per protocol (zeros left out); the rest of ``total`` stays idle.
+    ``yields``: the candidates' (by protocol), when the caller prices them too.
 
     InvalidRequest when the constraints cannot be met together.
     """
@@ -581,7 +612,7 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
             f"Constraints cannot be met: {', '.join(missing)} must be used but is excluded "
             "or unavailable"
         )
-    yields = _Yields(usable)
+    yields = Yields(usable) if yields is None else yields
     others = sorted(  # protocols whose own minimum exceeds their cap can never be used
         (n for n in usable if n not in forced and bounds[n].low <= bounds[n].cap),
         key=lambda n: (-yields.apr(n, max(bounds[n].low, 1)), n),
@@ -629,10 +660,10 @@ def allocate(total: int, candidates: Sequence[Candidate], rules: Constraints) ->
 
 
 def _ceiling(
-    support: Sequence[str], yields: _Yields, bounds: Mapping[str, Bounds], placed: int
+    support: Sequence[str], yields: Yields, bounds: Mapping[str, Bounds], placed: int
 ) -> float:
     """At least the yearly yield of any allocation of ``placed`` over ``support`` within
-    the bounds (see ``_Yields.per_unit``)."""
+    the bounds (see ``Yields.per_unit``)."""
     rates = [yields.per_unit(n, bounds[n].low) for n in support]
     floor = sum(bounds[n].low for n in support)
     lows = sum(bounds[n].low * rate for n, rate in zip(support, rates, strict=True))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from yieldagent.domain.allocation import Candidate, allocate, position_bounds, weighted_apr
+from yieldagent.domain.allocation import Candidate, Yields, allocate, position_bounds
 from yieldagent.domain.constraints import Constraints
 
 
@@ -143,13 +143,16 @@ def violations(
     return None
 
 
-def _weighted(holdings: Mapping[str, int], total: int, candidates: Sequence[Candidate]) -> float:
+def _weighted(holdings: Mapping[str, int], total: int, yields: Yields) -> float:
     """APR of ``holdings`` over ``total``: what is not placed, or sits in a protocol that is
-    no candidate (it must leave anyway), earns nothing here."""
-    known = {c.protocol for c in candidates}
-    priced = {name: amount for name, amount in holdings.items() if name in known}
+    no candidate (it must leave anyway), earns nothing here. Each pool is priced after the
+    holdings' own change (``allocation.weighted_apr``, the same float)."""
+    priced = {name: amount for name, amount in holdings.items() if name in yields}
     placed = sum(priced.values())
-    return weighted_apr(priced, candidates) * placed / total if total and placed else 0.0
+    if not total or not placed:
+        return 0.0
+    earning = sum(amount * yields.apr(name, amount) for name, amount in priced.items())
+    return earning / placed * placed / total
 
 
 def optimize(
@@ -166,16 +169,17 @@ def optimize(
     what is held there. InvalidRequest when the constraints cannot be met.
     """
     total = idle + sum(current.values())
-    target = allocate(total, candidates, rules)
+    yields = Yields({c.protocol: c for c in candidates})  # rates the figures share
+    target = allocate(total, candidates, rules, yields)
     before = current_apr(current, idle, candidates)
-    after = _weighted(target, total, candidates)
+    after = _weighted(target, total, yields)
     moves = _moves(current, target)
     gas = costs.gas_usd_per_move * len(moves)
     baseline = _idle_only(current, idle, target) if idle > 0 else dict(current)
     required = violations(baseline, total, candidates, rules)
     # A rebalance must beat both keeping things as they are and placing idle funds only:
     # placing a large idle amount can lower a pool's rate below doing nothing at all.
-    gain = after - max(before, _weighted(baseline, total, candidates))
+    gain = after - max(before, _weighted(baseline, total, yields))
     daily_gain = costs.usd(total) * gain / 100 / 365
     break_even = gas / daily_gain if daily_gain > 0 else None
     pays = (
@@ -192,7 +196,7 @@ def optimize(
         return Plan(
             baseline,
             before,
-            _weighted(baseline, total, candidates),
+            _weighted(baseline, total, yields),
             idle_moves,
             costs.gas_usd_per_move * len(idle_moves),
             None,

@@ -363,16 +363,25 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
     assert isinstance(model, MorphoBlue)
     target = rate_at_target or INITIAL_RATE_AT_TARGET
     keep = RAY - model.fee
+    at, ray = TARGET_UTILIZATION, RAY
     below_norm, above_norm = TARGET_UTILIZATION, RAY - TARGET_UTILIZATION
+    below_half, above_half = below_norm // 2, above_norm // 2
     below_coefficient = RAY - ray_div(RAY, CURVE_STEEPNESS)
     above_coefficient = CURVE_STEEPNESS - RAY
 
     def morpho(supply: int) -> int:
-        u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
-        norm = below_norm if u <= TARGET_UTILIZATION else above_norm
-        err = ((u - TARGET_UTILIZATION) * RAY + norm // 2) // norm
-        coefficient = below_coefficient if err < 0 else above_coefficient
-        borrow = ((((coefficient * err + half) // RAY) + RAY) * target + half) // RAY
-        return (((borrow * u + half) // RAY) * keep + half) // RAY
+        u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+        if u > ray:
+            u = ray
+        # err <= 0 below the target, where its coefficient may be either when it is 0
+        if u <= at:
+            err = ((u - at) * ray + below_half) // below_norm
+            borrow = (((below_coefficient * err + half) // ray + ray) * target + half) // ray
+        else:
+            err = ((u - at) * ray + above_half) // above_norm
+            borrow = (((above_coefficient * err + half) // ray + ray) * target + half) // ray
+        if keep == ray:  # (x * RAY + half) // RAY is x
+            return (borrow * u + half) // ray
+        return (((borrow * u + half) // ray) * keep + half) // ray
 
     return morpho
