@@ -399,7 +399,7 @@ class Agent:
             else:
                 searched.append(wallet)
         planned: list[PlannedRun] = []
-        pools = {token: valuations[w.id].quotes for w in searched for token in [w.token]}
+        pools = {w.token: valuations[w.id].quotes for w in searched}
         for wallet in searched:
             # Each plan sees the pools as the plans before it leave them.
             valuation = replace(valuations[wallet.id], quotes=pools[wallet.token])
