@@ -274,7 +274,7 @@ def _stored(engine: Engine, side: Side) -> dict[str, Any]:
             return kept
 
         for row_type in (DepositRow, WithdrawalRow, TransactionRow, RewardRow):
-            table = row_type.__table__  # type: ignore[attr-defined]
+            table = row_type.__table__  # type: ignore[union-attr]
             listed = rows(table, table.c.wallet_id.in_(ids))
             found[table.name] = [plain(row) for row in listed]
         points = PerformancePointRow.__table__  # type: ignore[attr-defined]
