@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, delete
 from sqlmodel import Session, col, select
 
+from support.agent_setup import one_by_one
 from support.databases import temporary_database
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.port import Send, TxReceipt
@@ -144,23 +145,6 @@ def _outcome(result: TxReceipt | Exception) -> object:
     return result
 
 
-async def _one_by_one(chain: SimulatedChain, batch: list[Send]) -> list[TxReceipt | Exception]:
-    done: list[TxReceipt | Exception] = []
-    for send in batch:
-        try:
-            if send.action == "supply":
-                done.append(await chain.supply(send.holder, send.protocol, send.token, send.amount))
-            else:
-                done.append(
-                    await chain.withdraw(
-                        send.holder, send.protocol, send.token, send.amount, send.whole
-                    )
-                )
-        except Exception as refused:
-            done.append(refused)
-    return done
-
-
 @settings(
     max_examples=40,
     deadline=None,
@@ -201,7 +185,7 @@ def test_send_many_is_the_single_sends_one_after_another(
     before = [market.holdings(BASE, USDC, HOLDERS) for market in markets]  # projections cached
     assert before[0] == before[1]
 
-    expected = asyncio.run(_one_by_one(single, batch))
+    expected = asyncio.run(one_by_one(single, batch))
     got = asyncio.run(batched.send_many(batch))
 
     assert [_outcome(r) for r in got] == [_outcome(r) for r in expected]

@@ -85,22 +85,26 @@ class WatchedChain(SimulatedChain):
 
     async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
         """One at a time, so that the hook sees every move."""
-        done: list[TxReceipt | Exception] = []
-        for send in sends:
-            try:
-                if send.action == "supply":
-                    done.append(
-                        await self.supply(send.holder, send.protocol, send.token, send.amount)
+        return await one_by_one(self, sends)
+
+
+async def one_by_one(chain: ChainPort, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+    """``sends`` through the chain's single ``supply`` and ``withdraw``, in order: what
+    ``BatchWrites.send_many`` answers for them (a refusal is its exception)."""
+    done: list[TxReceipt | Exception] = []
+    for send in sends:
+        try:
+            if send.action == "supply":
+                done.append(await chain.supply(send.holder, send.protocol, send.token, send.amount))
+            else:
+                done.append(
+                    await chain.withdraw(
+                        send.holder, send.protocol, send.token, send.amount, send.whole
                     )
-                else:
-                    done.append(
-                        await self.withdraw(
-                            send.holder, send.protocol, send.token, send.amount, send.whole
-                        )
-                    )
-            except Exception as refused:
-                done.append(refused)
-        return done
+                )
+        except Exception as refused:
+            done.append(refused)
+    return done
 
 
 def run_row(engine: Engine, run_id: str) -> OperationRow:
