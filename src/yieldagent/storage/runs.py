@@ -15,15 +15,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import (
-    ColumnElement,
     Engine,
-    any_,
+    TextClause,
+    TextualSelect,
     bindparam,
     case,
-    func,
     insert,
-    or_,
-    select,
     text,
     update,
 )
@@ -33,9 +30,7 @@ from sqlmodel import select as orm_select
 from yieldagent.domain.operations import RUN, Operation
 from yieldagent.storage.operations import new_row_values, operation_of
 from yieldagent.storage.tables import ACTIVATED_ONLY, OperationRow, ProtocolPauseRow, WalletRow
-
-_ACTIVATED = text(f"wallets.{ACTIVATED_ONLY}")
-"""Activated wallets only, as the index of due wallets states it."""
+from yieldagent.storage.types import UtcDateTime
 
 _wallets = WalletRow.__table__  # type: ignore[attr-defined]
 _operations = OperationRow.__table__  # type: ignore[attr-defined]
@@ -54,11 +49,39 @@ _CHUNK = 1000
 """Wallets per statement that lists them (well within SQLite's limit on variables)."""
 
 
+def _due_reads(dialect: str) -> tuple[TextClause, TextClause, TextualSelect]:
+    """The claim, and the two reads of ``oldest_due``, through the index of due wallets.
+    SQLite is told to use it: without statistics its planner picks the status index for
+    the status equality, then sorts every activated wallet. On PostgreSQL the claim takes
+    its batch's rows through the primary key (``IN (subquery)`` got a hash join over every
+    wallet) and skips rows another replica is claiming."""
+    source = "wallets INDEXED BY ix_wallets_due" if dialect == "sqlite" else "wallets"
+    due = (
+        f"SELECT id FROM {source} WHERE {ACTIVATED_ONLY} AND next_run_at <= :now "  # noqa: S608
+        "AND (lease_owner IS NULL OR lease_until < :now) ORDER BY next_run_at, id LIMIT :limit"
+    )
+    if dialect == "postgresql":
+        claiming = f"id = ANY(ARRAY({due} FOR UPDATE SKIP LOCKED))"
+    else:
+        claiming = f"id IN ({due})"
+    claim = text(
+        "UPDATE wallets SET lease_owner = :owner, lease_until = :until "  # noqa: S608
+        f"WHERE {claiming} RETURNING id"
+    )
+    activated = f"FROM {source} WHERE {ACTIVATED_ONLY}"
+    scheduled = text(f"SELECT min(next_run_at) {activated} AND next_run_at > 0")
+    unscheduled = text(
+        f"SELECT min(activation_date) AS first {activated} AND next_run_at = 0"
+    ).columns(first=UtcDateTime())
+    return claim, scheduled, unscheduled
+
+
 class RunStore:
     """Reads and writes the schedule and protocol pauses, and lists a wallet's runs."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._claim, self._scheduled, self._unscheduled = _due_reads(engine.dialect.name)
 
     # schedule
 
@@ -69,35 +92,9 @@ class RunStore:
         (``ix_wallets_due``), which holds only activated ones, so a claim reads about its
         batch whatever the size of the fleet.
         """
-        due = (
-            select(WalletRow.id)  # type: ignore[call-overload]
-            .where(
-                _ACTIVATED,
-                col(WalletRow.next_run_at) <= now,
-                or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
-            )
-            .order_by(col(WalletRow.next_run_at), col(WalletRow.id))
-            .limit(limit)
-        )
-        claiming: ColumnElement[bool] = col(WalletRow.id).in_(due.scalar_subquery())
-        if self._engine.dialect.name == "postgresql":
-            # The batch's rows through the primary key: ``IN (subquery)`` got a hash join
-            # over every wallet.
-            claiming = col(WalletRow.id) == any_(
-                func.array(due.with_for_update(skip_locked=True).scalar_subquery())
-            )
-        with Session(self._engine) as session:
-            claimed = (
-                session.execute(
-                    update(WalletRow)
-                    .where(claiming)
-                    .values(lease_owner=owner, lease_until=lease_until)
-                    .returning(col(WalletRow.id))
-                )
-                .scalars()
-                .all()
-            )
-            session.commit()
+        params = {"now": now, "limit": limit, "owner": owner, "until": lease_until}
+        with self._engine.begin() as connection:
+            claimed = connection.execute(self._claim, params).scalars().all()
         return sorted(claimed)
 
     def oldest_due(self) -> float | None:
@@ -107,16 +104,9 @@ class RunStore:
         A wallet never scheduled yet (``next_run_at`` 0: due at once) has been due since
         its activation. Two reads, both through the index of due wallets.
         """
-        activated = _ACTIVATED
-        scheduled = select(func.min(WalletRow.next_run_at)).where(
-            activated, col(WalletRow.next_run_at) > 0
-        )
-        unscheduled = select(func.min(WalletRow.activation_date)).where(
-            activated, col(WalletRow.next_run_at) == 0
-        )
-        with Session(self._engine) as session:
-            oldest = session.execute(scheduled).scalar()
-            first_activation = session.execute(unscheduled).scalar()
+        with self._engine.connect() as connection:
+            oldest = connection.execute(self._scheduled).scalar()
+            first_activation = connection.execute(self._unscheduled).scalar()
         candidates = [float(oldest)] if oldest is not None else []
         if first_activation is not None:
             candidates.append(first_activation.timestamp())
