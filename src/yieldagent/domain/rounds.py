@@ -55,7 +55,7 @@ class PlannedRun:
     steps: tuple[Step, ...]
 
 
-CHANGED = "The wallet changed meanwhile; retry"
+_CHANGED = "The wallet changed meanwhile; retry"
 
 
 async def execute(
@@ -83,7 +83,7 @@ async def execute(
         back = replace(running[i], status=transition(running[i].status, "run_finished"))
         closing.append((back, operation))
     closed = await books.close_many(chain, closing, owner)
-    outcomes: list[RunOutcome | Conflict] = [Conflict(CHANGED) for _ in planned]
+    outcomes: list[RunOutcome | Conflict] = [Conflict(_CHANGED) for _ in planned]
     for i, (wallet, operation), booked in zip(live, closing, closed, strict=True):
         if booked is None:
             log.warning("run left open: its close was refused", extra={"wallet": wallet.address})
