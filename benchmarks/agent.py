@@ -49,7 +49,12 @@ from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.simulation import SimulationStore
-from yieldagent.storage.tables import SimBalanceRow, SimPositionRow, WalletRow
+from yieldagent.storage.tables import (
+    SimBalanceRow,
+    SimPositionRow,
+    WalletRow,
+    WalletScheduleRow,
+)
 from yieldagent.storage.wallets import WalletStore
 
 GENESIS = 1_767_225_600
@@ -76,6 +81,7 @@ def _wallet_rows(wallets: int, partner_id: int) -> list[dict[str, Any]]:
     now = datetime.fromtimestamp(GENESIS, UTC)
     return [
         {
+            "id": i + 1,
             "chain_id": BASE,
             "address": f"0x{i + 1:040x}",
             "eoa": f"0x{i + 1:040x}",
@@ -92,7 +98,6 @@ def _wallet_rows(wallets: int, partner_id: int) -> list[dict[str, Any]]:
             "is_staked": False,
             "activation_date": now,
             "version": 0,
-            "next_run_at": 0.0,
             "created_at": now,
             "updated_at": now,
         }
@@ -141,7 +146,10 @@ def _populate(engine: Engine, market: SimulatedMarket, wallets: int, settled: bo
             row.update(allocation=json.dumps(share), idle=0)
     with engine.begin() as connection:
         for start in range(0, wallets, 5_000):
-            connection.execute(insert(WalletRow), rows[start : start + 5_000])
+            batch = rows[start : start + 5_000]
+            connection.execute(insert(WalletRow), batch)
+            schedule = [{"wallet_id": r["id"], "active": True, "next_run_at": 0.0} for r in batch]
+            connection.execute(insert(WalletScheduleRow), schedule)
             if balances:
                 connection.execute(insert(SimBalanceRow), balances[start : start + 5_000])
         for start in range(0, len(positions), 5_000):
@@ -179,7 +187,7 @@ class _World:
 
     def make_due(self) -> None:
         with self.engine.begin() as connection:
-            connection.execute(text("UPDATE wallets SET next_run_at = 0"))
+            connection.execute(text("UPDATE wallet_schedule SET next_run_at = 0"))
 
     def cycle(self) -> dict[str, Any]:
         """Runs a cycle to the end; its figures."""

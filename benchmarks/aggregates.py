@@ -109,7 +109,6 @@ def populate(engine: Engine, wallets: int, seed: int = 7) -> None:
                 "is_staked": False,
                 "activation_date": T0,
                 "version": 0,
-                "next_run_at": 0.0,
                 "created_at": T0,
                 "updated_at": T0,
             }

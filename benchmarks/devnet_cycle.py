@@ -155,7 +155,7 @@ class Service:
     def make_all_due(self) -> None:
         """Every wallet's next run: now."""
         with self.engine.begin() as connection:
-            connection.execute(text("UPDATE wallets SET next_run_at = 0"))
+            connection.execute(text("UPDATE wallet_schedule SET next_run_at = 0"))
 
 
 async def _counted(counter: RpcCounter, work: Awaitable[T]) -> tuple[T, RpcCounts, float]:

@@ -19,6 +19,7 @@ from support.agent_setup import (
     WatchedChain,
     assert_each_ran_once_into_aave,
     make_agent,
+    next_run_at,
     rebalancing_wallet,
     rebalancing_wallets,
     run_row,
@@ -460,7 +461,7 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
     ]
     store, runs = WalletStore(engine), RunStore(engine)
     runs.schedule(later.id, time.time() + INTERVAL)
-    later_at = wallet_row(engine, later.id).next_run_at
+    later_at = next_run_at(engine, later.id)
     await lifecycle.operate(BASE, held.address, "emergency")
     assert store.acquire_lease(leased.id, "another-replica", time.time() + 60, time.time())
     untouched = {w.id: positions(market, w.address) for w in (later, leased)}
@@ -474,13 +475,13 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
     assert [r.status for r in runs.runs_of(due.id)] == ["completed"]
     assert set(positions(market, due.address)) == {"aave"}
     row = wallet_row(engine, due.id)
-    assert started + INTERVAL <= row.next_run_at <= ended + INTERVAL
+    assert started + INTERVAL <= next_run_at(engine, due.id) <= ended + INTERVAL
     assert (row.lease_owner, row.lease_until) == (None, None)
     for wallet in (later, held, leased):
         assert runs.runs_of(wallet.id) == []
     assert {w.id: positions(market, w.address) for w in (later, leased)} == untouched
-    assert wallet_row(engine, later.id).next_run_at == later_at
-    assert wallet_row(engine, leased.id).next_run_at == 0.0
+    assert next_run_at(engine, later.id) == later_at
+    assert next_run_at(engine, leased.id) == 0.0
     assert wallet_row(engine, leased.id).lease_owner == "another-replica"
 
     assert await agent.run_due() == 0
@@ -520,7 +521,7 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
         for wallet in others:
             row = wallet_row(engine, wallet.id)
             runs = [r.status for r in RunStore(engine).runs_of(wallet.id)]
-            seen.append((runs, row.lease_owner, row.next_run_at))
+            seen.append((runs, row.lease_owner, next_run_at(engine, wallet.id)))
 
     agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, look)}))
     assert await agent.run_due() == 4
@@ -533,7 +534,7 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
     for wallet in [mover, *others]:
         row = wallet_row(engine, wallet.id)
         assert (row.lease_owner, row.lease_until) == (None, None)
-        assert row.next_run_at > time.time()
+        assert next_run_at(engine, wallet.id) > time.time()
     assert await agent.run_due() == 0
 
 

@@ -167,7 +167,10 @@ def test_an_agent_cycle_counts_runs_and_clears_the_overdue_gauge(
     # The wallet's run has been due for ten minutes.
     with ops_engine.begin() as connection:
         connection.execute(
-            text("UPDATE wallets SET next_run_at = :due WHERE address = :wallet"),
+            text(
+                "UPDATE wallet_schedule SET next_run_at = :due "
+                "WHERE wallet_id = (SELECT id FROM wallets WHERE address = :wallet)"
+            ),
             {"due": time.time() - 600, "wallet": funded.wallet},
         )
     before = _scrape(ops)

@@ -17,7 +17,7 @@ from yieldagent.domain.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0011"
+HEAD = "0012"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -27,6 +27,7 @@ TABLES = {
     "sim_balances",
     "sim_transactions",
     "wallets",
+    "wallet_schedule",
     "wallet_deposits",
     "wallet_withdrawals",
     "wallet_transactions",

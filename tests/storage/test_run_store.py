@@ -1,5 +1,6 @@
 """The schedule's claims read the due wallets through the index of due wallets
-(``ix_wallets_due``): a claim reads about its batch, whatever the size of the fleet."""
+(``ix_wallet_schedule_due``): a claim reads about its batch, whatever the size of the
+fleet."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_a_claim_and_the_overdue_read_go_through_the_index_of_due_wallets(
 
     @event.listens_for(engine, "before_cursor_execute")
     def note(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if "FROM wallets" in statement:
+        if "FROM wallet_schedule" in statement:
             seen.append((statement, parameters))
 
     runs = RunStore(engine)
@@ -31,10 +32,10 @@ def test_a_claim_and_the_overdue_read_go_through_the_index_of_due_wallets(
     runs.oldest_due()
     engine.dispose()
 
-    claim, scheduled = seen[0], seen[1]
+    assert len(seen) == 3  # the claim, and the overdue read's two
     with sqlite3.connect(database) as connection:
-        for statement, parameters in (claim, scheduled):
+        for statement, parameters in seen:
             plan = " ".join(
                 row[-1] for row in connection.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)
             )
-            assert "ix_wallets_due" in plan, (statement, plan)
+            assert "ix_wallet_schedule_due" in plan, (statement, plan)

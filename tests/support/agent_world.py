@@ -56,6 +56,7 @@ from yieldagent.storage.tables import (
     SmartAccountRow,
     TransactionRow,
     WalletRow,
+    WalletScheduleRow,
 )
 from yieldagent.storage.wallets import WalletStore
 
@@ -244,6 +245,7 @@ def bulk_activated(
         session.flush()
         for item, row in zip(placed, rows, strict=True):
             assert row.id is not None
+            session.add(WalletScheduleRow(wallet_id=row.id, active=True, next_run_at=0.0))
             session.add(
                 DepositRow(
                     wallet_id=row.id,
@@ -433,7 +435,7 @@ def expire_leases(engine: Engine) -> int:
 def make_due(engine: Engine) -> None:
     """Makes every wallet's run due now."""
     with Session(engine) as session:
-        session.execute(update(WalletRow).values(next_run_at=0.0))
+        session.execute(update(WalletScheduleRow).values(next_run_at=0.0))
         session.commit()
 
 
@@ -441,6 +443,13 @@ def wallet_rows(engine: Engine) -> list[WalletRow]:
     """Every wallet row, by id."""
     with Session(engine) as session:
         return list(session.exec(select(WalletRow).order_by(col(WalletRow.id))))
+
+
+def next_runs(engine: Engine) -> dict[int, float]:
+    """When the schedule runs each wallet next, by wallet id."""
+    with Session(engine) as session:
+        rows = session.exec(select(WalletScheduleRow.wallet_id, WalletScheduleRow.next_run_at))
+        return dict(rows.all())
 
 
 def run_rows(engine: Engine) -> list[OperationRow]:

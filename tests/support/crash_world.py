@@ -42,7 +42,12 @@ from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
-from yieldagent.storage.tables import IdempotencyKeyRow, OperationRow, WalletRow
+from yieldagent.storage.tables import (
+    IdempotencyKeyRow,
+    OperationRow,
+    WalletRow,
+    WalletScheduleRow,
+)
 
 SEED = 7
 PARTNER = "crash"
@@ -331,9 +336,11 @@ def due_wallets(engine: Engine) -> list[str]:
     with Session(engine) as session:
         return list(
             session.exec(
-                select(WalletRow.address).where(
+                select(WalletRow.address)
+                .join(WalletScheduleRow, col(WalletScheduleRow.wallet_id) == WalletRow.id)
+                .where(
                     col(WalletRow.status) == str(WalletStatus.ACTIVATED),
-                    col(WalletRow.next_run_at) <= time.time(),
+                    col(WalletScheduleRow.next_run_at) <= time.time(),
                 )
             )
         )

@@ -15,10 +15,13 @@ turns (its first journal in the first UPDATE, its second in the next, and so on)
 each one sees the wallet as the previous one left it, so a batch writes exactly what
 committing its journals one by one would (``tests/storage/test_wallet_batches.py``).
 
-Locks: a batch takes its wallets' rows first, then the totals' rows, then the events'
-lock, as a single commit does. Two batches over the same wallets could deadlock on
-PostgreSQL (which aborts one); the agent's batches never share a wallet, its lease being
-held by one process.
+A journal that turns its wallet activated, or turns it from activated, sets the wallet's
+``active`` flag in the schedule (``storage.runs``) in the same transaction.
+
+Locks: a batch takes its wallets' rows first, then their schedule rows, then the totals'
+rows, then the events' lock, as a single commit does. Two batches over the same wallets
+could deadlock on PostgreSQL (which aborts one); the agent's batches never share a wallet,
+its lease being held by one process.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_
 from yieldagent.storage.db import chunks
 from yieldagent.storage.events import record_events
 from yieldagent.storage.operations import new_row_values, operation_values
+from yieldagent.storage.runs import follow_statuses
 from yieldagent.storage.tables import (
     DepositRow,
     OperationRow,
@@ -187,6 +191,7 @@ def write(
         known = current.get(journal.wallet.id)
         return None if known is None else known[0]
 
+    activated = {w: known[1].status == WalletStatus.ACTIVATED for w, known in current.items()}
     for turn in _turns(journals):
         # a wallet no longer at the journal's version: skipped (its UPDATE would refuse it)
         ready = [i for i in turn if journals[i].wallet.version == version_of(journals[i])]
@@ -204,6 +209,15 @@ def write(
                 firsts[wallet.id] = now_first
             statuses[index] = before.status if may_change_status(journal) else None
             written[index] = True
+    # the schedule follows the status (the last written journal of each wallet tells)
+    now_activated = {
+        journal.wallet.id: journal.wallet.status == WalletStatus.ACTIVATED
+        for journal, done in zip(journals, written, strict=True)
+        if done
+    }
+    follow_statuses(
+        connection, {w: on for w, on in now_activated.items() if on != activated.get(w)}
+    )
     chosen = [journals[i] for i in sorted(statuses)]
     recorded = book(connection, chosen, [statuses[i] for i in sorted(statuses)], deltas)
     return written, recorded

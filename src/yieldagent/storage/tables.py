@@ -12,10 +12,15 @@ from sqlmodel import Field, SQLModel
 
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-ACTIVATED_ONLY = "status = 'activated'"
-"""The condition of the index of due wallets (``ix_wallets_due``): the agent runs only
-activated wallets. A query uses that index only if it states the condition as written
-here (a bound parameter for the status would not do)."""
+ACTIVE_ONLY = "active"
+"""The condition of the index of due wallets (``ix_wallet_schedule_due``): the agent runs
+only activated wallets. A query uses that index only if it states the condition as written
+here."""
+
+WALLET_FILLFACTOR = 70
+"""PostgreSQL: the share of each page of ``wallets`` that inserts fill. The room left lets
+the lease's updates (unindexed columns) stay on their page (HOT updates: no new index
+entries), where a full page forced a new entry in each of the table's indexes."""
 
 
 def utc_column() -> Column[datetime]:
@@ -150,13 +155,7 @@ class WalletRow(SQLModel, table=True):
     __tablename__ = "wallets"
     __table_args__ = (
         UniqueConstraint("chain_id", "address"),
-        Index(
-            "ix_wallets_due",
-            "next_run_at",
-            "id",
-            sqlite_where=text(ACTIVATED_ONLY),
-            postgresql_where=text(ACTIVATED_ONLY),
-        ),
+        {"postgresql_with": {"fillfactor": WALLET_FILLFACTOR}},
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -188,9 +187,30 @@ class WalletRow(SQLModel, table=True):
         default=0, sa_type=BigInteger, description="the ledger has booked the chain up to here"
     )
     status_reason: str = Field(default="", sa_type=Text, description="why it waits, if it does")
-    next_run_at: float = Field(default=0.0, description="wall-clock unix time")
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
+
+
+class WalletScheduleRow(SQLModel, table=True):
+    """When the agent runs a wallet next: one narrow row per wallet, written by every
+    claim's batch end (``storage.runs``) without touching the wide wallets row and its
+    indexes. ``active`` follows the wallet's status (activated or not) in the transaction
+    of every wallet commit (``storage.journals``)."""
+
+    __tablename__ = "wallet_schedule"
+    __table_args__ = (
+        Index(
+            "ix_wallet_schedule_due",
+            "next_run_at",
+            "wallet_id",
+            sqlite_where=text(ACTIVE_ONLY),
+            postgresql_where=text(ACTIVE_ONLY),
+        ),
+    )
+
+    wallet_id: int = Field(foreign_key="wallets.id", primary_key=True)
+    active: bool = Field(description="the wallet is activated: the agent runs it")
+    next_run_at: float = Field(default=0.0, description="wall-clock unix time; 0: at once")
 
 
 class DepositRow(SQLModel, table=True):
