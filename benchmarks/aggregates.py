@@ -57,7 +57,7 @@ from yieldagent.storage.aggregates import rebuild
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
-from yieldagent.storage.tables import DepositRow, TransactionRow, WalletRow
+from yieldagent.storage.tables import DepositRow, TransactionRow, WalletRow, WalletScheduleRow
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.v1 import catalog_pb2, stats_pb2
 
@@ -140,9 +140,14 @@ def populate(engine: Engine, wallets: int, seed: int = 7) -> None:
                     "date": T0 + timedelta(days=n),
                 }
             )
+    schedule = [
+        {"wallet_id": row["id"], "active": row["status"] == "activated", "next_run_at": 0.0}
+        for row in rows
+    ]
     with engine.begin() as connection:
         for table, items in (
             (WalletRow, rows),
+            (WalletScheduleRow, schedule),
             (DepositRow, deposits),
             (TransactionRow, transactions),
         ):

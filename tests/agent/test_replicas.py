@@ -26,9 +26,9 @@ from support.agent_world import (
     bulk_activated,
     cycle_env,
     ledger_disagreements,
-    next_runs,
     open_world,
     run_rows,
+    schedule_rows,
     user_eoa,
     wallet_rows,
 )
@@ -62,7 +62,7 @@ def test_three_processes_run_every_due_wallet_exactly_once(tmp_path: Path) -> No
         try:
             wallets = bulk_activated(world, [100 * USDC + i for i in range(WALLETS)])
             assert {row.status for row in wallet_rows(world.engine)} == {"activated"}
-            assert set(next_runs(world.engine).values()) == {0.0}
+            assert {r.next_run_at for r in schedule_rows(world.engine)} == {0.0}
             env = cycle_env(url, tmp_path, YIELDAGENT_AGENT_INTERVAL_SECONDS=str(INTERVAL))
 
             started = time.time()
@@ -80,10 +80,10 @@ def test_three_processes_run_every_due_wallet_exactly_once(tmp_path: Path) -> No
             # none skipped: every wallet ran, and its next run moved a whole interval ahead
             assert sorted(ids - set(per_wallet)) == []
             assert set(per_wallet) == ids
-            next_run = next_runs(world.engine)
-            assert [row.id for row in rows if next_run[row.id] < started + INTERVAL] == []
+            schedule = schedule_rows(world.engine)
+            assert [r.wallet_id for r in schedule if r.next_run_at < started + INTERVAL] == []
             assert {row.status for row in rows} == {"activated"}
-            assert [row.id for row in rows if row.lease_owner is not None] == []
+            assert [r.wallet_id for r in schedule if r.lease_owner is not None] == []
             assert [result.recovered for result in results] == [0] * PROCESSES
             # every run ended, having found the wallet as activation left it
             assert {run.status for run in runs} <= {"no_action", "completed"}, Counter(

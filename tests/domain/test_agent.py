@@ -19,12 +19,11 @@ from support.agent_setup import (
     WatchedChain,
     assert_each_ran_once_into_aave,
     make_agent,
-    next_run_at,
     rebalancing_wallet,
     rebalancing_wallets,
     run_row,
     run_transactions,
-    wallet_row,
+    schedule_row,
 )
 from support.wallet_setup import (
     BASE,
@@ -461,7 +460,7 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
     ]
     store, runs = WalletStore(engine), RunStore(engine)
     runs.schedule(later.id, time.time() + INTERVAL)
-    later_at = next_run_at(engine, later.id)
+    later_at = schedule_row(engine, later.id).next_run_at
     await lifecycle.operate(BASE, held.address, "emergency")
     assert store.acquire_lease(leased.id, "another-replica", time.time() + 60, time.time())
     untouched = {w.id: positions(market, w.address) for w in (later, leased)}
@@ -474,15 +473,15 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
     assert ran == 1
     assert [r.status for r in runs.runs_of(due.id)] == ["completed"]
     assert set(positions(market, due.address)) == {"aave"}
-    row = wallet_row(engine, due.id)
-    assert started + INTERVAL <= next_run_at(engine, due.id) <= ended + INTERVAL
+    row = schedule_row(engine, due.id)
+    assert started + INTERVAL <= schedule_row(engine, due.id).next_run_at <= ended + INTERVAL
     assert (row.lease_owner, row.lease_until) == (None, None)
     for wallet in (later, held, leased):
         assert runs.runs_of(wallet.id) == []
     assert {w.id: positions(market, w.address) for w in (later, leased)} == untouched
-    assert next_run_at(engine, later.id) == later_at
-    assert next_run_at(engine, leased.id) == 0.0
-    assert wallet_row(engine, leased.id).lease_owner == "another-replica"
+    assert schedule_row(engine, later.id).next_run_at == later_at
+    assert schedule_row(engine, leased.id).next_run_at == 0.0
+    assert schedule_row(engine, leased.id).lease_owner == "another-replica"
 
     assert await agent.run_due() == 0
     assert len(runs.runs_of(due.id)) == 1
@@ -519,9 +518,9 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
 
     async def look(action: str, protocol: str, amount: int) -> None:
         for wallet in others:
-            row = wallet_row(engine, wallet.id)
+            row = schedule_row(engine, wallet.id)
             runs = [r.status for r in RunStore(engine).runs_of(wallet.id)]
-            seen.append((runs, row.lease_owner, next_run_at(engine, wallet.id)))
+            seen.append((runs, row.lease_owner, schedule_row(engine, wallet.id).next_run_at))
 
     agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, look)}))
     assert await agent.run_due() == 4
@@ -532,9 +531,9 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
     assert [r.status for r in RunStore(engine).runs_of(mover.id)] == ["completed"]
     assert set(positions(market, mover.address)) == {"aave"}
     for wallet in [mover, *others]:
-        row = wallet_row(engine, wallet.id)
+        row = schedule_row(engine, wallet.id)
         assert (row.lease_owner, row.lease_until) == (None, None)
-        assert next_run_at(engine, wallet.id) > time.time()
+        assert schedule_row(engine, wallet.id).next_run_at > time.time()
     assert await agent.run_due() == 0
 
 
@@ -607,7 +606,7 @@ async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agen
     second = make_agent(engine, make_lifecycle(engine, chains, short))
     batch = asyncio.create_task(first.run_due())
     await asyncio.sleep(0)  # the first agent claims the batch
-    assert all(wallet_row(engine, w.id).lease_owner for w in wallets)
+    assert all(schedule_row(engine, w.id).lease_owner for w in wallets)
     taken_by_second = 0
     while not batch.done():  # the other agent keeps looking for due, unleased wallets
         taken_by_second += await second.run_due()
@@ -616,7 +615,7 @@ async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agen
     assert await batch == len(wallets)
     assert taken_by_second == 0
     assert_each_ran_once_into_aave(engine, market, wallets)
-    assert all(wallet_row(engine, w.id).lease_owner is None for w in wallets)
+    assert all(schedule_row(engine, w.id).lease_owner is None for w in wallets)
 
 
 # -- waiting for a run in progress ----------------------------------------------------------
@@ -670,7 +669,7 @@ async def test_a_manual_run_waits_for_the_lease_another_holds_then_runs(
 
     assert outcome.status == "completed"
     assert positions(market, wallet.address) == {"aave": total}
-    assert wallet_row(engine, wallet.id).lease_owner is None
+    assert schedule_row(engine, wallet.id).lease_owner is None
 
 
 async def test_a_manual_run_during_a_run_in_progress_waits_for_it(

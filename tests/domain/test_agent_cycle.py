@@ -15,9 +15,8 @@ from support.agent_setup import (
     AMOUNT,
     INTERVAL,
     PartnerKey,
-    next_run_at,
     rebalancing_wallet,
-    wallet_row,
+    schedule_row,
 )
 from support.wallet_setup import activated, make_lifecycle
 from yieldagent.chain.port import ChainPort
@@ -88,9 +87,9 @@ async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it
     assert sum(runs.ends) == 5
     for wallet in [*movers, *idle]:
         assert len(runs.runs_of(wallet.id)) == 1
-        row = wallet_row(engine, wallet.id)
+        row = schedule_row(engine, wallet.id)
         assert (row.lease_owner, row.lease_until) == (None, None)
-        assert next_run_at(engine, wallet.id) > time.time()
+        assert schedule_row(engine, wallet.id).next_run_at > time.time()
     assert {r.status for w in movers for r in runs.runs_of(w.id)} == {"completed"}
     assert await agent.run_cycle() == 0
 
@@ -134,6 +133,6 @@ async def test_an_end_that_fails_to_be_stored_is_logged_and_its_wallets_keep_the
 
     assert "storing the end of scheduled runs failed" in caplog.text
     assert runs.ends == [2]
-    leased = [w for w in wallets if wallet_row(engine, w.id).lease_owner is not None]
+    leased = [w for w in wallets if schedule_row(engine, w.id).lease_owner is not None]
     assert len(leased) == 2
     assert all(runs.runs_of(w.id) == [] for w in leased)

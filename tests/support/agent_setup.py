@@ -27,7 +27,7 @@ from yieldagent.domain.optimizer import Thresholds
 from yieldagent.domain.partners import Partner
 from yieldagent.domain.wallets import TransactionRecord, Wallet
 from yieldagent.storage.runs import RunStore
-from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow
+from yieldagent.storage.tables import OperationRow, WalletScheduleRow
 from yieldagent.storage.wallets import WalletStore
 
 INTERVAL = 3600.0
@@ -116,21 +116,13 @@ def run_row(engine: Engine, run_id: str) -> OperationRow:
         return row
 
 
-def wallet_row(engine: Engine, wallet_id: int) -> WalletRow:
-    """The stored row of a wallet, with its lease."""
-    with Session(engine) as session:
-        row = session.get(WalletRow, wallet_id)
-        assert row is not None, f"no wallet {wallet_id} stored"
-        session.expunge(row)
-        return row
-
-
-def next_run_at(engine: Engine, wallet_id: int) -> float:
-    """When the schedule runs the wallet next (unix seconds; 0: at once)."""
+def schedule_row(engine: Engine, wallet_id: int) -> WalletScheduleRow:
+    """The wallet's row in the schedule: its lease and next run."""
     with Session(engine) as session:
         row = session.get(WalletScheduleRow, wallet_id)
         assert row is not None, f"wallet {wallet_id} is not in the schedule"
-        return row.next_run_at
+        session.expunge(row)
+        return row
 
 
 def run_transactions(engine: Engine, wallet_id: int, run_id: str) -> list[TransactionRecord]:

@@ -426,7 +426,9 @@ def expire_leases(engine: Engine) -> int:
     returns how many there were. Only for when no process of the world runs."""
     with Session(engine) as session:
         result = session.execute(
-            update(WalletRow).where(col(WalletRow.lease_owner).is_not(None)).values(lease_until=0.0)
+            update(WalletScheduleRow)
+            .where(col(WalletScheduleRow.lease_owner).is_not(None))
+            .values(lease_until=0.0)
         )
         session.commit()
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -445,11 +447,12 @@ def wallet_rows(engine: Engine) -> list[WalletRow]:
         return list(session.exec(select(WalletRow).order_by(col(WalletRow.id))))
 
 
-def next_runs(engine: Engine) -> dict[int, float]:
-    """When the schedule runs each wallet next, by wallet id."""
+def schedule_rows(engine: Engine) -> list[WalletScheduleRow]:
+    """Every wallet's row in the schedule (its lease and next run), by wallet id."""
     with Session(engine) as session:
-        rows = session.exec(select(WalletScheduleRow.wallet_id, WalletScheduleRow.next_run_at))
-        return dict(rows.all())
+        return list(
+            session.exec(select(WalletScheduleRow).order_by(col(WalletScheduleRow.wallet_id)))
+        )
 
 
 def run_rows(engine: Engine) -> list[OperationRow]:
@@ -498,13 +501,14 @@ def ledger_disagreements(
     with Session(world.engine) as session:
         for wallet in wallets:
             row = session.get(WalletRow, wallet.id)
-            assert row is not None
+            lease = session.get(WalletScheduleRow, wallet.id)
+            assert row is not None and lease is not None
             stored = store.get_by_id(wallet.id)
             assert stored is not None
             name = f"wallet {wallet.id}"
-            held = row.lease_owner is not None and (row.lease_until or 0.0) >= time.time()
+            held = lease.lease_owner is not None and (lease.lease_until or 0.0) >= time.time()
             if row.status != WalletStatus.ACTIVATED or held:
-                problems.append(f"{name} is {row.status}, leased by {row.lease_owner}")
+                problems.append(f"{name} is {row.status}, leased by {lease.lease_owner}")
             positions = dict(market.positions(BASE, BASE_USDC, wallet.address))
             idle = market.balance(BASE, BASE_USDC, wallet.address)
             allocation = {p: a for p, a in stored.allocation.items() if a}

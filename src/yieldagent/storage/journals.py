@@ -2,26 +2,25 @@
 ``WalletStore.commit``, ``commit_many`` and ``create``.
 
 Journals are written together in one transaction, in a number of statements that does not
-grow with theirs (SQLite: plus one UPDATE per wallet): one read of the wallets' stored
-versions and standings (and of the first deposits of those the journals credit); the
-conditional UPDATE of the wallets (PostgreSQL: one statement for all of them, from one
-array per column); one insert per kind of record; one read and up to two writes for the
-operations; the chain totals, once, with the summed changes of every journal written (by
-stripe); and the events in bulk.
+grow with theirs (SQLite: plus one UPDATE per wallet): one lock of the wallets' schedule
+rows per lease owner; one read of the wallets' stored versions and standings (and of the
+first deposits of those the journals credit); the conditional UPDATE of the wallets
+(PostgreSQL: one statement for all of them, from one array per column); the schedule's
+``active`` flags of the wallets whose status turned to or from activated; one insert per
+kind of record; one read and up to two writes for the operations; the chain totals, once,
+with the summed changes of every journal written (by stripe); and the events in bulk.
 
-A journal whose wallet is no longer at the version it was read at, or whose lease its
-owner lost, is skipped: nothing of it is written. The journals of one wallet are taken in
-turns (its first journal in the first UPDATE, its second in the next, and so on), and
-each one sees the wallet as the previous one left it, so a batch writes exactly what
-committing its journals one by one would (``tests/storage/test_wallet_batches.py``).
+A journal whose owner no longer holds its wallet's lease (``storage.schedule.hold``), or
+whose wallet is no longer at the version it was read at, is skipped: nothing of it is
+written. The journals of one wallet are taken in turns (its first journal in the first
+UPDATE, its second in the next, and so on), and each one sees the wallet as the previous
+one left it, so a batch writes exactly what committing its journals one by one would
+(``tests/storage/test_wallet_batches.py``).
 
-A journal that turns its wallet activated, or turns it from activated, sets the wallet's
-``active`` flag in the schedule (``storage.runs``) in the same transaction.
-
-Locks: a batch takes its wallets' rows first, then their schedule rows, then the totals'
-rows, then the events' lock, as a single commit does. Two batches over the same wallets
-could deadlock on PostgreSQL (which aborts one); the agent's batches never share a wallet,
-its lease being held by one process.
+Locks: a batch takes its wallets' schedule rows first, then the wallets' rows, then the
+totals' rows, then the events' lock, as a single commit does. Two batches over the same
+wallets could deadlock on PostgreSQL (which aborts one); the agent's batches never share a
+wallet, its lease being held by one process.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_
 from yieldagent.storage.db import chunks
 from yieldagent.storage.events import record_events
 from yieldagent.storage.operations import new_row_values, operation_values
-from yieldagent.storage.runs import follow_statuses
+from yieldagent.storage.schedule import follow_statuses, hold
 from yieldagent.storage.tables import (
     DepositRow,
     OperationRow,
@@ -84,17 +83,15 @@ _STATE = (
 """The wallet columns a commit writes (besides its version)."""
 
 
-def _wallet_update(expected: bool, owner: bool) -> Update:
+def _wallet_update(expected: bool) -> Update:
     """The conditional UPDATE of a wallet's state: at version ``w_version`` (with
-    ``expected``, in status ``w_status``; with ``owner``, leased by ``w_owner``)."""
+    ``expected``, in status ``w_status``)."""
     conditions = [
         _wallets.c.id == bindparam("w_id"),
         _wallets.c.version == bindparam("w_version"),
     ]
     if expected:
         conditions.append(_wallets.c.status == bindparam("w_status"))
-    if owner:
-        conditions.append(_wallets.c.lease_owner == bindparam("w_owner"))
     values = {
         name: bindparam(f"v_{name}", type_=_wallets.c[name].type) for name in (*_STATE, "version")
     }
@@ -102,22 +99,13 @@ def _wallet_update(expected: bool, owner: bool) -> Update:
 
 
 # Built once: SQLAlchemy caches their compiled form.
-_WALLET_UPDATES = {
-    (expected, owner): _wallet_update(expected, owner)
-    for expected in (False, True)
-    for owner in (False, True)
-}
-_CONDITIONS = {
-    "w_id": Integer(),
-    "w_version": Integer(),
-    "w_owner": String(),
-    "w_status": String(),
-}
+_WALLET_UPDATES = {expected: _wallet_update(expected) for expected in (False, True)}
+_CONDITIONS = {"w_id": Integer(), "w_version": Integer(), "w_status": String()}
 
 
 def _postgres_update() -> Any:
     """PostgreSQL: the conditional UPDATE of many wallets in one statement, from one array
-    per column (``w_owner`` or ``w_status`` null: not checked). Built from the table's
+    per column (``w_status`` null: not checked). Built from the table's
     column names and types only."""
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     types = {name: _wallets.c[name].type for name in _STATE} | _CONDITIONS
@@ -127,7 +115,6 @@ def _postgres_update() -> Any:
         f"UPDATE wallets SET {', '.join(f'{n} = v.{n}' for n in _STATE)}, "  # noqa: S608
         f"version = v.w_version + 1 FROM unnest({arrays}) AS v({', '.join(names)}) "
         "WHERE wallets.id = v.w_id AND wallets.version = v.w_version "
-        "AND (v.w_owner IS NULL OR wallets.lease_owner = v.w_owner) "
         "AND (v.w_status IS NULL OR wallets.status = v.w_status) RETURNING wallets.id"
     )
     return text(sql).bindparams(*(bindparam(n, type_=postgresql.ARRAY(types[n])) for n in names))
@@ -181,6 +168,7 @@ def write(
     """Writes ``journals`` in the caller's transaction (with ``expected``, only where the
     stored status is that): which were written, and how many events they recorded.
     Raises IntegrityError when a record was already booked; the caller rolls back."""
+    held = hold(connection, [(j.wallet.id, j.owner) for j in journals])
     current = stored_standings(connection, sorted({j.wallet.id for j in journals}))
     firsts = first_deposits(connection, sorted({j.wallet.id for j in journals if j.deposits}))
     written = [False] * len(journals)
@@ -193,8 +181,14 @@ def write(
 
     activated = {w: known[1].status == WalletStatus.ACTIVATED for w, known in current.items()}
     for turn in _turns(journals):
-        # a wallet no longer at the journal's version: skipped (its UPDATE would refuse it)
-        ready = [i for i in turn if journals[i].wallet.version == version_of(journals[i])]
+        # a wallet no longer at the journal's version (its UPDATE would refuse it), or
+        # whose lease the journal's owner lost: skipped
+        ready = [
+            i
+            for i in turn
+            if journals[i].wallet.version == version_of(journals[i])
+            and (journals[i].wallet.id, journals[i].owner) in held
+        ]
         updated = _update(connection, [journals[i] for i in ready], expected)
         for index in ready:
             journal = journals[index]
@@ -276,7 +270,7 @@ def _update(
     connection: Connection, journals: Sequence[Journal], expected: WalletStatus | None
 ) -> set[int]:
     """Writes the state of the journals' wallets (one journal per wallet) where it is
-    still at the journal's version (and lease, and ``expected`` status); returns the ids
+    still at the journal's version (and ``expected`` status); returns the ids
     of the wallets written. PostgreSQL: one statement; SQLite: one per wallet."""
     if not journals:
         return set()
@@ -289,9 +283,7 @@ def _update(
         params |= {"v_version": wallet.version + 1, "w_id": wallet.id, "w_version": wallet.version}
         if expected is not None:
             params["w_status"] = str(expected)
-        if journal.owner is not None:
-            params["w_owner"] = journal.owner
-        statement = _WALLET_UPDATES[(expected is not None, journal.owner is not None)]
+        statement = _WALLET_UPDATES[expected is not None]
         if connection.execute(statement, params).rowcount:
             updated.add(wallet.id)
     return updated
@@ -301,13 +293,12 @@ def _update_postgresql(
     connection: Connection, journals: Sequence[Journal], expected: WalletStatus | None
 ) -> set[int]:
     arrays: dict[str, list[Any]] = {name: [] for name in _STATE}
-    conditions: dict[str, list[Any]] = {"w_id": [], "w_version": [], "w_owner": []}
+    conditions: dict[str, list[Any]] = {"w_id": [], "w_version": []}
     for journal in journals:
         for name, value in wallet_values(journal.wallet).items():
             arrays[name].append(value)
         conditions["w_id"].append(journal.wallet.id)
         conditions["w_version"].append(journal.wallet.version)
-        conditions["w_owner"].append(journal.owner)
     expecting = [None if expected is None else str(expected)] * len(journals)
     found = connection.execute(_POSTGRES_UPDATE, arrays | conditions | {"w_status": expecting})
     return set(found.scalars())

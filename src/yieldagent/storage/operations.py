@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.operations import OPEN, WAITING, Operation, Step
 from yieldagent.storage.db import chunks
-from yieldagent.storage.tables import OperationRow, WalletRow
+from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow
 
 _STUCK_STATES = ("activating", "running", "deactivating")
 _operations = OperationRow.__table__  # type: ignore[attr-defined]
@@ -223,12 +223,14 @@ class OperationStore:
         return found
 
     def abandoned(self, now: float) -> list[Operation]:
-        lapsed = or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now)
+        lapsed = or_(
+            col(WalletScheduleRow.lease_owner).is_(None), col(WalletScheduleRow.lease_until) < now
+        )
         due = or_(col(OperationRow.status) != WAITING, col(OperationRow.retry_at) <= now)
         with Session(self._engine) as session:
             rows = session.exec(
                 select(OperationRow)
-                .join(WalletRow, col(WalletRow.id) == OperationRow.wallet_id)
+                .join(WalletScheduleRow, col(WalletScheduleRow.wallet_id) == OperationRow.wallet_id)
                 .where(col(OperationRow.status).in_(OPEN), lapsed, due)
                 .order_by(col(OperationRow.started_at))
             ).all()
@@ -256,9 +258,14 @@ class OperationStore:
         open_ops = select(OperationRow.wallet_id).where(col(OperationRow.status).in_(OPEN))
         with Session(self._engine) as session:
             rows = session.exec(
-                select(WalletRow.id).where(
+                select(WalletRow.id)
+                .join(WalletScheduleRow, col(WalletScheduleRow.wallet_id) == WalletRow.id)
+                .where(
                     col(WalletRow.status).in_(_STUCK_STATES),
-                    or_(col(WalletRow.lease_owner).is_(None), col(WalletRow.lease_until) < now),
+                    or_(
+                        col(WalletScheduleRow.lease_owner).is_(None),
+                        col(WalletScheduleRow.lease_until) < now,
+                    ),
                     col(WalletRow.id).not_in(open_ops),
                 )
             ).all()

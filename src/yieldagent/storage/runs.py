@@ -1,10 +1,6 @@
 """The agent's schedule: claiming due wallets, their next runs, protocol pauses. (Runs
-themselves are operations: ``storage.operations``.)
-
-The schedule is a narrow table (``wallet_schedule``: each wallet's next run, and whether it
-is activated), apart from the wide wallets row, which keeps the lease. The schedule's
-``active`` flag follows the wallet's status in the transaction of each wallet commit
-(``follow_statuses``, called by ``storage.journals``).
+themselves are operations: ``storage.operations``; the schedule's table and the leases are
+``storage.schedule``'s.)
 
 Claiming is how several replicas share the work. One statement marks a batch of due,
 unleased wallets as leased by this process; on PostgreSQL the inner selection skips rows
@@ -13,24 +9,20 @@ writer at a time. A wallet is therefore never run by two processes at once, and 
 skipped: a claimed wallet's next run is moved while its lease is still held, once its run
 has ended; if the process dies first, the wallet is due again when the lease lapses.
 
-Why apart: a batch's end sets 500 wallets' next runs. On the wallets row, with six indexes
-and ``next_run_at`` among the indexed columns, that wrote a new entry in each index for
-each wallet (about 25 ms per 500 on PostgreSQL, as much again for the claim). Here it
-writes the narrow row's two, and the lease's updates touch no indexed column of the
-wallets row, which PostgreSQL then makes in place when its page has room (HOT).
+Claims and batch ends write only the narrow schedule rows, never the wallets row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import (
-    Connection,
     Engine,
     TextClause,
     TextualSelect,
     bindparam,
+    case,
     insert,
     text,
     update,
@@ -39,34 +31,31 @@ from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from yieldagent.domain.operations import RUN, Operation
-from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.storage.db import chunks
 from yieldagent.storage.operations import new_row_values, operation_of
 from yieldagent.storage.tables import (
     ACTIVE_ONLY,
     OperationRow,
     ProtocolPauseRow,
-    WalletRow,
     WalletScheduleRow,
 )
 from yieldagent.storage.types import UtcDateTime
 
-_wallets = WalletRow.__table__  # type: ignore[attr-defined]
 _schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
 _operations = OperationRow.__table__  # type: ignore[attr-defined]
-_listed = bindparam("wallet_ids", expanding=True)
-# A batch's end: each wallet's lease given back if still ours, then its next run set (the
-# wallet's row first, then its schedule's, as a wallet commit locks them).
-_RELEASE = (
-    update(_wallets)
-    .where(_wallets.c.id.in_(_listed), _wallets.c.lease_owner == bindparam("owner"))
-    .values(lease_owner=None, lease_until=None)
+_listed = _schedule.c.wallet_id.in_(bindparam("wallet_ids", expanding=True))
+# A batch's end: each wallet's next run is set, and its lease given back if still ours.
+_mine = _schedule.c.lease_owner == bindparam("owner")
+_FINISH = (
+    update(_schedule)
+    .where(_listed)
+    .values(
+        next_run_at=bindparam("at"),
+        lease_owner=case((_mine, None), else_=_schedule.c.lease_owner),
+        lease_until=case((_mine, None), else_=_schedule.c.lease_until),
+    )
 )
-_RESCHEDULE = (
-    update(_schedule).where(_schedule.c.wallet_id.in_(_listed)).values(next_run_at=bindparam("at"))
-)
-_ENROLL = insert(_schedule)
-_FOLLOW = update(_schedule).where(_schedule.c.wallet_id.in_(_listed)).values(active=bindparam("on"))
+_RESCHEDULE = update(_schedule).where(_listed).values(next_run_at=bindparam("at"))
 
 
 def _due_reads(dialect: str) -> tuple[TextClause, TextClause, TextualSelect]:
@@ -74,50 +63,31 @@ def _due_reads(dialect: str) -> tuple[TextClause, TextClause, TextualSelect]:
     SQLite is told to use it: without statistics its planner may pick another. On
     PostgreSQL the claim takes its batch's rows through the primary key (``IN (subquery)``
     got a hash join over every wallet) and skips rows another replica is claiming."""
-    schedule = (
-        "wallet_schedule AS s INDEXED BY ix_wallet_schedule_due"
-        if dialect == "sqlite"
-        else "wallet_schedule AS s"
-    )
+    indexed = " INDEXED BY ix_wallet_schedule_due" if dialect == "sqlite" else ""
+    schedule = f"wallet_schedule{indexed}"
     due = (
-        f"SELECT w.id FROM {schedule} JOIN wallets AS w ON w.id = s.wallet_id "  # noqa: S608
-        f"WHERE s.{ACTIVE_ONLY} AND s.next_run_at <= :now "
-        "AND (w.lease_owner IS NULL OR w.lease_until < :now) "
-        "ORDER BY s.next_run_at, s.wallet_id LIMIT :limit"
+        f"SELECT wallet_id FROM {schedule} WHERE {ACTIVE_ONLY} AND next_run_at <= :now "  # noqa: S608
+        "AND (lease_owner IS NULL OR lease_until < :now) "
+        "ORDER BY next_run_at, wallet_id LIMIT :limit"
     )
     if dialect == "postgresql":
-        claiming = f"id = ANY(ARRAY({due} FOR UPDATE OF w SKIP LOCKED))"
+        claiming = f"wallet_id = ANY(ARRAY({due} FOR UPDATE SKIP LOCKED))"
     else:
-        claiming = f"id IN ({due})"
+        claiming = f"wallet_id IN ({due})"
     claim = text(
-        "UPDATE wallets SET lease_owner = :owner, lease_until = :until "  # noqa: S608
-        f"WHERE {claiming} RETURNING id"
+        "UPDATE wallet_schedule SET lease_owner = :owner, lease_until = :until "  # noqa: S608
+        f"WHERE {claiming} RETURNING wallet_id"
     )
     scheduled = text(
-        f"SELECT min(s.next_run_at) FROM {schedule} "  # noqa: S608
-        f"WHERE s.{ACTIVE_ONLY} AND s.next_run_at > 0"
+        f"SELECT min(next_run_at) FROM {schedule} "  # noqa: S608
+        f"WHERE {ACTIVE_ONLY} AND next_run_at > 0"
     )
     unscheduled = text(
         "SELECT min(w.activation_date) AS first "  # noqa: S608
-        f"FROM {schedule} JOIN wallets AS w ON w.id = s.wallet_id "
+        f"FROM wallet_schedule AS s{indexed} JOIN wallets AS w ON w.id = s.wallet_id "
         f"WHERE s.{ACTIVE_ONLY} AND s.next_run_at = 0"
     ).columns(first=UtcDateTime())
     return claim, scheduled, unscheduled
-
-
-def enroll(connection: Connection, wallet_id: int, status: WalletStatus) -> None:
-    """Adds a new wallet to the schedule (due at once once activated), in the caller's
-    transaction."""
-    active = status == WalletStatus.ACTIVATED
-    connection.execute(_ENROLL, {"wallet_id": wallet_id, "active": active, "next_run_at": 0.0})
-
-
-def follow_statuses(connection: Connection, activated: Mapping[int, bool]) -> None:
-    """Sets whether each of ``activated``'s wallets is activated in the schedule, in the
-    caller's transaction (the wallet commit that changed its status)."""
-    for on in (True, False):
-        for chunk in chunks(sorted(w for w, is_on in activated.items() if is_on is on)):
-            connection.execute(_FOLLOW, {"wallet_ids": chunk, "on": on})
 
 
 class RunStore:
@@ -134,7 +104,7 @@ class RunStore:
 
         The due wallets are read in the order of the index of due wallets
         (``ix_wallet_schedule_due``), which holds only activated ones, so a claim reads
-        about its batch (and the wallets leased meanwhile) whatever the size of the fleet.
+        about its batch whatever the size of the fleet.
         """
         params = {"now": now, "limit": limit, "owner": owner, "until": lease_until}
         with self._engine.begin() as connection:
@@ -169,9 +139,8 @@ class RunStore:
     ) -> None:
         """Ends runs of a batch in one transaction: stores ``records`` (runs that moved
         nothing, already closed), sets each wallet's next run and releases the lease
-        ``owner`` still holds on it. One statement for the records, and two per next-run
-        time (a batch has one) per ``chunks`` of wallets: the releases, then the next
-        runs."""
+        ``owner`` still holds on it. One statement for the records, and one per next-run
+        time (a batch has one) per ``chunks`` of wallets."""
         wallets_at: dict[float, list[int]] = {}
         for wallet_id, at in next_runs:
             wallets_at.setdefault(at, []).append(wallet_id)
@@ -180,8 +149,7 @@ class RunStore:
                 connection.execute(insert(_operations), [new_row_values(r) for r in records])
             for at, wallet_ids in wallets_at.items():
                 for chunk in chunks(wallet_ids):
-                    connection.execute(_RELEASE, {"wallet_ids": chunk, "owner": owner})
-                    connection.execute(_RESCHEDULE, {"wallet_ids": chunk, "at": at})
+                    connection.execute(_FINISH, {"wallet_ids": chunk, "at": at, "owner": owner})
 
     def runs_of(self, wallet_id: int) -> list[Operation]:
         """A wallet's runs, oldest first."""

@@ -17,10 +17,10 @@ ACTIVE_ONLY = "active"
 only activated wallets. A query uses that index only if it states the condition as written
 here."""
 
-WALLET_FILLFACTOR = 70
-"""PostgreSQL: the share of each page of ``wallets`` that inserts fill. The room left lets
-the lease's updates (unindexed columns) stay on their page (HOT updates: no new index
-entries), where a full page forced a new entry in each of the table's indexes."""
+SCHEDULE_FILLFACTOR = 50
+"""PostgreSQL: the share of each page of ``wallet_schedule`` that inserts fill. A claim
+leases every row of a page at once; the room left keeps those updates, which touch no
+indexed column, on their page (HOT updates: no new index entries)."""
 
 
 def utc_column() -> Column[datetime]:
@@ -153,10 +153,7 @@ class WalletRow(SQLModel, table=True):
     """A wallet (agent): its state, its rules, and what it holds at the last valuation."""
 
     __tablename__ = "wallets"
-    __table_args__ = (
-        UniqueConstraint("chain_id", "address"),
-        {"postgresql_with": {"fillfactor": WALLET_FILLFACTOR}},
-    )
+    __table_args__ = (UniqueConstraint("chain_id", "address"),)
 
     id: int | None = Field(default=None, primary_key=True)
     chain_id: int
@@ -180,8 +177,6 @@ class WalletRow(SQLModel, table=True):
     last_reactivation_date: datetime | None = Field(
         default=None, sa_column=Column(UtcDateTime(), nullable=True)
     )
-    lease_owner: str | None = Field(default=None, max_length=64)
-    lease_until: float | None = None
     version: int = Field(default=0, description="bumped by every commit of the wallet")
     synced_block: int = Field(
         default=0, sa_type=BigInteger, description="the ledger has booked the chain up to here"
@@ -192,10 +187,11 @@ class WalletRow(SQLModel, table=True):
 
 
 class WalletScheduleRow(SQLModel, table=True):
-    """When the agent runs a wallet next: one narrow row per wallet, written by every
-    claim's batch end (``storage.runs``) without touching the wide wallets row and its
-    indexes. ``active`` follows the wallet's status (activated or not) in the transaction
-    of every wallet commit (``storage.journals``)."""
+    """A wallet's lease and when the agent runs it next: one narrow row per wallet, apart
+    from the wide wallets row and its indexes, so that the agent's claims, lease renewals
+    and batch ends write little (``storage.runs``). ``active`` follows the wallet's status
+    (activated or not) in the transaction of every wallet commit, and every commit first
+    holds the lease it was made under (``storage.journals``)."""
 
     __tablename__ = "wallet_schedule"
     __table_args__ = (
@@ -206,11 +202,14 @@ class WalletScheduleRow(SQLModel, table=True):
             sqlite_where=text(ACTIVE_ONLY),
             postgresql_where=text(ACTIVE_ONLY),
         ),
+        {"postgresql_with": {"fillfactor": SCHEDULE_FILLFACTOR}},
     )
 
     wallet_id: int = Field(foreign_key="wallets.id", primary_key=True)
     active: bool = Field(description="the wallet is activated: the agent runs it")
     next_run_at: float = Field(default=0.0, description="wall-clock unix time; 0: at once")
+    lease_owner: str | None = Field(default=None, max_length=64)
+    lease_until: float | None = Field(default=None, description="wall-clock unix time")
 
 
 class DepositRow(SQLModel, table=True):

@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, case, func, insert, or_, union_all, update
+from sqlalchemy import Engine, bindparam, case, func, insert, or_, union_all
 from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -29,11 +29,12 @@ from yieldagent.domain.wallets import (
     Wallet,
     WithdrawalRecord,
 )
+from yieldagent.storage import schedule
 from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks
 from yieldagent.storage.events import signal_for
 from yieldagent.storage.journals import book, new_wallet_changes, wallet_values, write
-from yieldagent.storage.runs import enroll
+from yieldagent.storage.schedule import enroll
 from yieldagent.storage.tables import (
     DepositRow,
     PerformancePointRow,
@@ -302,14 +303,12 @@ class WalletStore:
             "eoa": wallet.eoa,
             "partner_id": wallet.partner_id,
             "created_at": now,
-            "lease_owner": journal.owner,
-            "lease_until": lease_until if journal.owner else None,
             **wallet_values(wallet),
         }
         try:
             with self._engine.begin() as connection:
                 wallet.id = connection.execute(_CREATE, values).scalar_one()
-                enroll(connection, wallet.id, wallet.status)
+                enroll(connection, wallet.id, wallet.status, journal.owner, lease_until)
                 if journal.operation is not None:
                     journal.operation = replace(journal.operation, wallet_id=wallet.id)
                 recorded = book(connection, [journal], [None], new_wallet_changes(journal))
@@ -363,39 +362,16 @@ class WalletStore:
         return written, recorded
 
     def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
-        with Session(self._engine) as session:
-            result = session.execute(
-                update(WalletRow)
-                .where(
-                    col(WalletRow.id) == wallet_id,
-                    or_(
-                        col(WalletRow.lease_owner).is_(None),
-                        col(WalletRow.lease_until) < now,
-                        col(WalletRow.lease_owner) == owner,
-                    ),
-                )
-                .values(lease_owner=owner, lease_until=until)
-            )
-            session.commit()
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        with self._engine.begin() as connection:
+            return schedule.acquire(connection, wallet_id, owner, until, now)
 
     def renew_leases(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
-        with Session(self._engine) as session:
-            session.execute(
-                update(WalletRow)
-                .where(col(WalletRow.id).in_(wallet_ids), col(WalletRow.lease_owner) == owner)
-                .values(lease_until=until)
-            )
-            session.commit()
+        with self._engine.begin() as connection:
+            schedule.renew(connection, wallet_ids, owner, until)
 
     def release_lease(self, wallet_id: int, owner: str) -> None:
-        with Session(self._engine) as session:
-            session.execute(
-                update(WalletRow)
-                .where(col(WalletRow.id) == wallet_id, col(WalletRow.lease_owner) == owner)
-                .values(lease_owner=None, lease_until=None)
-            )
-            session.commit()
+        with self._engine.begin() as connection:
+            schedule.release(connection, wallet_id, owner)
 
     def deposits(self, wallet_id: int) -> list[DepositRecord]:
         with self._engine.connect() as connection:

@@ -1,13 +1,12 @@
-"""The schedule apart from the wallet: ``wallet_schedule`` holds each wallet's next run and
-whether it is activated, with the index of due wallets over it; the wallets table keeps the
-lease, with room on its pages (PostgreSQL) for the lease's updates to stay there.
+"""The schedule apart from the wallet: ``wallet_schedule`` holds each wallet's lease, its
+next run and whether it is activated, with the index of due wallets over it.
 
-Every batch of the agent ends by setting its wallets' next run. On the wide wallets row,
-whose ``next_run_at`` was indexed, each of those updates wrote a new entry in every one of
-the table's six indexes; on PostgreSQL a claim's and a batch end's 500 rows took about 25 ms
-each. The narrow row has two indexes, and the lease's updates on the wallets row touch no
-indexed column, so with free room on the page PostgreSQL makes them without index entries
-(HOT updates).
+The agent writes a wallet's lease and next run several times an hour (claim, renewals,
+batch end) while its state changes rarely. On the wide wallets row, with six indexes and
+``next_run_at`` among the indexed columns, each of those writes added an entry to every
+index (on PostgreSQL a claim's or a batch end's 500 rows took about 25 ms each). The
+narrow row has two indexes; with room left on its pages (fillfactor 50, PostgreSQL) the
+lease's updates, which touch no indexed column, stay on their page (HOT updates).
 
 ``active`` is true for activated wallets, as the old partial index's condition was; it is
 backfilled from the status here and kept by every wallet commit from now on.
@@ -27,7 +26,7 @@ down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-FILLFACTOR = 70
+MOVED = ("next_run_at", "lease_owner", "lease_until")
 
 
 def upgrade() -> None:
@@ -36,6 +35,9 @@ def upgrade() -> None:
         sa.Column("wallet_id", sa.Integer(), sa.ForeignKey("wallets.id"), primary_key=True),
         sa.Column("active", sa.Boolean(), nullable=False),
         sa.Column("next_run_at", sa.Float(), nullable=False),
+        sa.Column("lease_owner", sa.String(64), nullable=True),
+        sa.Column("lease_until", sa.Float(), nullable=True),
+        postgresql_with={"fillfactor": 50},
     )
     op.create_index(
         "ix_wallet_schedule_due",
@@ -45,26 +47,25 @@ def upgrade() -> None:
         postgresql_where=sa.text("active"),
     )
     op.execute(
-        "INSERT INTO wallet_schedule (wallet_id, active, next_run_at) "
-        "SELECT id, status = 'activated', next_run_at FROM wallets"
+        "INSERT INTO wallet_schedule (wallet_id, active, next_run_at, lease_owner, lease_until) "
+        "SELECT id, status = 'activated', next_run_at, lease_owner, lease_until FROM wallets"
     )
     op.drop_index("ix_wallets_due", table_name="wallets")
-    op.execute("ALTER TABLE wallets DROP COLUMN next_run_at")
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"ALTER TABLE wallets SET (fillfactor = {FILLFACTOR})")
+    for column in MOVED:
+        op.execute(f"ALTER TABLE wallets DROP COLUMN {column}")
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("ALTER TABLE wallets RESET (fillfactor)")
     op.add_column(
         "wallets", sa.Column("next_run_at", sa.Float(), nullable=False, server_default="0")
     )
-    op.execute(
-        "UPDATE wallets SET next_run_at = (SELECT s.next_run_at FROM wallet_schedule s "
-        "WHERE s.wallet_id = wallets.id) "
-        "WHERE id IN (SELECT wallet_id FROM wallet_schedule)"
-    )
+    op.add_column("wallets", sa.Column("lease_owner", sa.String(64), nullable=True))
+    op.add_column("wallets", sa.Column("lease_until", sa.Float(), nullable=True))
+    for column in MOVED:
+        op.execute(
+            f"UPDATE wallets SET {column} = (SELECT s.{column} FROM wallet_schedule s "  # noqa: S608
+            "WHERE s.wallet_id = wallets.id) WHERE id IN (SELECT wallet_id FROM wallet_schedule)"
+        )
     op.create_index(
         "ix_wallets_due",
         "wallets",
