@@ -196,9 +196,9 @@ class _World:
         ran, seconds = asyncio.run(_cycle(self.agent))
         counts = dict(counts)
         with self.engine.connect() as connection:
-            statuses: dict[str, int] = dict(
+            outcomes: dict[str, int] = dict(
                 connection.execute(
-                    text("SELECT status, count(*) FROM operations GROUP BY status")
+                    text("SELECT last_outcome, count(*) FROM wallet_schedule GROUP BY last_outcome")
                 ).all()
             )
         return {
@@ -207,7 +207,7 @@ class _World:
             "wallets_per_second": round(ran / seconds, 1),
             "statements_per_run": round(counts["statements"] / max(ran, 1), 2),
             "checkouts_per_run": round(counts["checkouts"] / max(ran, 1), 2),
-            "runs_so_far": statuses,
+            "last_outcomes": outcomes,
         }
 
 

@@ -34,8 +34,8 @@ class MeasuredAgent(Agent):
     ) -> RunOutcome:
         """Runs the wallet's agent (see ``Agent.run``) and counts the run.
 
-        A manual run the service refuses (unknown wallet, wrong state) is no run, and a
-        wallet found in a state that allows none leaves no run record: neither is counted.
+        A manual run the service refuses (unknown wallet, wrong state) is no run, and nor
+        is a wallet found in a state that allows none: neither is counted.
         """
         try:
             outcome = await super().run(chain_id, address, partner_id, owner)
@@ -51,10 +51,10 @@ class MeasuredAgent(Agent):
 
     def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
         """Counts a run: its outcome (None: it raised, an error); a wallet found in a state
-        that allows no run leaves no record and is not counted."""
+        that allows no run is not counted."""
         if outcome is None:
             record_run("error")
-        elif outcome.run_id:
+        elif outcome.ran:
             moved = self._moved(chain_id, outcome) if outcome.status == COMPLETED else ()
             record_run(outcome.status, moved)
 

@@ -96,9 +96,12 @@ async def test_a_run_right_after_activation_has_nothing_to_do(
     assert all_transactions(engine, wallet.id) == history
     after = assert_valued(engine, market, wallet.address)
     assert after.status == WalletStatus.ACTIVATED
-    [run] = RunStore(engine).runs_of(wallet.id)
-    assert (run.id, run.status, run.moves, run.steps_done) == (outcome.run_id, "no_action", (), 0)
-    assert run_row(engine, run.id).reason == outcome.reason
+    # a run that moves nothing is no operation: its outcome is noted in the schedule
+    assert RunStore(engine).runs_of(wallet.id) == []
+    assert outcome.run_id == ""
+    row = schedule_row(engine, wallet.id)
+    assert (row.runs, row.last_outcome, row.last_reason) == (1, "no_action", outcome.reason)
+    assert row.last_run_at is not None
 
 
 async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_the_run(
@@ -166,9 +169,9 @@ async def test_a_protocol_list_the_constraints_cannot_use_fails_and_moves_nothin
     assert positions(market, wallet.address) == before
     assert all_transactions(engine, wallet.id) == history
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
-    [run] = RunStore(engine).runs_of(wallet.id)
-    assert (run.id, run.status, run.moves) == (outcome.run_id, "failed", ())
-    assert run_row(engine, run.id).reason == outcome.reason
+    assert RunStore(engine).runs_of(wallet.id) == []
+    row = schedule_row(engine, wallet.id)
+    assert (row.runs, row.last_outcome, row.last_reason) == (1, "failed", outcome.reason)
 
 
 async def test_a_manual_run_is_refused_for_a_wallet_of_another_partner(
@@ -514,19 +517,19 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
     )
     await lifecycle.update_protocols(owner.id, BASE, infeasible.address, ["aave"])
     others = [*settled, infeasible]
-    seen: list[tuple[list[str], str | None, float]] = []
+    seen: list[tuple[str, str | None, float]] = []
 
     async def look(action: str, protocol: str, amount: int) -> None:
         for wallet in others:
             row = schedule_row(engine, wallet.id)
-            runs = [r.status for r in RunStore(engine).runs_of(wallet.id)]
-            seen.append((runs, row.lease_owner, schedule_row(engine, wallet.id).next_run_at))
+            seen.append((row.last_outcome, row.lease_owner, row.next_run_at))
 
     agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, look)}))
     assert await agent.run_due() == 4
 
-    expected = [["no_action"], ["no_action"], ["failed"]]
-    assert [runs for runs, _, _ in seen[: len(others)]] == expected
+    expected = ["no_action", "no_action", "failed"]
+    assert [outcome for outcome, _, _ in seen[: len(others)]] == expected
+    assert [RunStore(engine).runs_of(wallet.id) for wallet in others] == [[], [], []]
     assert all(lease is None and next_run > 0 for _, lease, next_run in seen)
     assert [r.status for r in RunStore(engine).runs_of(mover.id)] == ["completed"]
     assert set(positions(market, mover.address)) == {"aave"}
@@ -540,7 +543,7 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
 async def test_a_batch_that_moves_nothing_costs_the_same_statements_for_any_size(
     engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
 ) -> None:
-    """Claiming, reading, valuing, recording, rescheduling and releasing a batch whose
+    """Claiming, reading, valuing, noting, rescheduling and releasing a batch whose
     wallets have nothing to move are statements per batch, not per wallet."""
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -567,8 +570,8 @@ async def test_a_batch_that_moves_nothing_costs_the_same_statements_for_any_size
         statements.append(count[0])
 
     assert statements[0] == statements[1], statements
-    assert [len(runs.runs_of(w.id)) for w in wallets] == [2, 1, 1, 1, 0]
-    assert {r.status for w in wallets for r in runs.runs_of(w.id)} == {"no_action"}
+    assert [schedule_row(engine, w.id).runs for w in wallets] == [2, 1, 1, 1, 0]
+    assert {schedule_row(engine, w.id).last_outcome for w in wallets[:4]} == {"no_action"}
 
 
 async def test_two_agents_never_run_the_same_due_wallet(
@@ -726,7 +729,7 @@ async def test_a_chain_error_while_planning_answers_failed(
     assert "rpc unavailable" in outcome.reason
     assert positions(market, wallet.address) == before
     assert stored(engine, wallet.address).status == WalletStatus.ACTIVATED
-    assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["failed"]
+    assert schedule_row(engine, wallet.id).last_outcome == "failed"
 
 
 # -- recovery ------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """``Agent.run_cycle``: batch after batch until none is due, each batch's last write (its
-records, next runs and lease releases) stored from a thread while the next batch runs,
+runs' outcomes, next runs and lease releases) stored from a thread while the next batch runs,
 where the database takes writes in parallel."""
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from support.agent_setup import (
 from support.wallet_setup import activated, make_lifecycle
 from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent import Agent, AgentSettings
+from yieldagent.domain.agent import Agent, AgentSettings, RunEnd
 from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.operations import Operation
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -44,14 +43,12 @@ class Runs(RunStore):
     def parallel_writes(self) -> bool:
         return self._parallel
 
-    def finish(
-        self, records: Sequence[Operation], next_runs: Sequence[tuple[int, float]], owner: str
-    ) -> None:
+    def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
         if self._fail:
             self._fail -= 1
             raise RuntimeError("the database went away")
-        super().finish(records, next_runs, owner)
-        self.ends.append(len(next_runs))
+        super().finish(ends, owner, next_run_at, at)
+        self.ends.append(len(ends))
 
 
 def agent_of(engine: Engine, lifecycle: Lifecycle, runs: RunStore) -> Agent:
@@ -86,11 +83,14 @@ async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it
 
     assert sum(runs.ends) == 5
     for wallet in [*movers, *idle]:
-        assert len(runs.runs_of(wallet.id)) == 1
         row = schedule_row(engine, wallet.id)
+        assert row.runs == 1
         assert (row.lease_owner, row.lease_until) == (None, None)
-        assert schedule_row(engine, wallet.id).next_run_at > time.time()
+        assert row.next_run_at > time.time()
+    assert [len(runs.runs_of(w.id)) for w in [*movers, *idle]] == [1, 1, 0, 0, 0]
     assert {r.status for w in movers for r in runs.runs_of(w.id)} == {"completed"}
+    assert {schedule_row(engine, w.id).last_outcome for w in movers} == {"completed"}
+    assert {schedule_row(engine, w.id).last_outcome for w in idle} == {"no_action"}
     assert await agent.run_cycle() == 0
 
 
@@ -135,4 +135,4 @@ async def test_an_end_that_fails_to_be_stored_is_logged_and_its_wallets_keep_the
     assert runs.ends == [2]
     leased = [w for w in wallets if schedule_row(engine, w.id).lease_owner is not None]
     assert len(leased) == 2
-    assert all(runs.runs_of(w.id) == [] for w in leased)
+    assert all(schedule_row(engine, w.id).runs == 0 for w in leased)

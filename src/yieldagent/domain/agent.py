@@ -7,8 +7,9 @@ stored, every move a planned step, in the same commit, before anything executes.
 moves then execute in order (withdrawals first), each step marked with its transaction
 as it is mined; the run closes by booking what the chain shows (``Books.close``) and
 returning the wallet to ``activated``. A run that finds nothing worth moving answers
-``no_action``; one the chain or the rules refuse answers ``failed``, with the reason
-stored. Every run leaves a record.
+``no_action``; one the chain or the rules refuse before anything moves answers ``failed``.
+Every run leaves its outcome and reason on the wallet's schedule row (its last run, and a
+count of runs); a run that moved funds is also an operation, with its steps.
 
 **Scheduling** spreads runs over replicas: each claims a batch of due wallets (see
 ``storage.runs``), runs them and sets their next run one interval later, renewing the
@@ -67,11 +68,12 @@ class RunRepository(Protocol):
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
 
-    def finish(
-        self, records: Sequence[Operation], next_runs: Sequence[tuple[int, float]], owner: str
-    ) -> None:
-        """In one transaction: stores ``records`` (closed runs), sets each wallet's next
-        run, and releases the leases ``owner`` still holds on them."""
+    def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
+        """In one transaction, for each of ``ends``: notes the run's outcome (at ``at``) if
+        the wallet ran, sets its next run, and releases the lease ``owner`` still holds."""
+
+    def note(self, end: RunEnd, at: float) -> None:
+        """Notes the outcome of a run made on request (``Agent.run``)."""
 
     def paused(self, chain_id: int) -> frozenset[str]:
         """Protocols the operator paused on ``chain_id``."""
@@ -80,6 +82,17 @@ class RunRepository(Protocol):
     def parallel_writes(self) -> bool:
         """Whether a ``finish`` from another thread can proceed while this one writes
         (False where the database has one writer: the second would only wait)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """How a wallet's turn ended: its run's outcome (``no_action``, ``failed`` or a moving
+    run's operation status) and why, or ``status`` None when the wallet was not run (no
+    longer activated, or the chain did not answer before its run began)."""
+
+    wallet_id: int
+    status: str | None = None
+    reason: str = ""
 
 
 def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
@@ -158,7 +171,7 @@ class Agent:
             if not allowed(current.status, "run"):
                 if partner_id is not None:
                     transition(current.status, "run")
-                return RunOutcome("no_action", f"the wallet is {current.status}", "")
+                return RunOutcome("no_action", f"the wallet is {current.status}", "", ran=False)
             return await self._run(current, holder)
 
     async def _plan(self, chain: ChainPort, wallet: Wallet) -> tuple[Valuation, Plan]:
@@ -205,10 +218,10 @@ class Agent:
         try:
             valuation, plan = await self._plan(chain, wallet)
         except Exception as refused:  # infeasible rules, or the chain failed to answer
-            return self._log_run(wallet, head.number, owner, FAILED, _refusal(refused))
+            return self._note(wallet, FAILED, _refusal(refused))
         moves = within_liquidity(plan.moves, valuation)
         if not moves:
-            return self._log_run(wallet, head.number, owner, NO_ACTION, _idle_reason(plan))
+            return self._note(wallet, NO_ACTION, _idle_reason(plan))
         return await self._execute(chain, wallet, head.number, owner, valuation, plan, moves)
 
     async def _execute(
@@ -227,23 +240,17 @@ class Agent:
         [outcome] = await rounds.execute(self._books, chain, block, owner, [planned])
         if isinstance(outcome, Conflict):
             raise outcome
+        self._runs.note(RunEnd(wallet.id, outcome.status, outcome.reason), self._now())
         return outcome
 
-    def _log_run(
-        self, wallet: Wallet, block: int, owner: str, status: str, reason: str
-    ) -> RunOutcome:
-        """Records a run that moved nothing, so that every run leaves a trace."""
-        operation = self._closed_run(wallet, block, owner, status, reason)
-        self._books.operations.start(operation)
-        return RunOutcome(status, reason, operation.id)
+    def _note(self, wallet: Wallet, status: str, reason: str) -> RunOutcome:
+        """Notes a run on request that moved nothing."""
+        self._runs.note(_ended(wallet, status, reason), self._now())
+        return RunOutcome(status, reason, "")
 
-    def _closed_run(
-        self, wallet: Wallet, block: int, owner: str, status: str, reason: str
-    ) -> Operation:
-        """The record of a run that moved nothing (stored by the caller)."""
-        if status == FAILED:
-            log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
-        return self._books.begin(wallet, RUN, block, owner).closed(status, reason)
+    def _now(self) -> float:
+        """Wall-clock unix time, as the schedule keeps it."""
+        return self._books.clock.time()
 
     async def _back_to_activated(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
@@ -272,7 +279,7 @@ class Agent:
         """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
         how many ran.
 
-        Each batch ends with one write: its records, next runs and lease releases. Here
+        Each batch ends with one write: its runs' outcomes, next runs and lease releases. Here
         that write goes to the database from a thread while the next batch is claimed,
         read and planned, one write at a time and in order, and the cycle returns once
         the last is stored. The wallets of a write in flight are still leased, so no
@@ -301,7 +308,7 @@ class Agent:
         dies, the renewals stop and its wallets are due again once their lease lapses.
 
         The batch is read and planned at once (see ``_run_batch``); runs that move
-        nothing are recorded, rescheduled and released together, in one transaction,
+        nothing are noted, rescheduled and released together, in one transaction,
         before the runs with moves execute together (``domain.rounds``).
         """
         leases = self._books.leases
@@ -341,15 +348,14 @@ class Agent:
         next_run: float,
         pending: set[int],
     ) -> int:
-        records: list[Operation] = []
-        settled: list[int] = []
+        ends: list[RunEnd] = []  # of the runs that move nothing, and the wallets not run
         try:
             chain = self._books.chain(chain_id)
             head = await chain.head()
             paused = self._runs.paused(chain_id)
         except Exception:
             log.exception("scheduled runs failed", extra={"chain_id": chain_id})
-            await self._finish([], [w.id for w in wallets], owner, next_run, pending)
+            await self._finish([RunEnd(w.id) for w in wallets], owner, next_run, pending)
             for _ in wallets:
                 self._count(chain_id, None)
             return 0
@@ -358,17 +364,15 @@ class Agent:
         for wallet in wallets:
             if allowed(wallet.status, "run"):
                 runnable.append(wallet)
-            else:  # claimed wallets are activated; as ``run``, no record otherwise
-                settled.append(wallet.id)
+            else:  # claimed wallets are activated; as ``run``, not a run otherwise
+                ends.append(RunEnd(wallet.id))
                 ran += 1
         try:
             valuations = await value_many(chain, runnable, head)
         except Exception as refused:  # the chain failed to answer
             valuations = {}
             reason = _refusal(refused)
-            for wallet in runnable:
-                records.append(self._closed_run(wallet, head.number, owner, FAILED, reason))
-                settled.append(wallet.id)
+            ends += [_ended(wallet, FAILED, reason) for wallet in runnable]
             runnable = []
         costs: dict[str, Costs] = {}
         answers: dict[tuple[object, ...], bool | Exception] = {}
@@ -388,14 +392,10 @@ class Agent:
                 if isinstance(answer, Exception):
                     raise answer
             except Exception as refused:
-                records.append(
-                    self._closed_run(wallet, head.number, owner, FAILED, _refusal(refused))
-                )
-                settled.append(wallet.id)
+                ends.append(_ended(wallet, FAILED, _refusal(refused)))
                 continue
             if answer:
-                records.append(self._closed_run(wallet, head.number, owner, NO_ACTION, SETTLED))
-                settled.append(wallet.id)
+                ends.append(RunEnd(wallet.id, NO_ACTION, SETTLED))
             else:
                 searched.append(wallet)
         planned: list[PlannedRun] = []
@@ -407,30 +407,27 @@ class Agent:
                 plan = self._solve(wallet, valuation, paused, costs[wallet.token])
                 moves = within_liquidity(plan.moves, valuation)
             except Exception as refused:
-                reason = _refusal(refused)
-                records.append(self._closed_run(wallet, head.number, owner, FAILED, reason))
-                settled.append(wallet.id)
+                ends.append(_ended(wallet, FAILED, _refusal(refused)))
                 continue
             if not moves:
-                reason = _idle_reason(plan)
-                records.append(self._closed_run(wallet, head.number, owner, NO_ACTION, reason))
-                settled.append(wallet.id)
+                ends.append(RunEnd(wallet.id, NO_ACTION, _idle_reason(plan)))
                 continue
             planned.append(PlannedRun(wallet, plan, _steps(wallet, valuation, moves)))
             pools[wallet.token] = _after(pools[wallet.token], moves)
-        # What moves nothing is done: recorded and let go at once, in one transaction.
-        await self._finish(records, settled, owner, next_run, pending)
-        for closed in records:
-            self._count(chain_id, RunOutcome(closed.status, closed.reason, closed.id))
-        ran += len(records)
-        moving = [p.wallet.id for p in planned]
+        # What moves nothing is done: noted and let go at once, in one transaction.
+        await self._finish(ends, owner, next_run, pending)
+        for end in ends:
+            if end.status is not None:
+                self._count(chain_id, RunOutcome(end.status, end.reason, ""))
+                ran += 1
+        outcomes: Sequence[RunOutcome | Conflict] = [_UNFINISHED] * len(planned)
         try:
             outcomes = await rounds.execute(self._books, chain, head.number, owner, planned)
         except Exception:
             log.exception("scheduled runs failed", extra={"chain_id": chain_id})
-            outcomes = [Conflict("the runs did not finish") for _ in planned]
         finally:
-            await self._finish([], moving, owner, next_run, pending)
+            moved = [_end_of(p.wallet, o) for p, o in zip(planned, outcomes, strict=True)]
+            await self._finish(moved, owner, next_run, pending)
         for outcome in outcomes:
             if isinstance(outcome, Conflict):
                 self._count(chain_id, None)
@@ -440,17 +437,12 @@ class Agent:
         return ran
 
     async def _finish(
-        self,
-        records: list[Operation],
-        wallet_ids: list[int],
-        owner: str,
-        next_run: float,
-        pending: set[int],
+        self, ends: list[RunEnd], owner: str, next_run: float, pending: set[int]
     ) -> None:
-        """Stores ``records``, sets the wallets' next run and releases their leases: at
+        """Notes the ``ends``, sets the wallets' next run and releases their leases: at
         once, or, within ``run_cycle``, from a thread while the cycle goes on."""
-        if records or wallet_ids:
-            finishing = (records, [(wallet_id, next_run) for wallet_id in wallet_ids], owner)
+        if ends:
+            finishing = (ends, owner, next_run, self._now())
             if self._overlapping:
                 await self._written()  # one write at a time, in order
                 self._writing = asyncio.ensure_future(
@@ -458,7 +450,7 @@ class Agent:
                 )
             else:
                 self._runs.finish(*finishing)
-        pending.difference_update(wallet_ids)
+        pending.difference_update(end.wallet_id for end in ends)
 
     async def _written(self) -> None:
         """Waits for the write in flight, if any (a failed one is logged: its wallets'
@@ -478,6 +470,24 @@ class Agent:
     async def reconcile(self) -> list[Repair]:
         """Finishes every operation (runs among them) a killed process left open."""
         return await self._lifecycle.reconcile()
+
+
+_UNFINISHED = Conflict("the runs did not finish")
+"""A moving run's outcome until its rounds return (they raised, or were cancelled)."""
+
+
+def _ended(wallet: Wallet, status: str, reason: str) -> RunEnd:
+    """The end of a run that moved nothing; a failed one is logged."""
+    if status == FAILED:
+        log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
+    return RunEnd(wallet.id, status, reason)
+
+
+def _end_of(wallet: Wallet, outcome: RunOutcome | Conflict) -> RunEnd:
+    """The end of a moving run: its operation's outcome, or not run (it did not finish)."""
+    if isinstance(outcome, Conflict):
+        return RunEnd(wallet.id)
+    return RunEnd(wallet.id, outcome.status, outcome.reason)
 
 
 def _steps(wallet: Wallet, valuation: Valuation, moves: Sequence[Move]) -> tuple[Step, ...]:

@@ -42,8 +42,11 @@ class RunOutcome:
     status: str
     reason: str
     run_id: str
+    """The run's operation, if it moved funds ("" otherwise)."""
     moved: tuple[tuple[str, str, int], ...] = ()
     """(token, action, amount) of each move the chain mined."""
+    ran: bool = True
+    """False when the wallet's state allowed no run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,17 +22,16 @@ from sqlalchemy import (
     TextClause,
     TextualSelect,
     bindparam,
-    case,
-    insert,
     text,
     update,
 )
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
+from yieldagent.domain.agent import RunEnd
 from yieldagent.domain.operations import RUN, Operation
 from yieldagent.storage.db import chunks
-from yieldagent.storage.operations import new_row_values, operation_of
+from yieldagent.storage.operations import operation_of
 from yieldagent.storage.tables import (
     ACTIVE_ONLY,
     OperationRow,
@@ -42,20 +41,48 @@ from yieldagent.storage.tables import (
 from yieldagent.storage.types import UtcDateTime
 
 _schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
-_operations = OperationRow.__table__  # type: ignore[attr-defined]
 _listed = _schedule.c.wallet_id.in_(bindparam("wallet_ids", expanding=True))
-# A batch's end: each wallet's next run is set, and its lease given back if still ours.
-_mine = _schedule.c.lease_owner == bindparam("owner")
-_FINISH = (
+_RESCHEDULE = update(_schedule).where(_listed).values(next_run_at=bindparam("at"))
+
+
+def _ending(status: str, reason: str) -> str:
+    """A batch end's SET clause for one wallet: its next run (``:at``), its lease released
+    if ``:owner`` still holds it, and, if it ran (``status`` not null), its outcome at
+    ``:ran_at``. (Every expression reads the row as it was before the update.)"""
+    ran = f"{status} IS NOT NULL"
+    return (
+        "next_run_at = :at, "
+        "lease_owner = CASE WHEN lease_owner = :owner THEN NULL ELSE lease_owner END, "
+        "lease_until = CASE WHEN lease_owner = :owner THEN NULL ELSE lease_until END, "
+        f"runs = runs + CASE WHEN {ran} THEN 1 ELSE 0 END, "
+        f"last_run_at = CASE WHEN {ran} THEN :ran_at ELSE last_run_at END, "
+        f"last_outcome = CASE WHEN {ran} THEN {status} ELSE last_outcome END, "
+        f"last_reason = CASE WHEN {ran} THEN {reason} ELSE last_reason END"
+    )
+
+
+# A batch's end: on SQLite one UPDATE per wallet (sent as one executemany); on PostgreSQL one
+# statement for a whole chunk, from one array per column.
+_FINISH_ONE = text(
+    f"UPDATE wallet_schedule SET {_ending(':status', ':reason')} "  # noqa: S608
+    "WHERE wallet_id = :wallet_id"
+)
+_FINISH_MANY = text(
+    f"UPDATE wallet_schedule SET {_ending('v.status', 'v.reason')} "  # noqa: S608
+    "FROM unnest(CAST(:wallet_ids AS INTEGER[]), CAST(:statuses AS VARCHAR[]), "
+    "CAST(:reasons AS TEXT[])) AS v(wallet_id, status, reason) "
+    "WHERE wallet_schedule.wallet_id = v.wallet_id"
+)
+_NOTE = (
     update(_schedule)
-    .where(_listed)
+    .where(_schedule.c.wallet_id == bindparam("one"))
     .values(
-        next_run_at=bindparam("at"),
-        lease_owner=case((_mine, None), else_=_schedule.c.lease_owner),
-        lease_until=case((_mine, None), else_=_schedule.c.lease_until),
+        runs=_schedule.c.runs + 1,
+        last_run_at=bindparam("ran_at"),
+        last_outcome=bindparam("status"),
+        last_reason=bindparam("reason"),
     )
 )
-_RESCHEDULE = update(_schedule).where(_listed).values(next_run_at=bindparam("at"))
 
 
 def _due_reads(dialect: str) -> tuple[TextClause, TextClause, TextualSelect]:
@@ -131,25 +158,31 @@ class RunStore:
         with self._engine.begin() as connection:
             connection.execute(_RESCHEDULE, {"wallet_ids": [wallet_id], "at": next_run_at})
 
-    def finish(
-        self,
-        records: Sequence[Operation],
-        next_runs: Sequence[tuple[int, float]],
-        owner: str,
-    ) -> None:
-        """Ends runs of a batch in one transaction: stores ``records`` (runs that moved
-        nothing, already closed), sets each wallet's next run and releases the lease
-        ``owner`` still holds on it. One statement for the records, and one per next-run
-        time (a batch has one) per ``chunks`` of wallets."""
-        wallets_at: dict[float, list[int]] = {}
-        for wallet_id, at in next_runs:
-            wallets_at.setdefault(at, []).append(wallet_id)
+    def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
+        """Ends a batch's runs in one transaction: for each wallet, its outcome (at ``at``)
+        if it ran, its next run, and its lease given back if ``owner`` still holds it."""
+        common = {"at": next_run_at, "owner": owner, "ran_at": at}
         with self._engine.begin() as connection:
-            if records:
-                connection.execute(insert(_operations), [new_row_values(r) for r in records])
-            for at, wallet_ids in wallets_at.items():
-                for chunk in chunks(wallet_ids):
-                    connection.execute(_FINISH, {"wallet_ids": chunk, "at": at, "owner": owner})
+            if connection.dialect.name == "postgresql":
+                for chunk in chunks(ends):
+                    columns = {
+                        "wallet_ids": [end.wallet_id for end in chunk],
+                        "statuses": [end.status for end in chunk],
+                        "reasons": [end.reason for end in chunk],
+                    }
+                    connection.execute(_FINISH_MANY, common | columns)
+            else:
+                rows = [
+                    common | {"wallet_id": e.wallet_id, "status": e.status, "reason": e.reason}
+                    for e in ends
+                ]
+                connection.execute(_FINISH_ONE, rows)
+
+    def note(self, end: RunEnd, at: float) -> None:
+        """Notes the outcome of a run made on request (the schedule and lease untouched)."""
+        params = {"one": end.wallet_id, "ran_at": at, "status": end.status, "reason": end.reason}
+        with self._engine.begin() as connection:
+            connection.execute(_NOTE, params)
 
     def runs_of(self, wallet_id: int) -> list[Operation]:
         """A wallet's runs, oldest first."""

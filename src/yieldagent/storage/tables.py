@@ -187,7 +187,8 @@ class WalletRow(SQLModel, table=True):
 
 
 class WalletScheduleRow(SQLModel, table=True):
-    """A wallet's lease and when the agent runs it next: one narrow row per wallet, apart
+    """A wallet's lease, when the agent runs it next and how its last run ended (runs that
+    move funds are also operations): one narrow row per wallet, apart
     from the wide wallets row and its indexes, so that the agent's claims, lease renewals
     and batch ends write little (``storage.runs``). ``active`` follows the wallet's status
     (activated or not) in the transaction of every wallet commit, and every commit first
@@ -210,6 +211,10 @@ class WalletScheduleRow(SQLModel, table=True):
     next_run_at: float = Field(default=0.0, description="wall-clock unix time; 0: at once")
     lease_owner: str | None = Field(default=None, max_length=64)
     lease_until: float | None = Field(default=None, description="wall-clock unix time")
+    runs: int = Field(default=0, sa_type=BigInteger, description="the agent's runs so far")
+    last_run_at: float | None = Field(default=None, description="wall-clock unix time")
+    last_outcome: str = Field(default="", max_length=16, description="the last run's status")
+    last_reason: str = Field(default="", sa_type=Text, description="why, for the last run")
 
 
 class DepositRow(SQLModel, table=True):

@@ -1,0 +1,189 @@
+"""The wallet schedule (``storage.schedule``): a commit writes only under a lease its owner
+still holds, ``active`` follows the wallet's status through every kind of commit, and the
+migration that moved the schedule and the lease off the wallets row keeps both."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+from alembic import command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, text
+from sqlmodel import Session
+
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import Conflict
+from yieldagent.domain.partners import Partner
+from yieldagent.domain.smart_accounts import smart_account_address
+from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.wallets import Journal, Wallet
+from yieldagent.storage.db import alembic_config
+from yieldagent.storage.tables import WalletScheduleRow
+from yieldagent.storage.wallets import WalletStore
+
+BASE = 8453
+USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+EOA = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+_made = iter(range(10**6))
+
+
+def _new(store: WalletStore, partner_id: int, status: WalletStatus) -> Wallet:
+    wallet = Wallet(
+        id=0,
+        chain_id=BASE,
+        address=smart_account_address(EOA, f"bot-{next(_made)}"),
+        eoa=EOA,
+        partner_id=partner_id,
+        status=status,
+        token=USDC,
+        selected_protocols=("aave", "compound"),
+        constraints=Constraints(),
+        principal=10**9,
+        allocation={"aave": 10**9},
+        idle=0,
+        current_apr=3.0,
+        valued_at=T0,
+        is_staked=False,
+        activation_date=T0,
+        last_deactivation_date=None,
+        last_reactivation_date=None,
+    )
+    return store.create(Journal(wallet))
+
+
+def _row(engine: Engine, wallet_id: int) -> WalletScheduleRow:
+    with Session(engine) as session:
+        row = session.get(WalletScheduleRow, wallet_id)
+        assert row is not None
+        session.expunge(row)
+        return row
+
+
+@pytest.fixture
+def store(engine: Engine) -> WalletStore:
+    return WalletStore(engine)
+
+
+@pytest.fixture
+def owner(partner: tuple[Partner, str]) -> int:
+    assert partner[0].id is not None
+    return partner[0].id
+
+
+# -- the lease a commit must hold -----------------------------------------------------------
+
+
+def test_a_commit_under_a_lease_taken_over_changes_nothing(
+    store: WalletStore, owner: int, engine: Engine
+) -> None:
+    wallet = _new(store, owner, WalletStatus.ACTIVATED)
+    assert store.acquire_lease(wallet.id, "a", until=100.0, now=50.0)
+    assert store.acquire_lease(wallet.id, "b", until=300.0, now=150.0)  # a's lapsed
+
+    with pytest.raises(Conflict):
+        store.commit(Journal(replace(wallet, idle=9), owner="a"))
+
+    assert store.get_by_id(wallet.id) == wallet
+    assert _row(engine, wallet.id).lease_owner == "b"
+    store.commit(Journal(replace(wallet, idle=9), owner="b"))
+    stored = store.get_by_id(wallet.id)
+    assert stored is not None and stored.idle == 9
+    assert (_row(engine, wallet.id).lease_owner, _row(engine, wallet.id).lease_until) == (
+        "b",
+        300.0,
+    )
+
+
+def test_a_batch_writes_the_journals_whose_lease_is_held_and_skips_the_others(
+    store: WalletStore, owner: int
+) -> None:
+    kept, lost, free = (_new(store, owner, WalletStatus.ACTIVATED) for _ in range(3))
+    for wallet in (kept, lost):
+        assert store.acquire_lease(wallet.id, "agent", until=100.0, now=50.0)
+    assert store.acquire_lease(lost.id, "other", until=300.0, now=150.0)
+    journals = [
+        Journal(replace(kept, idle=1), owner="agent"),
+        Journal(replace(lost, idle=2), owner="agent"),
+        Journal(replace(free, idle=3)),
+    ]
+
+    assert store.commit_many(journals) == [True, False, True]
+
+    assert [w.idle for w in store.get_many([kept.id, lost.id, free.id])] == [1, 0, 3]
+
+
+# -- active follows the status --------------------------------------------------------------
+
+_STATUSES = st.sampled_from(list(WalletStatus))
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(first=_STATUSES, changes=st.lists(st.lists(_STATUSES, min_size=1, max_size=3), max_size=4))
+def test_the_schedule_is_active_exactly_while_the_wallet_is_activated(
+    store: WalletStore,
+    owner: int,
+    engine: Engine,
+    first: WalletStatus,
+    changes: list[list[WalletStatus]],
+) -> None:
+    """Created in any status, then changed by single commits and by batches (several
+    journals of one wallet in a batch among them): ``active`` is always the status's."""
+    wallet = _new(store, owner, first)
+    other = _new(store, owner, WalletStatus.ACTIVATED)
+    assert _row(engine, wallet.id).active == (first == WalletStatus.ACTIVATED)
+    for statuses in changes:
+        if len(statuses) == 1:
+            wallet = replace(wallet, status=statuses[0])
+            store.commit(Journal(wallet))
+        else:
+            journals = []
+            for n, status in enumerate(statuses):
+                journals.append(Journal(replace(wallet, status=status, version=wallet.version + n)))
+            journals.append(Journal(replace(other, status=statuses[-1])))
+            assert store.commit_many(journals) == [True] * len(journals)
+            wallet = replace(wallet, status=statuses[-1], version=wallet.version + len(statuses))
+            other = replace(other, status=statuses[-1], version=other.version + 1)
+        stored = store.get_by_id(wallet.id)
+        assert stored is not None and stored.status == wallet.status
+        assert _row(engine, wallet.id).active == (wallet.status == WalletStatus.ACTIVATED)
+        assert _row(engine, other.id).active == (other.status == WalletStatus.ACTIVATED)
+
+
+# -- the migration ------------------------------------------------------------------------
+
+
+def test_the_migration_moves_the_schedule_and_the_lease_off_the_wallets_row(
+    store: WalletStore, owner: int, engine: Engine
+) -> None:
+    on = _new(store, owner, WalletStatus.ACTIVATED)
+    off = _new(store, owner, WalletStatus.DEACTIVATED)
+    assert store.acquire_lease(on.id, "agent", until=123.5, now=50.0)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE wallet_schedule SET next_run_at = 77.25"))
+    config = alembic_config(engine)
+
+    command.downgrade(config, "0011")
+    with engine.connect() as connection:
+        moved_back = connection.execute(
+            text("SELECT id, next_run_at, lease_owner, lease_until FROM wallets ORDER BY id")
+        ).all()
+    assert [tuple(r) for r in moved_back] == [
+        (on.id, 77.25, "agent", 123.5),
+        (off.id, 77.25, None, None),
+    ]
+    command.upgrade(config, "head")
+
+    assert [
+        (r.active, r.next_run_at, r.lease_owner, r.lease_until)
+        for r in (
+            _row(engine, on.id),
+            _row(engine, off.id),
+        )
+    ] == [(True, 77.25, "agent", 123.5), (False, 77.25, None, None)]
+    assert not store.acquire_lease(on.id, "other", until=200.0, now=100.0)
