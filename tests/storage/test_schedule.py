@@ -1,5 +1,6 @@
 """The wallet schedule (``storage.schedule``): a commit writes only under a lease its owner
-still holds, ``active`` follows the wallet's status through every kind of commit, and the
+still holds, ``active`` follows the wallet's status through every kind of commit, a batch's
+end (``RunStore.finish``) notes what ran and gives back only its own leases, and the
 migration that moved the schedule and the lease off the wallets row keeps both."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from yieldagent.domain.agent import RunEnd
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.partners import Partner
@@ -21,6 +23,7 @@ from yieldagent.domain.smart_accounts import smart_account_address
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal, Wallet
 from yieldagent.storage.db import alembic_config
+from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import WalletScheduleRow
 from yieldagent.storage.wallets import WalletStore
 
@@ -153,6 +156,36 @@ def test_the_schedule_is_active_exactly_while_the_wallet_is_activated(
         assert stored is not None and stored.status == wallet.status
         assert _row(engine, wallet.id).active == (wallet.status == WalletStatus.ACTIVATED)
         assert _row(engine, other.id).active == (other.status == WalletStatus.ACTIVATED)
+
+
+# -- a batch's end ---------------------------------------------------------------------------
+
+
+def test_a_batch_end_notes_what_ran_reschedules_all_and_releases_only_its_own_leases(
+    store: WalletStore, owner: int, engine: Engine
+) -> None:
+    wallets = [_new(store, owner, WalletStatus.ACTIVATED).id for _ in range(3)]
+    runs = RunStore(engine)
+    assert runs.claim_due(1e9, "agent", 1e9 + 60, 10) == wallets
+    assert store.acquire_lease(wallets[2], "other", until=2e9 + 1, now=1e9 + 61)  # lapsed
+
+    ends = [
+        RunEnd(wallets[0], "no_action", "settled"),
+        RunEnd(wallets[1]),  # not run
+        RunEnd(wallets[2], "failed", "no gas price"),
+    ]
+    runs.finish(ends, "agent", 2e9, 1.5e9)
+    runs.finish([RunEnd(wallets[0], "completed", "moved")], "agent", 3e9, 1.6e9)
+
+    rows = [_row(engine, w) for w in wallets]
+    assert [
+        (r.next_run_at, r.lease_owner, r.runs, r.last_run_at, r.last_outcome, r.last_reason)
+        for r in rows
+    ] == [
+        (3e9, None, 2, 1.6e9, "completed", "moved"),
+        (2e9, None, 0, None, "", ""),
+        (2e9, "other", 1, 1.5e9, "failed", "no gas price"),
+    ]
 
 
 # -- the migration ------------------------------------------------------------------------

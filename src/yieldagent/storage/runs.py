@@ -185,7 +185,7 @@ class RunStore:
             connection.execute(_NOTE, params)
 
     def runs_of(self, wallet_id: int) -> list[Operation]:
-        """A wallet's runs, oldest first."""
+        """A wallet's runs that moved funds (its run operations), oldest first."""
         with Session(self._engine) as session:
             rows = session.exec(
                 orm_select(OperationRow)
