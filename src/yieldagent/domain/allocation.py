@@ -71,6 +71,9 @@ EVERY_SINK_UP_TO = 6
 PIECE_POINTS = 8
 """The global search looks at this many points across a piece of a yield curve (between two
 bends) narrower than as many steps of its grid."""
+PERCENT = RAY // 100
+"""``rate / PERCENT`` is ``rate * 100 / RAY`` (``apr_percent``), the same float for one
+operation less: Python rounds a quotient of ints correctly, and both are the same fraction."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -91,11 +94,17 @@ def rate_function(quote: PoolQuote) -> Callable[[int], int]:
     if len(markets) == 1:
         [market], [rate] = markets, rates
         supply, held = market.supply, market.held
+        # a change of position at or below this empties the market or the pool's holding
+        emptied = -min(supply, held)
+        if keep == RAY:  # no fee: (rate * RAY) // RAY is the rate
+
+            def single_no_fee(delta: int) -> int:
+                return 0 if delta <= emptied else rate(supply + delta)
+
+            return single_no_fee
 
         def single(delta: int) -> int:
-            if supply + delta <= 0 or held + delta <= 0:
-                return 0
-            return rate(supply + delta) * keep // RAY
+            return 0 if delta <= emptied else rate(supply + delta) * keep // RAY
 
         return single
     held_total = sum(m.held for m in markets)
@@ -174,6 +183,7 @@ class Yields:
     def __init__(self, candidates: Mapping[str, Candidate]) -> None:
         self._candidates = candidates
         self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
+        self._yearly: dict[str, Callable[[int], float]] = {}  # the curves' first halves
         self._bends: dict[str, list[int]] = {}
 
     def __contains__(self, name: object) -> bool:
@@ -188,11 +198,17 @@ class Yields:
 
     def __call__(self, name: str, amount: int) -> float:
         """``Candidate.yearly_yield``, the same floats."""
-        return self.curve(name)(amount)
+        curve = self._yearly.get(name)
+        if curve is None:
+            curve = self._curve(name)[0]
+        return curve(amount)
 
     def curve(self, name: str) -> Callable[[int], float]:
         """``Candidate.yearly_yield`` of one candidate, remembered."""
-        return self._curve(name)[0]
+        curve = self._yearly.get(name)
+        if curve is None:
+            curve = self._curve(name)[0]
+        return curve
 
     def apr(self, name: str, amount: int) -> float:
         """``Candidate.apr``, the same float, remembered."""
@@ -202,6 +218,7 @@ class Yields:
         found = self._curves.get(name)
         if found is None:
             found = self._curves[name] = _curve(self._candidates[name])
+            self._yearly[name] = found[0]
         return found
 
     def ceiling(self, name: str, held: int, step: int) -> float:
@@ -232,16 +249,16 @@ def _curve(
     def apr(amount: int) -> float:
         found = aprs.get(amount)
         if found is None:
-            found = aprs[amount] = rate(amount - current) * 100 / RAY
+            found = aprs[amount] = rate(amount - current) / PERCENT
         return found
 
     def yearly_yield(amount: int) -> float:
         found = known.get(amount)
         if found is None:
             if amount > 0:
-                percent = aprs.get(amount)
+                percent = aprs.get(amount)  # only the APRs asked for are kept
                 if percent is None:
-                    percent = aprs[amount] = rate(amount - current) * 100 / RAY
+                    percent = rate(amount - current) / PERCENT
                 found = amount * percent / 100
             else:
                 found = 0.0

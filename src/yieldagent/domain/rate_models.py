@@ -322,14 +322,16 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
     if isinstance(model, AaveV3) and kind is AaveV3:
         optimal, base, slope1 = model.optimal_utilization, model.base_rate, model.slope1
         slope2, keep = model.slope2, RAY - model.reserve_factor
-        above = RAY - optimal
+        above, optimal_half, above_half = RAY - optimal, optimal // 2, (RAY - optimal) // 2
 
         def aave(supply: int) -> int:
-            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+            if u > RAY:  # min(RAY, u), without the call
+                u = RAY
             if u <= optimal:
-                borrow = base + (((slope1 * u + half) // RAY) * RAY + optimal // 2) // optimal
+                borrow = base + (((slope1 * u + half) // RAY) * RAY + optimal_half) // optimal
             else:
-                excess = ((u - optimal) * RAY + above // 2) // above
+                excess = ((u - optimal) * RAY + above_half) // above
                 borrow = base + slope1 + (slope2 * excess + half) // RAY
             return (((borrow * u + half) // RAY) * keep + half) // RAY
 
@@ -340,7 +342,9 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
         at_kink = base + (low * kink + half) // RAY
 
         def compound(supply: int) -> int:
-            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+            if u > RAY:  # min(RAY, u), without the call
+                u = RAY
             if u <= kink:
                 return base + (low * u + half) // RAY
             return at_kink + (high * (u - kink) + half) // RAY
@@ -352,7 +356,9 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
         at_kink = base + (multiplier * kink + half) // RAY
 
         def moonwell(supply: int) -> int:
-            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+            if u > RAY:  # min(RAY, u), without the call
+                u = RAY
             if u <= kink:
                 borrow = base + (multiplier * u + half) // RAY
             else:
