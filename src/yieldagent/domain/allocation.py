@@ -322,7 +322,9 @@ def _seeds(
     whatever the shape of the yield curves (kinked rate models make them non-concave). The
     sink is the protocol with the most room; on kinked curves, every protocol of a small
     support in turn, as the others' points off the grid are judged well only where the
-    sink takes what they leave. Returns the STARTS best allocations found."""
+    sink takes what they leave. Returns the STARTS best allocations found on kinked curves;
+    on smooth ones, where only the best is refined, that one."""
+    keep = STARTS if kinked else 1
     budget = placed - sum(bounds[n].low for n in support)
     step = 1 << (max(budget // GRID, 1).bit_length() - 1)
     if kinked and len(support) <= EVERY_SINK_UP_TO:
@@ -332,9 +334,9 @@ def _seeds(
     found = {
         tuple(a[n] for n in support): _Seed(_value(a, yields), {n: a[n] for n in support}, step)
         for sink in sinks
-        for a in _sink_seeds(sink, support, yields, bounds, placed, step)
+        for a in _sink_seeds(sink, support, yields, bounds, placed, step, keep)
     }
-    return sorted(found.values(), key=_Seed.rank, reverse=True)[:STARTS]
+    return sorted(found.values(), key=_Seed.rank, reverse=True)[:keep]
 
 
 def _sink_seeds(
@@ -344,11 +346,13 @@ def _sink_seeds(
     bounds: Mapping[str, Bounds],
     placed: int,
     step: int,
+    keep: int = STARTS,
 ) -> list[dict[str, int]]:
     """For every split of the steps between the sink and the others: the others' best by
     dynamic programming, the sink taking the exact rest, or sitting at one of its points
     off the grid (a peak of its curve) with the others taking the rest. What the sink
-    cannot take goes where it earns most."""
+    cannot take goes where it earns most. On smooth curves, splits that provably cannot
+    rank among the ``keep`` best are left out."""
     others = [n for n in support if n != sink]
     units = (placed - sum(bounds[n].low for n in support)) // step
     # Where a protocol's best yield on j steps is concave in j, the best split of k steps
@@ -427,8 +431,8 @@ def _sink_seeds(
         return _place(allocation, placed, yields, bounds)
 
     splits = [used for used in range(units + 1) if best[used] > -math.inf]
-    if not rugged and len(splits) > STARTS:
-        # Only the STARTS best seeds are kept: the others are not built. A seed is worth
+    if not rugged and len(splits) > keep:
+        # Only the `keep` best seeds are kept: the others are not built. A seed is worth
         # about its split's yield and the sink's on the rest (exactly, up to float rounding,
         # unless the sink cannot take the rest).
         fixed = sum(bounds[n].low for n in idle)
@@ -436,9 +440,9 @@ def _sink_seeds(
         cap = bounds[sink].cap
         rests = {used: placed - fixed - holding[used] for used in splits}
         finite = [used for used in splits if rests[used] <= cap]
-        if len(finite) >= STARTS:
+        if len(finite) >= keep:
             # Read best ceiling first (``Yields.ceiling``): a split whose ceiling is below
-            # the STARTS-th best worth read, with room, is worth less, and is not read.
+            # the `keep`-th best worth read, with room, is worth less, and is not read.
             unit = yields.per_unit(sink, 0)  # as ``Yields.ceiling(sink, 0, rest)``
             ceilings = sorted(
                 (best[used] + base + (rests[used] + 1e-12 * rests[used]) * unit, used)
@@ -447,12 +451,12 @@ def _sink_seeds(
                 for used in finite
             )
             worth: dict[int, float] = {}
-            least: list[float] = []  # a heap of the STARTS best worths read
+            least: list[float] = []  # a heap of the `keep` best worths read
             for ceiling, used in reversed(ceilings):
-                if len(least) == STARTS and ceiling < least[0] - 2e-9 * abs(least[0]):
+                if len(least) == keep and ceiling < least[0] - 2e-9 * abs(least[0]):
                     break
                 worth[used] = best[used] + base + yields(sink, rests[used])
-                if len(least) < STARTS:
+                if len(least) < keep:
                     heapq.heappush(least, worth[used])
                 elif worth[used] > least[0]:
                     heapq.heapreplace(least, worth[used])
@@ -536,7 +540,12 @@ def _refine(
     equals), the giver the one whose yield shrinks least with a step less (the first by
     name). The giver is found first: a taker whose ceiling (``Yields.ceiling``) is below
     the best growth found, or below what a move must beat, is not asked: it cannot win.
-    When nothing can move, a step size costs the givers' curves only."""
+    When nothing can move, a step size costs the givers' curves only.
+
+    Only the protocols that hold something are scanned as givers and ranked as takers (a
+    giver holds at least a step above its lower bound, so something); the others are
+    asked, best ceiling first, only while their ceiling can beat the best taker found.
+    Both choices are orders of (value, name), so the scan's order does not change them."""
     names = list(allocation)
     amounts = [allocation[n] for n in names]
     caps = [bounds[n].cap for n in names]
@@ -547,21 +556,21 @@ def _refine(
     # protocols that hold nothing, best ceiling first: a step there earns at most `first`
     first = [yields.per_unit(n, 0) for n in names]
     empty = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
+    holders = [i for i in indices if amounts[i] > 0]
+    # each holder's yield per unit, with room (as ``Yields.per_unit``): its ceiling's rate
+    rates = [math.inf] * len(names)
+
+    def rate_of(i: int) -> float:
+        per_unit = values[i] / amounts[i]
+        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
+
+    for i in holders:
+        rates[i] = rate_of(i)
     step = chunk
     while step >= 1:
         for _ in range(MOVES_PER_STEP):
-            ranked = []  # (ceiling, name, index) of the takers that hold something
-            for i in indices:
-                held = amounts[i]
-                if held > 0 and held + step <= caps[i]:
-                    per_unit = values[i] / held  # as Yields.ceiling
-                    per_unit = per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
-                    ranked.append(((step + 1e-12 * (held + step)) * per_unit, names[i], i))
-            fresh = [i for i in empty if not amounts[i] and step <= caps[i]]
-            if not ranked and not fresh:
-                break
             giver, least = -1, math.inf
-            for i in indices:
+            for i in holders:
                 held = amounts[i]
                 if held - step >= lows[i]:
                     loss = values[i] - curves[i](held - step)
@@ -571,6 +580,11 @@ def _refine(
                 break
             # a taker must beat `bar`: one whose ceiling is below it is not asked
             bar = least * (1 + 1e-12)
+            ranked = [  # (ceiling, name, index) of the takers that hold something
+                ((step + 1e-12 * (amounts[i] + step)) * rates[i], names[i], i)
+                for i in holders
+                if amounts[i] + step <= caps[i]
+            ]
             ranked.sort(reverse=True)
             taker, most = -1, -math.inf
             for ceiling, name, i in ranked:
@@ -579,7 +593,9 @@ def _refine(
                 gain = curves[i](amounts[i] + step) - values[i]
                 if gain > most or (gain == most and name > names[taker]):
                     taker, most = i, gain
-            for i in fresh:
+            for i in empty:
+                if amounts[i] or step > caps[i]:
+                    continue
                 ceiling = (step + 1e-12 * step) * first[i]
                 if ceiling < most or ceiling < bar:
                     break
@@ -588,10 +604,17 @@ def _refine(
                     taker, most = i, gain
             if taker < 0 or taker == giver or not most > bar:
                 break
+            if not amounts[taker]:
+                holders.append(taker)
             amounts[taker] += step
             amounts[giver] -= step
             values[taker] = curves[taker](amounts[taker])
             values[giver] = curves[giver](amounts[giver])
+            rates[taker] = rate_of(taker)
+            if amounts[giver]:
+                rates[giver] = rate_of(giver)
+            else:
+                holders.remove(giver)
         step //= 2
     allocation.update(zip(names, amounts, strict=True))
 
@@ -668,7 +691,7 @@ def allocate(
         placed = min(total, sum(bounds[n].cap for n in support))
         if _ceiling(support, yields, bounds, placed) < most:
             continue
-        for start in _seeds(support, yields, bounds, placed, kinked)[: STARTS if kinked else 1]:
+        for start in _seeds(support, yields, bounds, placed, kinked):
             _refine(start.allocation, yields, bounds, start.step)
             starts.append(start)
             most = max(most, _value(start.allocation, yields))
