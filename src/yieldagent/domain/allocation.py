@@ -83,19 +83,31 @@ def _exact(ratio: float) -> tuple[int, int]:
     return exact.numerator, exact.denominator
 
 
+def _single_market(quote: PoolQuote) -> tuple[Callable[[int], int], int, int] | None:
+    """For a pool of one market: the market's supply rate as a function of its supply, its
+    supply, and the change of position at or below which the market or the pool's holding
+    is empty (the pool then pays 0). None for a pool of several markets."""
+    if len(quote.markets) != 1:
+        return None
+    [market] = quote.markets
+    rate = supply_rate_function(quote.model, market.borrows, market.rate_at_target)
+    return rate, market.supply, -min(market.supply, market.held)
+
+
 def rate_function(quote: PoolQuote) -> Callable[[int], int]:
     """``quote.rate``: the pool's supply rate (annual, RAY) after a change of position, the
     same integers, with each market's constants worked out once (see
     ``rate_models.supply_rate_function``)."""
-    fee = quote.fee
-    keep = RAY - fee
-    markets = quote.markets
-    rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
-    if len(markets) == 1:
-        [market], [rate] = markets, rates
-        supply, held = market.supply, market.held
-        # a change of position at or below this empties the market or the pool's holding
-        emptied = -min(supply, held)
+    return _rate_function(quote, _single_market(quote))
+
+
+def _rate_function(
+    quote: PoolQuote, single: tuple[Callable[[int], int], int, int] | None
+) -> Callable[[int], int]:
+    """``rate_function``, given ``_single_market(quote)``."""
+    keep = RAY - quote.fee
+    if single is not None:
+        rate, supply, emptied = single
         if keep == RAY:  # no fee: (rate * RAY) // RAY is the rate
 
             def single_no_fee(delta: int) -> int:
@@ -103,10 +115,12 @@ def rate_function(quote: PoolQuote) -> Callable[[int], int]:
 
             return single_no_fee
 
-        def single(delta: int) -> int:
+        def single_with_fee(delta: int) -> int:
             return 0 if delta <= emptied else rate(supply + delta) * keep // RAY
 
-        return single
+        return single_with_fee
+    markets = quote.markets
+    rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
     held_total = sum(m.held for m in markets)
     first_held, first_supply, first_rate = markets[0].held, markets[0].supply, rates[0]
     # the other markets' shares, rounded down; the first takes the rest (``quotes.spread``)
@@ -242,26 +256,53 @@ def _curve(
 ) -> tuple[Callable[[int], float], Callable[[int], float]]:
     """``candidate.yearly_yield`` and ``candidate.apr``, the same floats, remembered per
     amount."""
-    rate, current = rate_function(candidate.quote), candidate.current
-    known: dict[int, float] = {}
+    quote, current = candidate.quote, candidate.current
+    single = _single_market(quote)
+    known: dict[int, float] = {}  # yearly yields
     aprs: dict[int, float] = {}
+
+    if single is not None and quote.fee == 0:
+        # ``rate_function``'s no-fee pool of one market, inlined: a call less per point.
+        # As functions of the amount: the market's supply, and the most that earns nothing.
+        market_rate, supply, emptied = single
+        offset, lowest = supply - current, emptied + current
+        empty = max(lowest, 0)
+
+        def apr_single(amount: int) -> float:
+            found = aprs.get(amount)
+            if found is None:
+                rate = 0 if amount <= lowest else market_rate(offset + amount)
+                found = aprs[amount] = rate / PERCENT
+                if amount > 0 and amount not in known:  # the yield, as yearly_yield_single
+                    known[amount] = amount * found / 100
+            return found
+
+        def yearly_yield_single(amount: int) -> float:
+            found = known.get(amount)
+            if found is None:
+                if amount > empty:
+                    found = amount * (market_rate(offset + amount) / PERCENT) / 100
+                else:
+                    found = 0.0
+                known[amount] = found
+            return found
+
+        return yearly_yield_single, apr_single
+
+    rate = _rate_function(quote, single)
 
     def apr(amount: int) -> float:
         found = aprs.get(amount)
         if found is None:
             found = aprs[amount] = rate(amount - current) / PERCENT
+            if amount > 0 and amount not in known:  # the yield, as yearly_yield
+                known[amount] = amount * found / 100
         return found
 
     def yearly_yield(amount: int) -> float:
         found = known.get(amount)
         if found is None:
-            if amount > 0:
-                percent = aprs.get(amount)  # only the APRs asked for are kept
-                if percent is None:
-                    percent = rate(amount - current) / PERCENT
-                found = amount * percent / 100
-            else:
-                found = 0.0
+            found = amount * (rate(amount - current) / PERCENT) / 100 if amount > 0 else 0.0
             known[amount] = found
         return found
 
@@ -291,8 +332,12 @@ def _options(
     yearly yield): the grid's points and ``_off_grid``'s, which take the steps that cover
     them."""
     low, cap = bounds.low, min(bounds.cap, bounds.low + units * step)
-    amounts = sorted({*range(low, cap + 1, step), *_off_grid(name, yields, bounds, step, units)})
+    grid = range(low, cap + 1, step)
+    off_grid = _off_grid(name, yields, bounds, step, units)
     curve = yields.curve(name)
+    if not off_grid:  # the j-th point of the grid takes j steps
+        return [(j, a, curve(a)) for j, a in enumerate(grid)]
+    amounts = sorted({*grid, *off_grid})
     return [(-(-(a - low) // step), a, curve(a)) for a in amounts]
 
 
@@ -365,7 +410,9 @@ def _sink_seeds(
     rugged: list[tuple[str, list[tuple[int, int, float]]]] = []
     idle: list[str] = []
     gains: list[float] = []  # a heap of the smooth protocols' units best increments
-    ranked = sorted(((yields.ceiling(n, 0, step) * (1 + 1e-8), n) for n in others), reverse=True)
+    # ``Yields.ceiling(n, 0, step)``, with room
+    reach = step + 1e-12 * step
+    ranked = sorted(((reach * yields.per_unit(n, 0) * (1 + 1e-8), n) for n in others), reverse=True)
     for ceiling, name in ranked:
         if len(gains) >= units > 0 and ceiling < gains[0]:
             idle.append(name)
@@ -569,13 +616,14 @@ def _refine(
     step = chunk
     while step >= 1:
         for _ in range(MOVES_PER_STEP):
-            giver, least = -1, math.inf
+            giver, least, given = -1, math.inf, 0.0  # given: the giver's yield after the move
             for i in holders:
                 held = amounts[i]
                 if held - step >= lows[i]:
-                    loss = values[i] - curves[i](held - step)
+                    after = curves[i](held - step)
+                    loss = values[i] - after
                     if loss < least or (loss == least and names[i] < names[giver]):
-                        giver, least = i, loss
+                        giver, least, given = i, loss, after
             if giver < 0:
                 break
             # a taker must beat `bar`: one whose ceiling is below it is not asked
@@ -586,13 +634,14 @@ def _refine(
                 if amounts[i] + step <= caps[i]
             ]
             ranked.sort(reverse=True)
-            taker, most = -1, -math.inf
+            taker, most, taken = -1, -math.inf, 0.0  # taken: the taker's yield after the move
             for ceiling, name, i in ranked:
                 if ceiling < most or ceiling < bar:
                     break
-                gain = curves[i](amounts[i] + step) - values[i]
+                after = curves[i](amounts[i] + step)
+                gain = after - values[i]
                 if gain > most or (gain == most and name > names[taker]):
-                    taker, most = i, gain
+                    taker, most, taken = i, gain, after
             for i in empty:
                 if amounts[i] or step > caps[i]:
                     continue
@@ -601,15 +650,14 @@ def _refine(
                     break
                 gain = curves[i](step)
                 if gain > most or (gain == most and names[i] > names[taker]):
-                    taker, most = i, gain
+                    taker, most, taken = i, gain, gain
             if taker < 0 or taker == giver or not most > bar:
                 break
             if not amounts[taker]:
                 holders.append(taker)
             amounts[taker] += step
             amounts[giver] -= step
-            values[taker] = curves[taker](amounts[taker])
-            values[giver] = curves[giver](amounts[giver])
+            values[taker], values[giver] = taken, given
             rates[taker] = rate_of(taker)
             if amounts[giver]:
                 rates[giver] = rate_of(giver)
@@ -683,7 +731,7 @@ def allocate(
     # A support whose ceiling (each protocol's lower bound at the rate it pays there, the
     # rest at the best such rate: rates do not rise with supply) is below a refined start
     # of another cannot win, and is not searched.
-    starts: list[_Seed] = []
+    starts: list[tuple[float, _Seed]] = []  # refined starts and their yields
     most = -math.inf
     for support in feasible:
         if not support:
@@ -693,9 +741,10 @@ def allocate(
             continue
         for start in _seeds(support, yields, bounds, placed, kinked):
             _refine(start.allocation, yields, bounds, start.step)
-            starts.append(start)
-            most = max(most, _value(start.allocation, yields))
-    best = max(starts, key=lambda s: (_value(s.allocation, yields), *s.allocation.values()))
+            value = _value(start.allocation, yields)
+            starts.append((value, start))
+            most = max(most, value)
+    _, best = max(starts, key=lambda s: (s[0], *s[1].allocation.values()))
     return {name: amount for name, amount in best.allocation.items() if amount > 0}
 
 

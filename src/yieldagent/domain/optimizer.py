@@ -179,7 +179,8 @@ def optimize(
     required = violations(baseline, total, candidates, rules)
     # A rebalance must beat both keeping things as they are and placing idle funds only:
     # placing a large idle amount can lower a pool's rate below doing nothing at all.
-    gain = after - max(before, _weighted(baseline, total, yields))
+    settled = _weighted(baseline, total, yields)  # the baseline's APR
+    gain = after - max(before, settled)
     daily_gain = costs.usd(total) * gain / 100 / 365
     break_even = gas / daily_gain if daily_gain > 0 else None
     pays = (
@@ -196,7 +197,7 @@ def optimize(
         return Plan(
             baseline,
             before,
-            _weighted(baseline, total, yields),
+            settled,
             idle_moves,
             costs.gas_usd_per_move * len(idle_moves),
             None,

@@ -105,6 +105,12 @@ def kink_deltas(model: RateModel, markets: Sequence[LendingMarket]) -> list[int]
     """The changes of position (negative: removing) at which one of the markets reaches a
     kink of its rate model or becomes full: between two of them every market's rate follows
     one smooth piece of its curve. Rounded both ways, as ``spread`` splits in whole units."""
+    if len(markets) == 1:  # most pools: the market takes the whole change, no rounding
+        [market] = markets
+        if market.borrows <= 0:
+            return []
+        scaled = market.borrows * RAY
+        return sorted({-(-scaled // kink) - market.supply for kink in model.kinks})
     total = sum(m.held for m in markets)
     found: set[int] = set()
     for market in markets:
