@@ -409,12 +409,16 @@ def _sink_seeds(
     smooth: list[tuple[str, list[tuple[int, int, float]], list[int]]] = []
     rugged: list[tuple[str, list[tuple[int, int, float]]]] = []
     idle: list[str] = []
-    gains: list[float] = []  # a heap of the smooth protocols' units best increments
+    # the smooth protocols' increments, as (loss, position in smooth, steps): a step's gain
+    # is minus its loss (float subtraction is antisymmetric), and the units-th smallest loss
+    # gives the units-th best increment, `least_gain`
+    increments: list[tuple[float, int, int]] = []
+    least_gain = -math.inf
     # ``Yields.ceiling(n, 0, step)``, with room
     reach = step + 1e-12 * step
     ranked = sorted(((reach * yields.per_unit(n, 0) * (1 + 1e-8), n) for n in others), reverse=True)
     for ceiling, name in ranked:
-        if len(gains) >= units > 0 and ceiling < gains[0]:
+        if len(increments) >= units > 0 and ceiling < least_gain:
             idle.append(name)
             continue
         options = _options(name, yields, bounds[name], step, units)
@@ -422,32 +426,35 @@ def _sink_seeds(
         if tops is None:
             rugged.append((name, options))
             continue
+        position = len(smooth)
         smooth.append((name, options, tops))
-        for b, a in pairwise(tops):
-            gain = options[a][2] - options[b][2]
-            if len(gains) < units:
-                heapq.heappush(gains, gain)
-            elif gain > gains[0]:
-                heapq.heapreplace(gains, gain)
-    increments = sorted(
-        (options[tops[j - 1]][2] - options[tops[j]][2], position, j)
-        for position, (_, options, tops) in enumerate(smooth)
-        for j in range(1, len(tops))
-    )
+        yields_on = [options[index][2] for index in tops]  # best yield on j steps
+        increments += [
+            (before - after, position, j)
+            for j, (before, after) in enumerate(pairwise(yields_on), start=1)
+        ]
+        if len(increments) >= units > 0:
+            increments.sort()
+            least_gain = -increments[units - 1][0]
+    increments.sort()
     best = [0.0] + [-math.inf] * units
-    counts = [0] * len(smooth)
-    spreads = [tuple(counts)]  # the steps each smooth protocol takes, for k steps in all
     value = best[0] = sum(options[tops[0]][2] for _, options, tops in smooth)
     held = sum(options[tops[0]][1] for _, options, tops in smooth)
     holding = [held]  # what the smooth protocols hold, for k steps in all
     for k, (loss, position, j) in enumerate(increments[:units], start=1):
         value -= loss
         best[k] = value
-        counts[position] += 1
-        spreads.append(tuple(counts))
         _, options, tops = smooth[position]
         held += options[tops[j]][1] - options[tops[j - 1]][1]
         holding.append(held)
+
+    def spread(k: int) -> list[int]:
+        """The steps each smooth protocol takes, for k steps in all."""
+        counts = [0] * len(smooth)
+        for _, position, _ in increments[:k]:
+            counts[position] += 1
+        return counts
+
     picks: list[list[int]] = []
     for _, options in rugged:
         merged = [-math.inf] * (units + 1)
@@ -469,7 +476,7 @@ def _sink_seeds(
             j, amount, _ = options[pick[k]]
             allocation[name] = amount
             k -= j
-        for (name, options, tops), count in zip(smooth, spreads[k], strict=True):
+        for (name, options, tops), count in zip(smooth, spread(k), strict=True):
             allocation[name] = options[tops[count]][1]
         for name in idle:
             allocation[name] = bounds[name].low
@@ -499,10 +506,11 @@ def _sink_seeds(
             )
             worth: dict[int, float] = {}
             least: list[float] = []  # a heap of the `keep` best worths read
+            sink_curve = yields.curve(sink)
             for ceiling, used in reversed(ceilings):
                 if len(least) == keep and ceiling < least[0] - 2e-9 * abs(least[0]):
                     break
-                worth[used] = best[used] + base + yields(sink, rests[used])
+                worth[used] = best[used] + base + sink_curve(rests[used])
                 if len(least) < keep:
                     heapq.heappush(least, worth[used])
                 elif worth[used] > least[0]:

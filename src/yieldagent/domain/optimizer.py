@@ -192,7 +192,8 @@ def optimize(
     if moves and (required or pays):
         reason = required or f"APR +{gain:.2f} points, paid back in {break_even:.1f} days"
         return Plan(target, before, after, moves, gas, break_even, True, reason)
-    idle_moves = _moves(current, baseline)
+    # placing idle funds where the target wants more often reaches the target itself
+    idle_moves = moves if baseline == target else _moves(current, baseline)
     if idle_moves:
         return Plan(
             baseline,
