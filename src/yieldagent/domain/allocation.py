@@ -40,8 +40,16 @@ earns at most the rate of a smaller one), the search skips what provably cannot 
 protocol that earns less on any step than the units-th best increment, a refinement taker
 whose ceiling is below the best growth found or the giver's loss, a support whose ceiling
 is below a refined start, a seed that cannot rank among the STARTS best, a split whose
-sink's yield need not be read (its ceiling leaves it out of the STARTS best). The
-optimizer prices its plan through the search's own remembered curves (``Yields``).
+sink's yield need not be read (its ceiling leaves it out of the STARTS best; splits are
+read from the smallest rest up, so that each ceiling takes the sink's yield per unit on
+the largest rest read below its own). The optimizer prices its plan through the search's
+own remembered curves (``Yields``).
+
+Later (issue 13 again), still without changing an answer: a no-fee pool of one market
+reads its market's rate without a wrapper, and a rate's percent is ``rate / 10**25``, the
+same float as ``rate * 100 / RAY``; on smooth curves (only the best seed is refined) the
+global search keeps only its best split; refinement scans only the protocols that hold
+something and reuses the yields it read for a move.
 """
 
 from __future__ import annotations
@@ -495,26 +503,31 @@ def _sink_seeds(
         rests = {used: placed - fixed - holding[used] for used in splits}
         finite = [used for used in splits if rests[used] <= cap]
         if len(finite) >= keep:
-            # Read best ceiling first (``Yields.ceiling``): a split whose ceiling is below
-            # the `keep`-th best worth read, with room, is worth less, and is not read.
-            unit = yields.per_unit(sink, 0)  # as ``Yields.ceiling(sink, 0, rest)``
-            ceilings = sorted(
-                (best[used] + base + (rests[used] + 1e-12 * rests[used]) * unit, used)
-                if rests[used] > 0
-                else (best[used] + base + 0.0, used)
-                for used in finite
-            )
+            # Read from the smallest rest up. A split whose ceiling (``Yields.ceiling``) is
+            # below the `keep`-th best worth read, with room, is worth less, and is not read.
+            # The sink's yield per unit on a rest read bounds it on any larger rest
+            # (``Yields.per_unit``): each ceiling takes the tightest such bound read so far.
+            unit = yields.per_unit(sink, 0)
             worth: dict[int, float] = {}
             least: list[float] = []  # a heap of the `keep` best worths read
             sink_curve = yields.curve(sink)
-            for ceiling, used in reversed(ceilings):
-                if len(least) == keep and ceiling < least[0] - 2e-9 * abs(least[0]):
-                    break
-                worth[used] = best[used] + base + sink_curve(rests[used])
+            for used in sorted(finite, key=rests.__getitem__):
+                rest = rests[used]
+                if len(least) == keep:
+                    ceiling = (
+                        best[used] + base + ((rest + 1e-12 * rest) * unit if rest > 0 else 0.0)
+                    )
+                    if ceiling < least[0] - 2e-9 * abs(least[0]):
+                        continue
+                earned = sink_curve(rest)
+                worth[used] = best[used] + base + earned
                 if len(least) < keep:
                     heapq.heappush(least, worth[used])
                 elif worth[used] > least[0]:
                     heapq.heapreplace(least, worth[used])
+                if rest > 0:
+                    per_unit = earned / rest  # as Yields.per_unit(sink, rest)
+                    unit = min(unit, per_unit * (1 + 1e-9) if per_unit > 0 else math.inf)
             bar = least[0] - 1e-9 * abs(least[0])
             splits = [
                 used for used in splits if rests[used] > cap or worth.get(used, -math.inf) >= bar
@@ -625,6 +638,7 @@ def _refine(
     while step >= 1:
         for _ in range(MOVES_PER_STEP):
             giver, least, given = -1, math.inf, 0.0  # given: the giver's yield after the move
+            ranked = []  # (ceiling, name, index) of the takers that hold something
             for i in holders:
                 held = amounts[i]
                 if held - step >= lows[i]:
@@ -632,15 +646,12 @@ def _refine(
                     loss = values[i] - after
                     if loss < least or (loss == least and names[i] < names[giver]):
                         giver, least, given = i, loss, after
+                if held + step <= caps[i]:
+                    ranked.append(((step + 1e-12 * (held + step)) * rates[i], names[i], i))
             if giver < 0:
                 break
             # a taker must beat `bar`: one whose ceiling is below it is not asked
             bar = least * (1 + 1e-12)
-            ranked = [  # (ceiling, name, index) of the takers that hold something
-                ((step + 1e-12 * (amounts[i] + step)) * rates[i], names[i], i)
-                for i in holders
-                if amounts[i] + step <= caps[i]
-            ]
             ranked.sort(reverse=True)
             taker, most, taken = -1, -math.inf, 0.0  # taken: the taker's yield after the move
             for ceiling, name, i in ranked:
