@@ -138,17 +138,14 @@ def _rate_function(
         total = held_total + delta  # what the pool then holds: its markets' weights
         if total <= 0:
             return 0
-        if held_total:
-            parts = [delta * held // held_total for held, _, _ in others]
-        else:
-            parts = [0] * len(others)
-        part = delta - sum(parts)
-        weight, gross = first_held + part, 0
-        if weight > 0 and first_supply + part > 0:
-            gross = weight * first_rate(first_supply + part)
-        for (held, supply, rate), part in zip(others, parts, strict=True):
+        gross, rest = 0, delta  # integers: the order of the sum does not matter
+        for held, supply, rate in others:
+            part = delta * held // held_total if held_total else 0
+            rest -= part
             if held + part > 0 and supply + part > 0:
                 gross += (held + part) * rate(supply + part)
+        if first_held + rest > 0 and first_supply + rest > 0:
+            gross += (first_held + rest) * first_rate(first_supply + rest)
         return gross // total * keep // RAY
 
     return spread

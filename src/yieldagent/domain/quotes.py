@@ -113,12 +113,14 @@ def kink_deltas(model: RateModel, markets: Sequence[LendingMarket]) -> list[int]
         return sorted({-(-scaled // kink) - market.supply for kink in model.kinks})
     total = sum(m.held for m in markets)
     found: set[int] = set()
+    kinks = model.kinks
     for market in markets:
         if market.borrows <= 0 or (market.held <= 0 < total):
             continue
-        for kink in model.kinks:
+        scaled = market.borrows * RAY
+        for kink in kinks:
             # the market's supply at which borrows / supply is the kink
-            needed = -(-market.borrows * RAY // kink) - market.supply
+            needed = -(-scaled // kink) - market.supply
             if total <= 0:
                 found.add(needed)
                 continue

@@ -303,6 +303,12 @@ def model_for(kind: str) -> RateModel:
         raise ValueError(f"unknown rate model: {kind!r}") from None
 
 
+_OWN_MODELS = (AaveV3, CompoundV3, Moonwell, MorphoBlue)
+_HALF = RAY // 2
+_BELOW_NORM, _ABOVE_NORM = TARGET_UTILIZATION, RAY - TARGET_UTILIZATION
+_BELOW_COEFFICIENT = RAY - ray_div(RAY, CURVE_STEEPNESS)  # MorphoBlue.rates' coefficients
+_ABOVE_COEFFICIENT = CURVE_STEEPNESS - RAY
+
 SupplyRate = Callable[[int], int]
 """A market's supply rate (annual, RAY) as a function of its total supply, its borrows and
 adaptive state held fixed."""
@@ -314,8 +320,8 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
     of one market. Models other than this module's own (a subclass with other arithmetic)
     keep their ``rates``."""
     kind = type(model)
-    half = RAY // 2
-    if borrows <= 0 or kind not in (AaveV3, CompoundV3, Moonwell, MorphoBlue):
+    half = _HALF
+    if borrows <= 0 or kind not in _OWN_MODELS:
         return lambda supply: model.rates(supply, borrows, rate_at_target).supply
     scaled = borrows * RAY  # utilization is ray_div(borrows, supply)
 
@@ -370,10 +376,9 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
     target = rate_at_target or INITIAL_RATE_AT_TARGET
     keep = RAY - model.fee
     at, ray = TARGET_UTILIZATION, RAY
-    below_norm, above_norm = TARGET_UTILIZATION, RAY - TARGET_UTILIZATION
+    below_norm, above_norm = _BELOW_NORM, _ABOVE_NORM
     below_half, above_half = below_norm // 2, above_norm // 2
-    below_coefficient = RAY - ray_div(RAY, CURVE_STEEPNESS)
-    above_coefficient = CURVE_STEEPNESS - RAY
+    below_coefficient, above_coefficient = _BELOW_COEFFICIENT, _ABOVE_COEFFICIENT
 
     def morpho(supply: int) -> int:
         u = 0 if supply <= 0 else (scaled + supply // 2) // supply
