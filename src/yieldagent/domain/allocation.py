@@ -620,7 +620,8 @@ def _refine(
     indices = range(len(names))
     # protocols that hold nothing, best ceiling first: a step there earns at most `first`
     first = [yields.per_unit(n, 0) for n in names]
-    empty = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
+    order = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
+    empty = [i for i in order if not amounts[i]]  # kept in this order
     holders = [i for i in indices if amounts[i] > 0]
     # each holder's yield per unit, with room (as ``Yields.per_unit``): its ceiling's rate
     rates = [math.inf] * len(names)
@@ -659,7 +660,7 @@ def _refine(
                 if gain > most or (gain == most and name > names[taker]):
                     taker, most, taken = i, gain, after
             for i in empty:
-                if amounts[i] or step > caps[i]:
+                if step > caps[i]:
                     continue
                 ceiling = (step + 1e-12 * step) * first[i]
                 if ceiling < most or ceiling < bar:
@@ -671,6 +672,7 @@ def _refine(
                 break
             if not amounts[taker]:
                 holders.append(taker)
+                empty.remove(taker)
             amounts[taker] += step
             amounts[giver] -= step
             values[taker], values[giver] = taken, given
@@ -679,6 +681,7 @@ def _refine(
                 rates[giver] = rate_of(giver)
             else:
                 holders.remove(giver)
+                empty = [i for i in order if not amounts[i]]
         step //= 2
     allocation.update(zip(names, amounts, strict=True))
 
