@@ -40,8 +40,16 @@ earns at most the rate of a smaller one), the search skips what provably cannot 
 protocol that earns less on any step than the units-th best increment, a refinement taker
 whose ceiling is below the best growth found or the giver's loss, a support whose ceiling
 is below a refined start, a seed that cannot rank among the STARTS best, a split whose
-sink's yield need not be read (its ceiling leaves it out of the STARTS best). The
-optimizer prices its plan through the search's own remembered curves (``Yields``).
+sink's yield need not be read (its ceiling leaves it out of the STARTS best; splits are
+read from the smallest rest up, so that each ceiling takes the sink's yield per unit on
+the largest rest read below its own). The optimizer prices its plan through the search's
+own remembered curves (``Yields``).
+
+Later (issue 13 again), still without changing an answer: a no-fee pool of one market
+reads its market's rate without a wrapper, and a rate's percent is ``rate / 10**25``, the
+same float as ``rate * 100 / RAY``; on smooth curves (only the best seed is refined) the
+global search keeps only its best split; refinement scans only the protocols that hold
+something and reuses the yields it read for a move.
 """
 
 from __future__ import annotations
@@ -71,6 +79,9 @@ EVERY_SINK_UP_TO = 6
 PIECE_POINTS = 8
 """The global search looks at this many points across a piece of a yield curve (between two
 bends) narrower than as many steps of its grid."""
+PERCENT = RAY // 100
+"""``rate / PERCENT`` is ``rate * 100 / RAY`` (``apr_percent``), the same float for one
+operation less: Python rounds a quotient of ints correctly, and both are the same fraction."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -80,24 +91,44 @@ def _exact(ratio: float) -> tuple[int, int]:
     return exact.numerator, exact.denominator
 
 
+def _single_market(quote: PoolQuote) -> tuple[Callable[[int], int], int, int] | None:
+    """For a pool of one market: the market's supply rate as a function of its supply, its
+    supply, and the change of position at or below which the market or the pool's holding
+    is empty (the pool then pays 0). None for a pool of several markets."""
+    if len(quote.markets) != 1:
+        return None
+    [market] = quote.markets
+    rate = supply_rate_function(quote.model, market.borrows, market.rate_at_target)
+    return rate, market.supply, -min(market.supply, market.held)
+
+
 def rate_function(quote: PoolQuote) -> Callable[[int], int]:
     """``quote.rate``: the pool's supply rate (annual, RAY) after a change of position, the
     same integers, with each market's constants worked out once (see
     ``rate_models.supply_rate_function``)."""
-    fee = quote.fee
-    keep = RAY - fee
+    return _rate_function(quote, _single_market(quote))
+
+
+def _rate_function(
+    quote: PoolQuote, single: tuple[Callable[[int], int], int, int] | None
+) -> Callable[[int], int]:
+    """``rate_function``, given ``_single_market(quote)``."""
+    keep = RAY - quote.fee
+    if single is not None:
+        rate, supply, emptied = single
+        if keep == RAY:  # no fee: (rate * RAY) // RAY is the rate
+
+            def single_no_fee(delta: int) -> int:
+                return 0 if delta <= emptied else rate(supply + delta)
+
+            return single_no_fee
+
+        def single_with_fee(delta: int) -> int:
+            return 0 if delta <= emptied else rate(supply + delta) * keep // RAY
+
+        return single_with_fee
     markets = quote.markets
     rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
-    if len(markets) == 1:
-        [market], [rate] = markets, rates
-        supply, held = market.supply, market.held
-
-        def single(delta: int) -> int:
-            if supply + delta <= 0 or held + delta <= 0:
-                return 0
-            return rate(supply + delta) * keep // RAY
-
-        return single
     held_total = sum(m.held for m in markets)
     first_held, first_supply, first_rate = markets[0].held, markets[0].supply, rates[0]
     # the other markets' shares, rounded down; the first takes the rest (``quotes.spread``)
@@ -107,17 +138,14 @@ def rate_function(quote: PoolQuote) -> Callable[[int], int]:
         total = held_total + delta  # what the pool then holds: its markets' weights
         if total <= 0:
             return 0
-        if held_total:
-            parts = [delta * held // held_total for held, _, _ in others]
-        else:
-            parts = [0] * len(others)
-        part = delta - sum(parts)
-        weight, gross = first_held + part, 0
-        if weight > 0 and first_supply + part > 0:
-            gross = weight * first_rate(first_supply + part)
-        for (held, supply, rate), part in zip(others, parts, strict=True):
+        gross, rest = 0, delta  # integers: the order of the sum does not matter
+        for held, supply, rate in others:
+            part = delta * held // held_total if held_total else 0
+            rest -= part
             if held + part > 0 and supply + part > 0:
                 gross += (held + part) * rate(supply + part)
+        if first_held + rest > 0 and first_supply + rest > 0:
+            gross += (first_held + rest) * first_rate(first_supply + rest)
         return gross // total * keep // RAY
 
     return spread
@@ -174,6 +202,7 @@ class Yields:
     def __init__(self, candidates: Mapping[str, Candidate]) -> None:
         self._candidates = candidates
         self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
+        self._yearly: dict[str, Callable[[int], float]] = {}  # the curves' first halves
         self._bends: dict[str, list[int]] = {}
 
     def __contains__(self, name: object) -> bool:
@@ -188,11 +217,17 @@ class Yields:
 
     def __call__(self, name: str, amount: int) -> float:
         """``Candidate.yearly_yield``, the same floats."""
-        return self.curve(name)(amount)
+        curve = self._yearly.get(name)
+        if curve is None:
+            curve = self._curve(name)[0]
+        return curve(amount)
 
     def curve(self, name: str) -> Callable[[int], float]:
         """``Candidate.yearly_yield`` of one candidate, remembered."""
-        return self._curve(name)[0]
+        curve = self._yearly.get(name)
+        if curve is None:
+            curve = self._curve(name)[0]
+        return curve
 
     def apr(self, name: str, amount: int) -> float:
         """``Candidate.apr``, the same float, remembered."""
@@ -202,6 +237,7 @@ class Yields:
         found = self._curves.get(name)
         if found is None:
             found = self._curves[name] = _curve(self._candidates[name])
+            self._yearly[name] = found[0]
         return found
 
     def ceiling(self, name: str, held: int, step: int) -> float:
@@ -225,26 +261,53 @@ def _curve(
 ) -> tuple[Callable[[int], float], Callable[[int], float]]:
     """``candidate.yearly_yield`` and ``candidate.apr``, the same floats, remembered per
     amount."""
-    rate, current = rate_function(candidate.quote), candidate.current
-    known: dict[int, float] = {}
+    quote, current = candidate.quote, candidate.current
+    single = _single_market(quote)
+    known: dict[int, float] = {}  # yearly yields
     aprs: dict[int, float] = {}
+
+    if single is not None and quote.fee == 0:
+        # ``rate_function``'s no-fee pool of one market, inlined: a call less per point.
+        # As functions of the amount: the market's supply, and the most that earns nothing.
+        market_rate, supply, emptied = single
+        offset, lowest = supply - current, emptied + current
+        empty = max(lowest, 0)
+
+        def apr_single(amount: int) -> float:
+            found = aprs.get(amount)
+            if found is None:
+                rate = 0 if amount <= lowest else market_rate(offset + amount)
+                found = aprs[amount] = rate / PERCENT
+                if amount > 0 and amount not in known:  # the yield, as yearly_yield_single
+                    known[amount] = amount * found / 100
+            return found
+
+        def yearly_yield_single(amount: int) -> float:
+            found = known.get(amount)
+            if found is None:
+                if amount > empty:
+                    found = amount * (market_rate(offset + amount) / PERCENT) / 100
+                else:
+                    found = 0.0
+                known[amount] = found
+            return found
+
+        return yearly_yield_single, apr_single
+
+    rate = _rate_function(quote, single)
 
     def apr(amount: int) -> float:
         found = aprs.get(amount)
         if found is None:
-            found = aprs[amount] = rate(amount - current) * 100 / RAY
+            found = aprs[amount] = rate(amount - current) / PERCENT
+            if amount > 0 and amount not in known:  # the yield, as yearly_yield
+                known[amount] = amount * found / 100
         return found
 
     def yearly_yield(amount: int) -> float:
         found = known.get(amount)
         if found is None:
-            if amount > 0:
-                percent = aprs.get(amount)
-                if percent is None:
-                    percent = aprs[amount] = rate(amount - current) * 100 / RAY
-                found = amount * percent / 100
-            else:
-                found = 0.0
+            found = amount * (rate(amount - current) / PERCENT) / 100 if amount > 0 else 0.0
             known[amount] = found
         return found
 
@@ -274,8 +337,12 @@ def _options(
     yearly yield): the grid's points and ``_off_grid``'s, which take the steps that cover
     them."""
     low, cap = bounds.low, min(bounds.cap, bounds.low + units * step)
-    amounts = sorted({*range(low, cap + 1, step), *_off_grid(name, yields, bounds, step, units)})
+    grid = range(low, cap + 1, step)
+    off_grid = _off_grid(name, yields, bounds, step, units)
     curve = yields.curve(name)
+    if not off_grid:  # the j-th point of the grid takes j steps
+        return [(j, a, curve(a)) for j, a in enumerate(grid)]
+    amounts = sorted({*grid, *off_grid})
     return [(-(-(a - low) // step), a, curve(a)) for a in amounts]
 
 
@@ -305,7 +372,9 @@ def _seeds(
     whatever the shape of the yield curves (kinked rate models make them non-concave). The
     sink is the protocol with the most room; on kinked curves, every protocol of a small
     support in turn, as the others' points off the grid are judged well only where the
-    sink takes what they leave. Returns the STARTS best allocations found."""
+    sink takes what they leave. Returns the STARTS best allocations found on kinked curves;
+    on smooth ones, where only the best is refined, that one."""
+    keep = STARTS if kinked else 1
     budget = placed - sum(bounds[n].low for n in support)
     step = 1 << (max(budget // GRID, 1).bit_length() - 1)
     if kinked and len(support) <= EVERY_SINK_UP_TO:
@@ -315,9 +384,9 @@ def _seeds(
     found = {
         tuple(a[n] for n in support): _Seed(_value(a, yields), {n: a[n] for n in support}, step)
         for sink in sinks
-        for a in _sink_seeds(sink, support, yields, bounds, placed, step)
+        for a in _sink_seeds(sink, support, yields, bounds, placed, step, keep)
     }
-    return sorted(found.values(), key=_Seed.rank, reverse=True)[:STARTS]
+    return sorted(found.values(), key=_Seed.rank, reverse=True)[:keep]
 
 
 def _sink_seeds(
@@ -327,11 +396,13 @@ def _sink_seeds(
     bounds: Mapping[str, Bounds],
     placed: int,
     step: int,
+    keep: int = STARTS,
 ) -> list[dict[str, int]]:
     """For every split of the steps between the sink and the others: the others' best by
     dynamic programming, the sink taking the exact rest, or sitting at one of its points
     off the grid (a peak of its curve) with the others taking the rest. What the sink
-    cannot take goes where it earns most."""
+    cannot take goes where it earns most. On smooth curves, splits that provably cannot
+    rank among the ``keep`` best are left out."""
     others = [n for n in support if n != sink]
     units = (placed - sum(bounds[n].low for n in support)) // step
     # Where a protocol's best yield on j steps is concave in j, the best split of k steps
@@ -343,10 +414,16 @@ def _sink_seeds(
     smooth: list[tuple[str, list[tuple[int, int, float]], list[int]]] = []
     rugged: list[tuple[str, list[tuple[int, int, float]]]] = []
     idle: list[str] = []
-    gains: list[float] = []  # a heap of the smooth protocols' units best increments
-    ranked = sorted(((yields.ceiling(n, 0, step) * (1 + 1e-8), n) for n in others), reverse=True)
+    # the smooth protocols' increments, as (loss, position in smooth, steps): a step's gain
+    # is minus its loss (float subtraction is antisymmetric), and the units-th smallest loss
+    # gives the units-th best increment, `least_gain`
+    increments: list[tuple[float, int, int]] = []
+    least_gain = -math.inf
+    # ``Yields.ceiling(n, 0, step)``, with room
+    reach = step + 1e-12 * step
+    ranked = sorted(((reach * yields.per_unit(n, 0) * (1 + 1e-8), n) for n in others), reverse=True)
     for ceiling, name in ranked:
-        if len(gains) >= units > 0 and ceiling < gains[0]:
+        if len(increments) >= units > 0 and ceiling < least_gain:
             idle.append(name)
             continue
         options = _options(name, yields, bounds[name], step, units)
@@ -354,32 +431,35 @@ def _sink_seeds(
         if tops is None:
             rugged.append((name, options))
             continue
+        position = len(smooth)
         smooth.append((name, options, tops))
-        for b, a in pairwise(tops):
-            gain = options[a][2] - options[b][2]
-            if len(gains) < units:
-                heapq.heappush(gains, gain)
-            elif gain > gains[0]:
-                heapq.heapreplace(gains, gain)
-    increments = sorted(
-        (options[tops[j - 1]][2] - options[tops[j]][2], position, j)
-        for position, (_, options, tops) in enumerate(smooth)
-        for j in range(1, len(tops))
-    )
+        yields_on = [options[index][2] for index in tops]  # best yield on j steps
+        increments += [
+            (before - after, position, j)
+            for j, (before, after) in enumerate(pairwise(yields_on), start=1)
+        ]
+        if len(increments) >= units > 0:
+            increments.sort()
+            least_gain = -increments[units - 1][0]
+    increments.sort()
     best = [0.0] + [-math.inf] * units
-    counts = [0] * len(smooth)
-    spreads = [tuple(counts)]  # the steps each smooth protocol takes, for k steps in all
     value = best[0] = sum(options[tops[0]][2] for _, options, tops in smooth)
     held = sum(options[tops[0]][1] for _, options, tops in smooth)
     holding = [held]  # what the smooth protocols hold, for k steps in all
     for k, (loss, position, j) in enumerate(increments[:units], start=1):
         value -= loss
         best[k] = value
-        counts[position] += 1
-        spreads.append(tuple(counts))
         _, options, tops = smooth[position]
         held += options[tops[j]][1] - options[tops[j - 1]][1]
         holding.append(held)
+
+    def spread(k: int) -> list[int]:
+        """The steps each smooth protocol takes, for k steps in all."""
+        counts = [0] * len(smooth)
+        for _, position, _ in increments[:k]:
+            counts[position] += 1
+        return counts
+
     picks: list[list[int]] = []
     for _, options in rugged:
         merged = [-math.inf] * (units + 1)
@@ -401,7 +481,7 @@ def _sink_seeds(
             j, amount, _ = options[pick[k]]
             allocation[name] = amount
             k -= j
-        for (name, options, tops), count in zip(smooth, spreads[k], strict=True):
+        for (name, options, tops), count in zip(smooth, spread(k), strict=True):
             allocation[name] = options[tops[count]][1]
         for name in idle:
             allocation[name] = bounds[name].low
@@ -410,8 +490,8 @@ def _sink_seeds(
         return _place(allocation, placed, yields, bounds)
 
     splits = [used for used in range(units + 1) if best[used] > -math.inf]
-    if not rugged and len(splits) > STARTS:
-        # Only the STARTS best seeds are kept: the others are not built. A seed is worth
+    if not rugged and len(splits) > keep:
+        # Only the `keep` best seeds are kept: the others are not built. A seed is worth
         # about its split's yield and the sink's on the rest (exactly, up to float rounding,
         # unless the sink cannot take the rest).
         fixed = sum(bounds[n].low for n in idle)
@@ -419,26 +499,32 @@ def _sink_seeds(
         cap = bounds[sink].cap
         rests = {used: placed - fixed - holding[used] for used in splits}
         finite = [used for used in splits if rests[used] <= cap]
-        if len(finite) >= STARTS:
-            # Read best ceiling first (``Yields.ceiling``): a split whose ceiling is below
-            # the STARTS-th best worth read, with room, is worth less, and is not read.
-            unit = yields.per_unit(sink, 0)  # as ``Yields.ceiling(sink, 0, rest)``
-            ceilings = sorted(
-                (best[used] + base + (rests[used] + 1e-12 * rests[used]) * unit, used)
-                if rests[used] > 0
-                else (best[used] + base + 0.0, used)
-                for used in finite
-            )
+        if len(finite) >= keep:
+            # Read from the smallest rest up. A split whose ceiling (``Yields.ceiling``) is
+            # below the `keep`-th best worth read, with room, is worth less, and is not read.
+            # The sink's yield per unit on a rest read bounds it on any larger rest
+            # (``Yields.per_unit``): each ceiling takes the tightest such bound read so far.
+            unit = yields.per_unit(sink, 0)
             worth: dict[int, float] = {}
-            least: list[float] = []  # a heap of the STARTS best worths read
-            for ceiling, used in reversed(ceilings):
-                if len(least) == STARTS and ceiling < least[0] - 2e-9 * abs(least[0]):
-                    break
-                worth[used] = best[used] + base + yields(sink, rests[used])
-                if len(least) < STARTS:
+            least: list[float] = []  # a heap of the `keep` best worths read
+            sink_curve = yields.curve(sink)
+            for used in sorted(finite, key=rests.__getitem__):
+                rest = rests[used]
+                if len(least) == keep:
+                    ceiling = (
+                        best[used] + base + ((rest + 1e-12 * rest) * unit if rest > 0 else 0.0)
+                    )
+                    if ceiling < least[0] - 2e-9 * abs(least[0]):
+                        continue
+                earned = sink_curve(rest)
+                worth[used] = best[used] + base + earned
+                if len(least) < keep:
                     heapq.heappush(least, worth[used])
                 elif worth[used] > least[0]:
                     heapq.heapreplace(least, worth[used])
+                if rest > 0:
+                    per_unit = earned / rest  # as Yields.per_unit(sink, rest)
+                    unit = min(unit, per_unit * (1 + 1e-9) if per_unit > 0 else math.inf)
             bar = least[0] - 1e-9 * abs(least[0])
             splits = [
                 used for used in splits if rests[used] > cap or worth.get(used, -math.inf) >= bar
@@ -519,7 +605,12 @@ def _refine(
     equals), the giver the one whose yield shrinks least with a step less (the first by
     name). The giver is found first: a taker whose ceiling (``Yields.ceiling``) is below
     the best growth found, or below what a move must beat, is not asked: it cannot win.
-    When nothing can move, a step size costs the givers' curves only."""
+    When nothing can move, a step size costs the givers' curves only.
+
+    Only the protocols that hold something are scanned as givers and ranked as takers (a
+    giver holds at least a step above its lower bound, so something); the others are
+    asked, best ceiling first, only while their ceiling can beat the best taker found.
+    Both choices are orders of (value, name), so the scan's order does not change them."""
     names = list(allocation)
     amounts = [allocation[n] for n in names]
     caps = [bounds[n].cap for n in names]
@@ -529,52 +620,68 @@ def _refine(
     indices = range(len(names))
     # protocols that hold nothing, best ceiling first: a step there earns at most `first`
     first = [yields.per_unit(n, 0) for n in names]
-    empty = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
+    order = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
+    empty = [i for i in order if not amounts[i]]  # kept in this order
+    holders = [i for i in indices if amounts[i] > 0]
+    # each holder's yield per unit, with room (as ``Yields.per_unit``): its ceiling's rate
+    rates = [math.inf] * len(names)
+
+    def rate_of(i: int) -> float:
+        per_unit = values[i] / amounts[i]
+        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
+
+    for i in holders:
+        rates[i] = rate_of(i)
     step = chunk
     while step >= 1:
         for _ in range(MOVES_PER_STEP):
+            giver, least, given = -1, math.inf, 0.0  # given: the giver's yield after the move
             ranked = []  # (ceiling, name, index) of the takers that hold something
-            for i in indices:
-                held = amounts[i]
-                if held > 0 and held + step <= caps[i]:
-                    per_unit = values[i] / held  # as Yields.ceiling
-                    per_unit = per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
-                    ranked.append(((step + 1e-12 * (held + step)) * per_unit, names[i], i))
-            fresh = [i for i in empty if not amounts[i] and step <= caps[i]]
-            if not ranked and not fresh:
-                break
-            giver, least = -1, math.inf
-            for i in indices:
+            for i in holders:
                 held = amounts[i]
                 if held - step >= lows[i]:
-                    loss = values[i] - curves[i](held - step)
+                    after = curves[i](held - step)
+                    loss = values[i] - after
                     if loss < least or (loss == least and names[i] < names[giver]):
-                        giver, least = i, loss
+                        giver, least, given = i, loss, after
+                if held + step <= caps[i]:
+                    ranked.append(((step + 1e-12 * (held + step)) * rates[i], names[i], i))
             if giver < 0:
                 break
             # a taker must beat `bar`: one whose ceiling is below it is not asked
             bar = least * (1 + 1e-12)
             ranked.sort(reverse=True)
-            taker, most = -1, -math.inf
+            taker, most, taken = -1, -math.inf, 0.0  # taken: the taker's yield after the move
             for ceiling, name, i in ranked:
                 if ceiling < most or ceiling < bar:
                     break
-                gain = curves[i](amounts[i] + step) - values[i]
+                after = curves[i](amounts[i] + step)
+                gain = after - values[i]
                 if gain > most or (gain == most and name > names[taker]):
-                    taker, most = i, gain
-            for i in fresh:
+                    taker, most, taken = i, gain, after
+            for i in empty:
+                if step > caps[i]:
+                    continue
                 ceiling = (step + 1e-12 * step) * first[i]
                 if ceiling < most or ceiling < bar:
                     break
                 gain = curves[i](step)
                 if gain > most or (gain == most and names[i] > names[taker]):
-                    taker, most = i, gain
+                    taker, most, taken = i, gain, gain
             if taker < 0 or taker == giver or not most > bar:
                 break
+            if not amounts[taker]:
+                holders.append(taker)
+                empty.remove(taker)
             amounts[taker] += step
             amounts[giver] -= step
-            values[taker] = curves[taker](amounts[taker])
-            values[giver] = curves[giver](amounts[giver])
+            values[taker], values[giver] = taken, given
+            rates[taker] = rate_of(taker)
+            if amounts[giver]:
+                rates[giver] = rate_of(giver)
+            else:
+                holders.remove(giver)
+                empty = [i for i in order if not amounts[i]]
         step //= 2
     allocation.update(zip(names, amounts, strict=True))
 
@@ -643,7 +750,7 @@ def allocate(
     # A support whose ceiling (each protocol's lower bound at the rate it pays there, the
     # rest at the best such rate: rates do not rise with supply) is below a refined start
     # of another cannot win, and is not searched.
-    starts: list[_Seed] = []
+    starts: list[tuple[float, _Seed]] = []  # refined starts and their yields
     most = -math.inf
     for support in feasible:
         if not support:
@@ -651,11 +758,12 @@ def allocate(
         placed = min(total, sum(bounds[n].cap for n in support))
         if _ceiling(support, yields, bounds, placed) < most:
             continue
-        for start in _seeds(support, yields, bounds, placed, kinked)[: STARTS if kinked else 1]:
+        for start in _seeds(support, yields, bounds, placed, kinked):
             _refine(start.allocation, yields, bounds, start.step)
-            starts.append(start)
-            most = max(most, _value(start.allocation, yields))
-    best = max(starts, key=lambda s: (_value(s.allocation, yields), *s.allocation.values()))
+            value = _value(start.allocation, yields)
+            starts.append((value, start))
+            most = max(most, value)
+    _, best = max(starts, key=lambda s: (s[0], *s[1].allocation.values()))
     return {name: amount for name, amount in best.allocation.items() if amount > 0}
 
 

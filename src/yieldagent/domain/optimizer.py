@@ -179,7 +179,8 @@ def optimize(
     required = violations(baseline, total, candidates, rules)
     # A rebalance must beat both keeping things as they are and placing idle funds only:
     # placing a large idle amount can lower a pool's rate below doing nothing at all.
-    gain = after - max(before, _weighted(baseline, total, yields))
+    settled = _weighted(baseline, total, yields)  # the baseline's APR
+    gain = after - max(before, settled)
     daily_gain = costs.usd(total) * gain / 100 / 365
     break_even = gas / daily_gain if daily_gain > 0 else None
     pays = (
@@ -191,12 +192,13 @@ def optimize(
     if moves and (required or pays):
         reason = required or f"APR +{gain:.2f} points, paid back in {break_even:.1f} days"
         return Plan(target, before, after, moves, gas, break_even, True, reason)
-    idle_moves = _moves(current, baseline)
+    # placing idle funds where the target wants more often reaches the target itself
+    idle_moves = moves if baseline == target else _moves(current, baseline)
     if idle_moves:
         return Plan(
             baseline,
             before,
-            _weighted(baseline, total, yields),
+            settled,
             idle_moves,
             costs.gas_usd_per_move * len(idle_moves),
             None,

@@ -105,14 +105,22 @@ def kink_deltas(model: RateModel, markets: Sequence[LendingMarket]) -> list[int]
     """The changes of position (negative: removing) at which one of the markets reaches a
     kink of its rate model or becomes full: between two of them every market's rate follows
     one smooth piece of its curve. Rounded both ways, as ``spread`` splits in whole units."""
+    if len(markets) == 1:  # most pools: the market takes the whole change, no rounding
+        [market] = markets
+        if market.borrows <= 0:
+            return []
+        scaled = market.borrows * RAY
+        return sorted({-(-scaled // kink) - market.supply for kink in model.kinks})
     total = sum(m.held for m in markets)
     found: set[int] = set()
+    kinks = model.kinks
     for market in markets:
         if market.borrows <= 0 or (market.held <= 0 < total):
             continue
-        for kink in model.kinks:
+        scaled = market.borrows * RAY
+        for kink in kinks:
             # the market's supply at which borrows / supply is the kink
-            needed = -(-market.borrows * RAY // kink) - market.supply
+            needed = -(-scaled // kink) - market.supply
             if total <= 0:
                 found.add(needed)
                 continue

@@ -303,6 +303,12 @@ def model_for(kind: str) -> RateModel:
         raise ValueError(f"unknown rate model: {kind!r}") from None
 
 
+_OWN_MODELS = (AaveV3, CompoundV3, Moonwell, MorphoBlue)
+_HALF = RAY // 2
+_BELOW_NORM, _ABOVE_NORM = TARGET_UTILIZATION, RAY - TARGET_UTILIZATION
+_BELOW_COEFFICIENT = RAY - ray_div(RAY, CURVE_STEEPNESS)  # MorphoBlue.rates' coefficients
+_ABOVE_COEFFICIENT = CURVE_STEEPNESS - RAY
+
 SupplyRate = Callable[[int], int]
 """A market's supply rate (annual, RAY) as a function of its total supply, its borrows and
 adaptive state held fixed."""
@@ -314,22 +320,24 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
     of one market. Models other than this module's own (a subclass with other arithmetic)
     keep their ``rates``."""
     kind = type(model)
-    half = RAY // 2
-    if borrows <= 0 or kind not in (AaveV3, CompoundV3, Moonwell, MorphoBlue):
+    half = _HALF
+    if borrows <= 0 or kind not in _OWN_MODELS:
         return lambda supply: model.rates(supply, borrows, rate_at_target).supply
     scaled = borrows * RAY  # utilization is ray_div(borrows, supply)
 
     if isinstance(model, AaveV3) and kind is AaveV3:
         optimal, base, slope1 = model.optimal_utilization, model.base_rate, model.slope1
         slope2, keep = model.slope2, RAY - model.reserve_factor
-        above = RAY - optimal
+        above, optimal_half, above_half = RAY - optimal, optimal // 2, (RAY - optimal) // 2
 
         def aave(supply: int) -> int:
-            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+            if u > RAY:  # min(RAY, u), without the call
+                u = RAY
             if u <= optimal:
-                borrow = base + (((slope1 * u + half) // RAY) * RAY + optimal // 2) // optimal
+                borrow = base + (((slope1 * u + half) // RAY) * RAY + optimal_half) // optimal
             else:
-                excess = ((u - optimal) * RAY + above // 2) // above
+                excess = ((u - optimal) * RAY + above_half) // above
                 borrow = base + slope1 + (slope2 * excess + half) // RAY
             return (((borrow * u + half) // RAY) * keep + half) // RAY
 
@@ -340,7 +348,9 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
         at_kink = base + (low * kink + half) // RAY
 
         def compound(supply: int) -> int:
-            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+            if u > RAY:  # min(RAY, u), without the call
+                u = RAY
             if u <= kink:
                 return base + (low * u + half) // RAY
             return at_kink + (high * (u - kink) + half) // RAY
@@ -352,7 +362,9 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
         at_kink = base + (multiplier * kink + half) // RAY
 
         def moonwell(supply: int) -> int:
-            u = 0 if supply <= 0 else min(RAY, (scaled + supply // 2) // supply)
+            u = 0 if supply <= 0 else (scaled + supply // 2) // supply
+            if u > RAY:  # min(RAY, u), without the call
+                u = RAY
             if u <= kink:
                 borrow = base + (multiplier * u + half) // RAY
             else:
@@ -364,10 +376,9 @@ def supply_rate_function(model: RateModel, borrows: int, rate_at_target: int) ->
     target = rate_at_target or INITIAL_RATE_AT_TARGET
     keep = RAY - model.fee
     at, ray = TARGET_UTILIZATION, RAY
-    below_norm, above_norm = TARGET_UTILIZATION, RAY - TARGET_UTILIZATION
+    below_norm, above_norm = _BELOW_NORM, _ABOVE_NORM
     below_half, above_half = below_norm // 2, above_norm // 2
-    below_coefficient = RAY - ray_div(RAY, CURVE_STEEPNESS)
-    above_coefficient = CURVE_STEEPNESS - RAY
+    below_coefficient, above_coefficient = _BELOW_COEFFICIENT, _ABOVE_COEFFICIENT
 
     def morpho(supply: int) -> int:
         u = 0 if supply <= 0 else (scaled + supply // 2) // supply
