@@ -1,5 +1,6 @@
-"""The wallet schedule (``wallet_schedule``): each wallet's lease, its next agent run, and
-whether it is activated, one narrow row per wallet.
+"""The wallet schedule (``wallet_schedule``): each wallet's lease, its next agent run,
+whether it is activated, and how its last run ended (written by ``storage.runs``), one
+narrow row per wallet.
 
 It is apart from the wide wallets row because the agent writes leases and next runs
 several times an hour, while a wallet's state changes rarely: a claim, a renewal or a batch
@@ -87,9 +88,9 @@ def hold(
     wallet's lease, or no owner was named. One statement per owner and ``chunks`` of
     wallets (an agent's batch has one owner).
 
-    Every wallet commit takes these locks first, in wallet id order, and then the wallets'
-    rows, so commits never wait for each other in a cycle; claims and batch ends lock
-    schedule rows only."""
+    Every wallet commit takes these locks first and then the wallets' rows, so a commit
+    never holds a wallet's row while it waits for its schedule row; claims and batch ends
+    lock schedule rows only."""
     by_owner: dict[str | None, list[int]] = {}
     for wallet_id, owner in leases:
         by_owner.setdefault(owner, []).append(wallet_id)
