@@ -128,6 +128,8 @@ async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_th
     assert run.id == outcome.run_id
     assert run.status == "completed"
     assert run.steps_done == len(run.moves)
+    row = schedule_row(engine, wallet.id)
+    assert (row.runs, row.last_outcome, row.last_reason) == (1, "completed", outcome.reason)
     assert {m.protocol for m in run.moves if m.action == "withdraw"} == left
     assert [m.action for m in run.moves][-1] == "deposit"
     assert sum(m.amount for m in run.moves if m.action == "withdraw") == total
