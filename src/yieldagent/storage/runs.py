@@ -32,6 +32,7 @@ from yieldagent.domain.agent import RunEnd
 from yieldagent.domain.operations import RUN, Operation
 from yieldagent.storage.db import chunks
 from yieldagent.storage.operations import operation_of
+from yieldagent.storage.schedule import reschedule
 from yieldagent.storage.tables import (
     ACTIVE_ONLY,
     OperationRow,
@@ -41,8 +42,6 @@ from yieldagent.storage.tables import (
 from yieldagent.storage.types import UtcDateTime
 
 _schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
-_listed = _schedule.c.wallet_id.in_(bindparam("wallet_ids", expanding=True))
-_RESCHEDULE = update(_schedule).where(_listed).values(next_run_at=bindparam("at"))
 
 
 def _ending(status: str, reason: str) -> str:
@@ -156,7 +155,7 @@ class RunStore:
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
         with self._engine.begin() as connection:
-            connection.execute(_RESCHEDULE, {"wallet_ids": [wallet_id], "at": next_run_at})
+            reschedule(connection, wallet_id, next_run_at)
 
     def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
         """Ends a batch's runs in one transaction: for each wallet, its outcome (at ``at``)

@@ -8,7 +8,8 @@ end writes this row and its two indexes, not the wallet's six (see migration 001
 
 Every function here works in the caller's transaction:
 
-- ``enroll``: a new wallet's row, in the transaction that creates the wallet.
+- ``enroll``: a new wallet's row, in the transaction that creates the wallet;
+  ``reschedule``: its next run.
 - ``follow_statuses``: ``active`` follows the wallet's status, in the transaction of the
   wallet commit that changed it.
 - ``hold``: a wallet commit first holds its wallets' rows: it locks them and learns which
@@ -33,6 +34,7 @@ _listed = _c.wallet_id.in_(bindparam("wallet_ids", expanding=True))
 _owned = _c.lease_owner == bindparam("owner")
 
 _ENROLL = insert(_schedule)
+_RESCHEDULE = update(_schedule).where(_listed).values(next_run_at=bindparam("at"))
 _FOLLOW = update(_schedule).where(_listed).values(active=bindparam("on"))
 # No-op writes: they take the rows' locks (SQLite: the write lock, before any read), and on
 # PostgreSQL check the owner on each row as it is once a concurrent writer has committed.
@@ -71,6 +73,11 @@ def enroll(
         "lease_until": until if owner else None,
     }
     connection.execute(_ENROLL, values)
+
+
+def reschedule(connection: Connection, wallet_id: int, next_run_at: float) -> None:
+    """Sets when the agent runs the wallet next."""
+    connection.execute(_RESCHEDULE, {"wallet_ids": [wallet_id], "at": next_run_at})
 
 
 def follow_statuses(connection: Connection, activated: Mapping[int, bool]) -> None:

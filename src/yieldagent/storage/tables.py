@@ -188,9 +188,9 @@ class WalletRow(SQLModel, table=True):
 
 class WalletScheduleRow(SQLModel, table=True):
     """A wallet's lease, when the agent runs it next and how its last run ended (runs that
-    move funds are also operations): one narrow row per wallet, apart
-    from the wide wallets row and its indexes, so that the agent's claims, lease renewals
-    and batch ends write little (``storage.runs``). ``active`` follows the wallet's status
+    move funds are also operations): one narrow row per wallet, apart from the wide wallets
+    row and its indexes, so that the agent's claims, lease renewals and batch ends write
+    little (``storage.schedule``, ``storage.runs``). ``active`` follows the wallet's status
     (activated or not) in the transaction of every wallet commit, and every commit first
     holds the lease it was made under (``storage.journals``)."""
 

@@ -34,7 +34,6 @@ from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks
 from yieldagent.storage.events import signal_for
 from yieldagent.storage.journals import book, new_wallet_changes, wallet_values, write
-from yieldagent.storage.schedule import enroll
 from yieldagent.storage.tables import (
     DepositRow,
     PerformancePointRow,
@@ -308,7 +307,7 @@ class WalletStore:
         try:
             with self._engine.begin() as connection:
                 wallet.id = connection.execute(_CREATE, values).scalar_one()
-                enroll(connection, wallet.id, wallet.status, journal.owner, lease_until)
+                schedule.enroll(connection, wallet.id, wallet.status, journal.owner, lease_until)
                 if journal.operation is not None:
                     journal.operation = replace(journal.operation, wallet_id=wallet.id)
                 recorded = book(connection, [journal], [None], new_wallet_changes(journal))
