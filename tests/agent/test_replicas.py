@@ -42,7 +42,9 @@ from yieldagent.domain.partners import Partner
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
-WALLETS = 300
+WALLETS = 1000
+"""Enough that the first process is still running its batches (100 each) when the others
+have started: with 300, a cycle of settled wallets was over before they had imported."""
 PROCESSES = 3
 INTERVAL = 86_400.0
 """Long enough that no wallet falls due again within the cycle."""
