@@ -13,8 +13,8 @@ from alembic import command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
-from sqlmodel import Session
 
+from support.agent_setup import schedule_row
 from yieldagent.domain.agent import RunEnd
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
@@ -24,7 +24,6 @@ from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal, Wallet
 from yieldagent.storage.db import alembic_config
 from yieldagent.storage.runs import RunStore
-from yieldagent.storage.tables import WalletScheduleRow
 from yieldagent.storage.wallets import WalletStore
 
 BASE = 8453
@@ -58,14 +57,6 @@ def _new(store: WalletStore, partner_id: int, status: WalletStatus) -> Wallet:
     return store.create(Journal(wallet))
 
 
-def _row(engine: Engine, wallet_id: int) -> WalletScheduleRow:
-    with Session(engine) as session:
-        row = session.get(WalletScheduleRow, wallet_id)
-        assert row is not None
-        session.expunge(row)
-        return row
-
-
 @pytest.fixture
 def store(engine: Engine) -> WalletStore:
     return WalletStore(engine)
@@ -91,14 +82,12 @@ def test_a_commit_under_a_lease_taken_over_changes_nothing(
         store.commit(Journal(replace(wallet, idle=9), owner="a"))
 
     assert store.get_by_id(wallet.id) == wallet
-    assert _row(engine, wallet.id).lease_owner == "b"
+    assert schedule_row(engine, wallet.id).lease_owner == "b"
     store.commit(Journal(replace(wallet, idle=9), owner="b"))
     stored = store.get_by_id(wallet.id)
     assert stored is not None and stored.idle == 9
-    assert (_row(engine, wallet.id).lease_owner, _row(engine, wallet.id).lease_until) == (
-        "b",
-        300.0,
-    )
+    lease = schedule_row(engine, wallet.id)
+    assert (lease.lease_owner, lease.lease_until) == ("b", 300.0)
 
 
 def test_a_batch_writes_the_journals_whose_lease_is_held_and_skips_the_others(
@@ -139,7 +128,7 @@ def test_the_schedule_is_active_exactly_while_the_wallet_is_activated(
     journals of one wallet in a batch among them): ``active`` is always the status's."""
     wallet = _new(store, owner, first)
     other = _new(store, owner, WalletStatus.ACTIVATED)
-    assert _row(engine, wallet.id).active == (first == WalletStatus.ACTIVATED)
+    assert schedule_row(engine, wallet.id).active == (first == WalletStatus.ACTIVATED)
     for statuses in changes:
         if len(statuses) == 1:
             wallet = replace(wallet, status=statuses[0])
@@ -154,8 +143,8 @@ def test_the_schedule_is_active_exactly_while_the_wallet_is_activated(
             other = replace(other, status=statuses[-1], version=other.version + 1)
         stored = store.get_by_id(wallet.id)
         assert stored is not None and stored.status == wallet.status
-        assert _row(engine, wallet.id).active == (wallet.status == WalletStatus.ACTIVATED)
-        assert _row(engine, other.id).active == (other.status == WalletStatus.ACTIVATED)
+        assert schedule_row(engine, wallet.id).active == (wallet.status == WalletStatus.ACTIVATED)
+        assert schedule_row(engine, other.id).active == (other.status == WalletStatus.ACTIVATED)
 
 
 # -- a batch's end ---------------------------------------------------------------------------
@@ -177,7 +166,7 @@ def test_a_batch_end_notes_what_ran_reschedules_all_and_releases_only_its_own_le
     runs.finish(ends, "agent", 2e9, 1.5e9)
     runs.finish([RunEnd(wallets[0], "completed", "moved")], "agent", 3e9, 1.6e9)
 
-    rows = [_row(engine, w) for w in wallets]
+    rows = [schedule_row(engine, w) for w in wallets]
     assert [
         (r.next_run_at, r.lease_owner, r.runs, r.last_run_at, r.last_outcome, r.last_reason)
         for r in rows
@@ -215,8 +204,8 @@ def test_the_migration_moves_the_schedule_and_the_lease_off_the_wallets_row(
     assert [
         (r.active, r.next_run_at, r.lease_owner, r.lease_until)
         for r in (
-            _row(engine, on.id),
-            _row(engine, off.id),
+            schedule_row(engine, on.id),
+            schedule_row(engine, off.id),
         )
     ] == [(True, 77.25, "agent", 123.5), (False, 77.25, None, None)]
     assert not store.acquire_lease(on.id, "other", until=200.0, now=100.0)
