@@ -48,7 +48,7 @@ from yieldagent.domain.aggregates import (
 )
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import DepositRecord
-from yieldagent.storage.db import chunks
+from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import ChainTotalsRow, DepositRow, TransactionRow, WalletRow
 
 _totals = ChainTotalsRow.__table__  # type: ignore[attr-defined]
@@ -81,7 +81,7 @@ _STANDINGS = select(
     _wallets.c.idle,
     _wallets.c.allocation,
     _wallets.c.current_apr,
-).where(_wallets.c.id.in_(bindparam("wallet_ids", expanding=True)))
+).where(one_of(_wallets.c.id, "wallet_ids"))
 _ranked = (
     select(
         _deposits.c.wallet_id,
@@ -92,7 +92,7 @@ _ranked = (
         .over(partition_by=_deposits.c.wallet_id, order_by=(_deposits.c.date, _deposits.c.id))
         .label("place"),
     )
-    .where(_deposits.c.wallet_id.in_(bindparam("wallet_ids", expanding=True)))
+    .where(one_of(_deposits.c.wallet_id, "wallet_ids"))
     .subquery()
 )
 _FIRST_DEPOSITS = select(
@@ -101,7 +101,7 @@ _FIRST_DEPOSITS = select(
 _CHAIN_ROWS = select(_totals).where(_totals.c.chain_id == bindparam("chain_id"))
 _STRIPE_ROWS = select(_totals).where(
     _totals.c.chain_id == bindparam("chain_id"),
-    _totals.c.stripe.in_(bindparam("stripes", expanding=True)),
+    one_of(_totals.c.stripe, "stripes"),
 )
 
 

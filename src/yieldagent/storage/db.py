@@ -15,8 +15,22 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Engine,
+    any_,
+    bindparam,
+    cast,
+    create_engine,
+    event,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.visitors import InternalTraversal
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -29,6 +43,46 @@ def chunks(ids: Sequence[Any], size: int = IN_LIST) -> Iterator[list[Any]]:
     """``ids`` in lists of at most ``size``, for IN lists."""
     for start in range(0, len(ids), size):
         yield list(ids[start : start + size])
+
+
+class OneOf(ColumnElement[bool]):
+    """``column`` is one of the list passed as the parameter ``name``: the statement's
+    way to look rows up by a batch of keys.
+
+    SQLite gets an IN list (one variable per key). PostgreSQL gets the whole list as one
+    array, ``column = ANY(CAST(:name AS type[]))``: one statement text whatever the list's
+    length, so the driver parses it once and SQLAlchemy expands nothing. With an IN list of
+    500 keys both did, and PostgreSQL planned each of them, which cost about 5 ms per
+    batch of 500 wallets.
+    """
+
+    inherit_cache = True
+    type = Boolean()
+    _is_implicitly_boolean = True  # a comparison already: SQLite must not add "= 1"
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy reads it from the class)
+        ("column", InternalTraversal.dp_clauseelement),
+        ("name", InternalTraversal.dp_string),
+    ]
+
+    def __init__(self, column: ColumnElement[Any], name: str) -> None:
+        self.column = column
+        self.name = name
+
+
+@compiles(OneOf)
+def _in_list(element: OneOf, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.column.in_(bindparam(element.name, expanding=True)), **kw)
+
+
+@compiles(OneOf, "postgresql")
+def _any_of_array(element: OneOf, compiler: SQLCompiler, **kw: Any) -> str:
+    array = cast(bindparam(element.name), ARRAY(element.column.type))
+    return compiler.process(element.column == any_(array), **kw)
+
+
+def one_of(column: ColumnElement[Any], name: str) -> OneOf:
+    """``column`` is one of the keys passed as ``name`` (see ``OneOf``)."""
+    return OneOf(column, name)
 
 
 def is_sqlite(url: str) -> bool:

@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine, bindparam, insert, select, text
 from sqlmodel import Session
 
 from yieldagent.domain.events import EventDraft, WalletEvent, follow
+from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, WebhookDeliveryRow
 
 EVENTS_LOCK = 0x79_61_65_76  # "yaev": serializes event ids with commits (PostgreSQL)
@@ -37,9 +38,7 @@ EVENTS_LOCK = 0x79_61_65_76  # "yaev": serializes event ids with commits (Postgr
 _events = WalletEventRow.__table__  # type: ignore[attr-defined]
 _deliveries = WebhookDeliveryRow.__table__  # type: ignore[attr-defined]
 _hooks = PartnerWebhookRow.__table__  # type: ignore[attr-defined]
-_HOOKED = select(_hooks.c.partner_id).where(
-    _hooks.c.partner_id.in_(bindparam("partners", expanding=True))
-)
+_HOOKED = select(_hooks.c.partner_id).where(one_of(_hooks.c.partner_id, "partners"))
 _EVENTS_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
 # Ids in the drafts' order: one statement, its rows numbered in order.
 _INSERT_EVENTS = insert(_events)

@@ -40,7 +40,7 @@ from yieldagent.domain.operations import Operation
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal, Wallet
 from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_standings
-from yieldagent.storage.db import chunks
+from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.events import record_events
 from yieldagent.storage.operations import new_row_values, operation_values
 from yieldagent.storage.schedule import follow_statuses, hold
@@ -126,7 +126,7 @@ _INSERTS = {
     for table in (_operations, _deposits, _withdrawals, _transactions, _rewards, _points)
 }
 _OPERATION_STATUSES = select(_operations.c.id, _operations.c.status).where(
-    _operations.c.id.in_(bindparam("ids", expanding=True))
+    one_of(_operations.c.id, "ids")
 )
 _OPERATION_UPDATE = (
     update(_operations)

@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.operations import OPEN, WAITING, Operation, Step
-from yieldagent.storage.db import chunks
+from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow
 
 _STUCK_STATES = ("activating", "running", "deactivating")
@@ -26,7 +26,7 @@ _operations = OperationRow.__table__  # type: ignore[attr-defined]
 _OPEN_ON = (
     select_core(_operations)
     .where(
-        _operations.c.wallet_id.in_(bindparam("wallet_ids", expanding=True)),
+        one_of(_operations.c.wallet_id, "wallet_ids"),
         _operations.c.status.in_(sorted(OPEN)),
     )
     .order_by(_operations.c.started_at, _operations.c.id)

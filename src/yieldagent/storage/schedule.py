@@ -25,12 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from sqlalchemy import Connection, bindparam, insert, or_, update
 
 from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.storage.db import chunks
+from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import WalletScheduleRow
 
 _schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
 _c = _schedule.c
-_listed = _c.wallet_id.in_(bindparam("wallet_ids", expanding=True))
+_listed = one_of(_c.wallet_id, "wallet_ids")
 _owned = _c.lease_owner == bindparam("owner")
 
 _ENROLL = insert(_schedule)

@@ -31,7 +31,7 @@ from yieldagent.domain.wallets import (
 )
 from yieldagent.storage import schedule
 from yieldagent.storage.aggregates import read_totals
-from yieldagent.storage.db import chunks
+from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.events import signal_for
 from yieldagent.storage.journals import book, new_wallet_changes, wallet_values, write
 from yieldagent.storage.tables import (
@@ -55,11 +55,7 @@ _BY_ADDRESS = select_core(_wallets).where(
     _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
 )
 _BY_ID = select_core(_wallets).where(_wallets.c.id == bindparam("wallet_id"))
-_BY_IDS = (
-    select_core(_wallets)
-    .where(_wallets.c.id.in_(bindparam("wallet_ids", expanding=True)))
-    .order_by(_wallets.c.id)
-)
+_BY_IDS = select_core(_wallets).where(one_of(_wallets.c.id, "wallet_ids")).order_by(_wallets.c.id)
 # The later of the first activation and the last reactivation.
 _LAST_ACTIVATED = case(
     (
@@ -78,7 +74,7 @@ _CREATE = insert(_wallets).returning(_wallets.c.id)
 _BOOKED = union_all(
     *(
         select_core(t.c.wallet_id, t.c.tx_hash, t.c.log_index, t.c.block_number).where(
-            t.c.wallet_id.in_(bindparam("wallet_ids", expanding=True)),
+            one_of(t.c.wallet_id, "wallet_ids"),
             or_(t.c.block_number >= bindparam("since"), t.c.block_number.is_(None)),
             t.c.tx_hash.is_not(None),
         )
