@@ -70,7 +70,10 @@ _FINISH_MANY = text(
     f"UPDATE wallet_schedule SET {_ending('v.status', 'v.reason')} "  # noqa: S608
     "FROM unnest(CAST(:wallet_ids AS INTEGER[]), CAST(:statuses AS VARCHAR[]), "
     "CAST(:reasons AS TEXT[])) AS v(wallet_id, status, reason) "
-    "WHERE wallet_schedule.wallet_id = v.wallet_id"
+    "WHERE wallet_schedule.wallet_id = v.wallet_id "
+    # The same ids once more, so that the planner finds the rows by the primary key
+    # instead of joining the arrays to every row of the schedule.
+    "AND wallet_schedule.wallet_id = ANY(CAST(:wallet_ids AS INTEGER[]))"
 )
 _NOTE = (
     update(_schedule)

@@ -11,14 +11,31 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Engine, bindparam, insert, text, update
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Engine,
+    Select,
+    String,
+    Table,
+    bindparam,
+    cast,
+    func,
+    insert,
+    text,
+    true,
+    update,
+)
 from sqlalchemy import select as core_select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
 from yieldagent.domain.sim_clock import SimClock
+from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import (
     SimBalanceRow,
     SimClockRow,
@@ -30,6 +47,7 @@ from yieldagent.storage.tables import (
 CHUNK = 500
 """Holders per IN list of a bulk read (SQLite limits a statement's variables)."""
 
+_pools = SimPoolRow.__table__  # type: ignore[attr-defined]
 _positions = SimPositionRow.__table__  # type: ignore[attr-defined]
 _balances = SimBalanceRow.__table__  # type: ignore[attr-defined]
 _transactions = SimTransactionRow.__table__  # type: ignore[attr-defined]
@@ -52,6 +70,73 @@ _UPDATE_BALANCE = (
     )
     .values(amount=bindparam("amount"))
 )
+
+
+_POOL_PROTOCOLS = core_select(_pools.c.id, _pools.c.protocol).where(
+    _pools.c.chain_id == bindparam("chain_id"), _pools.c.token == bindparam("token")
+)
+
+
+def _by_holders(
+    dialect: str, table: Table, columns: Sequence[Column[Any]], *where: ColumnElement[bool]
+) -> Select[Any]:
+    """The holder and ``columns`` of the rows of ``table`` that meet ``where``, for each
+    holder of the parameter ``holders`` (a batch of up to ``CHUNK``).
+
+    SQLite takes the holders as an IN list and finds each through the primary key.
+    PostgreSQL takes them as one array and probes an index once per holder (``LATERAL``
+    with ``OFFSET 0``, which the planner keeps as one probe per holder): asked for
+    ``holder = ANY(list)`` it scanned every position or balance of the token once the fleet
+    had a few thousand wallets, and planned each of the list's values. For 500 holders'
+    positions at 10,000 wallets that read took about 20 ms, and takes about 8 ms now, most
+    of it turning the rows into Python values.
+    """
+    if dialect != "postgresql":
+        listed = one_of(table.c.holder, "holders")
+        return core_select(table.c.holder, *columns).where(listed, *where)
+    holders = (
+        func.unnest(cast(bindparam("holders"), ARRAY(String)))
+        .table_valued("holder")
+        .render_derived(name="h")
+    )
+    rows = core_select(*columns).where(table.c.holder == holders.c.holder, *where)
+    found = rows.offset(0).lateral("found")
+    return core_select(holders.c.holder, *found.c).select_from(holders.join(found, true()))
+
+
+@dataclass(frozen=True, slots=True)
+class _HolderReads:
+    """The reads of a batch of holders (``_by_holders``), in the database's dialect."""
+
+    scaled: Select[Any]
+    """(holder, pool id, scaled) of the positions of ``holders`` in the pools
+    ``pool_ids``."""
+    positions: Select[Any]
+    """(holder, pool id, scaled, reward snapshot, rewards owed) of the same."""
+    balances: Select[Any]
+    """(holder, token, amount) of the balances of ``holders`` in ``tokens`` on
+    ``chain_id``."""
+
+    @classmethod
+    def of(cls, dialect: str) -> _HolderReads:
+        p, b = _positions.c, _balances.c
+        in_pools = one_of(p.pool_id, "pool_ids")
+        return cls(
+            _by_holders(dialect, _positions, [p.pool_id, p.scaled], in_pools),
+            _by_holders(
+                dialect,
+                _positions,
+                [p.pool_id, p.scaled, p.reward_snapshot, p.rewards_owed],
+                in_pools,
+            ),
+            _by_holders(
+                dialect,
+                _balances,
+                [b.token, b.amount],
+                b.chain_id == bindparam("chain_id"),
+                one_of(b.token, "tokens"),
+            ),
+        )
 
 
 def _chunks(holders: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -142,8 +227,9 @@ def _write_pool(row: SimPoolRow, pool: PoolState) -> None:
 class SimSession:
     """One unit of work on the simulated world."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, reads: _HolderReads) -> None:
         self._session = session
+        self._reads = reads
         self._pool_rows: dict[tuple[int, str, str], SimPoolRow] = {}
 
     # clock
@@ -257,20 +343,22 @@ class SimSession:
         self, chain_id: int, token: str, holders: Sequence[str]
     ) -> dict[str, dict[str, int]]:
         """Each of ``holders``' scaled units per protocol, in the pools of ``token``; one
-        query for all of them (holders without a position are left out)."""
-        rows = self._session.exec(
-            select(SimPositionRow.holder, SimPoolRow.protocol, SimPositionRow.scaled)
-            .join(SimPositionRow, col(SimPositionRow.pool_id) == col(SimPoolRow.id))
-            .where(
-                SimPoolRow.chain_id == chain_id,
-                SimPoolRow.token == token,
-                col(SimPositionRow.holder).in_(holders),
-            )
+        query per ``CHUNK`` holders after one for the pools (holders without a position are
+        left out)."""
+        connection = self._session.connection()
+        protocols: dict[int, str] = dict(
+            connection.execute(_POOL_PROTOCOLS, {"chain_id": chain_id, "token": token}).all()
         )
         held: dict[str, dict[str, int]] = {}
-        for holder, protocol, scaled in rows:
-            if scaled:
-                held.setdefault(holder, {})[protocol] = scaled
+        if not protocols:
+            return held
+        for chunk in _chunks(holders):
+            rows = connection.execute(
+                self._reads.scaled, {"pool_ids": list(protocols), "holders": list(chunk)}
+            )
+            for holder, pool_id, scaled in rows:
+                if scaled:
+                    held.setdefault(holder, {})[protocols[pool_id]] = scaled
         return held
 
     def save_position(self, row: SimPositionRow) -> None:
@@ -289,15 +377,9 @@ class SimSession:
         connection = self._session.connection()
         for chunk in _chunks(holders):
             rows = connection.execute(
-                core_select(
-                    _positions.c.pool_id,
-                    _positions.c.holder,
-                    _positions.c.scaled,
-                    _positions.c.reward_snapshot,
-                    _positions.c.rewards_owed,
-                ).where(_positions.c.pool_id.in_(pool_ids), _positions.c.holder.in_(chunk))
+                self._reads.positions, {"pool_ids": pool_ids, "holders": list(chunk)}
             )
-            for pool_id, holder, scaled, snapshot, owed in rows:
+            for holder, pool_id, scaled, snapshot, owed in rows:
                 held[(pool_id, holder)] = Holding(pool_id, holder, scaled, snapshot, owed)
         return held
 
@@ -328,15 +410,12 @@ class SimSession:
         return row.amount if row is not None else 0
 
     def balances(self, chain_id: int, token: str, holders: Sequence[str]) -> dict[str, int]:
-        """Each of ``holders``' balance of ``token`` (absent: none); one query."""
-        rows = self._session.exec(
-            select(SimBalanceRow.holder, SimBalanceRow.amount).where(
-                SimBalanceRow.chain_id == chain_id,
-                SimBalanceRow.token == token,
-                col(SimBalanceRow.holder).in_(holders),
-            )
-        )
-        return dict(rows.all())
+        """Each of ``holders``' balance of ``token`` (absent: none); one query per ``CHUNK``
+        holders."""
+        return {
+            holder: amount
+            for (_, holder), amount in self.balances_of(chain_id, [token], holders).items()
+        }
 
     def credit(self, chain_id: int, token: str, holder: str, delta: int) -> None:
         """Adds ``delta`` (negative: debits); MarketError if the balance would go negative."""
@@ -358,13 +437,10 @@ class SimSession:
         found: dict[tuple[str, str], int] = {}
         for chunk in _chunks(holders):
             rows = connection.execute(
-                core_select(_balances.c.token, _balances.c.holder, _balances.c.amount).where(
-                    _balances.c.chain_id == chain_id,
-                    _balances.c.token.in_(list(tokens)),
-                    _balances.c.holder.in_(chunk),
-                )
+                self._reads.balances,
+                {"chain_id": chain_id, "tokens": list(tokens), "holders": list(chunk)},
             )
-            for token, holder, amount in rows:
+            for holder, token, amount in rows:
                 found[(token, holder)] = amount
         return found
 
@@ -452,19 +528,20 @@ class SimulationStore:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._reads = _HolderReads.of(engine.dialect.name)
 
     @contextmanager
     def reading(self) -> Iterator[SimSession]:
         """A read-only unit: sees committed state, takes no lock."""
         with Session(self._engine) as session:
-            yield SimSession(session)
+            yield SimSession(session, self._reads)
 
     @contextmanager
     def writing(self) -> Iterator[SimSession]:
         """A write unit, serialized with every other one; commits at the end."""
         with Session(self._engine) as session:
             session.execute(text("UPDATE sim_clock SET sequence = sequence WHERE id = 1"))
-            yield SimSession(session)
+            yield SimSession(session, self._reads)
             session.commit()
 
     def create_world(
@@ -486,7 +563,7 @@ class SimulationStore:
                 session.flush()
             except IntegrityError:
                 return False
-            unit = SimSession(session)
+            unit = SimSession(session, self._reads)
             for pool in pools:
                 unit.add_pool(pool)
             session.commit()

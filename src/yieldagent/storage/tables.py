@@ -106,6 +106,7 @@ class SimPositionRow(SQLModel, table=True):
     """What one holder has supplied to one simulated pool."""
 
     __tablename__ = "sim_positions"
+    __table_args__ = (Index("ix_sim_positions_holder", "holder"),)
 
     pool_id: int = Field(foreign_key="sim_pools.id", primary_key=True)
     holder: str = Field(max_length=42, primary_key=True)
