@@ -30,8 +30,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, String, bindparam, insert, select, text, update
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Connection, Integer, String, TextClause, bindparam, select, text, update
 from sqlalchemy.sql.dml import Update
 
 from yieldagent.domain.aggregates import STRIPES, Totals, changes, first_of, standing
@@ -40,6 +39,7 @@ from yieldagent.domain.operations import Operation
 from yieldagent.domain.wallet_states import WalletStatus
 from yieldagent.domain.wallets import Journal, Wallet
 from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_standings
+from yieldagent.storage.bulk import document, insert_many, recordset, update_many
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.events import record_events
 from yieldagent.storage.operations import new_row_values, operation_values
@@ -103,40 +103,22 @@ _WALLET_UPDATES = {expected: _wallet_update(expected) for expected in (False, Tr
 _CONDITIONS = {"w_id": Integer(), "w_version": Integer(), "w_status": String()}
 
 
-def _postgres_update() -> Any:
-    """PostgreSQL: the conditional UPDATE of many wallets in one statement, from one array
-    per column (``w_status`` null: not checked). Built from the table's
-    column names and types only."""
-    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
-    types = {name: _wallets.c[name].type for name in _STATE} | _CONDITIONS
-    names = list(types)
-    arrays = ", ".join(f"CAST(:{n} AS {types[n].compile(dialect=dialect)}[])" for n in names)
-    sql = (
+def _postgres_update() -> TextClause:
+    """PostgreSQL: the conditional UPDATE of many wallets in one statement, from one JSON
+    document of their rows (``bulk.recordset``; ``w_status`` null: not checked). Built from
+    the table's column names and types only."""
+    columns = {name: _wallets.c[name].type for name in _STATE} | _CONDITIONS
+    return text(
         f"UPDATE wallets SET {', '.join(f'{n} = v.{n}' for n in _STATE)}, "  # noqa: S608
-        f"version = v.w_version + 1 FROM unnest({arrays}) AS v({', '.join(names)}) "
+        f"version = v.w_version + 1 FROM {recordset(columns)} "
         "WHERE wallets.id = v.w_id AND wallets.version = v.w_version "
         "AND (v.w_status IS NULL OR wallets.status = v.w_status) RETURNING wallets.id"
     )
-    return text(sql).bindparams(*(bindparam(n, type_=postgresql.ARRAY(types[n])) for n in names))
 
 
 _POSTGRES_UPDATE = _postgres_update()
-_INSERTS = {
-    table: insert(table)
-    for table in (_operations, _deposits, _withdrawals, _transactions, _rewards, _points)
-}
 _OPERATION_STATUSES = select(_operations.c.id, _operations.c.status).where(
     one_of(_operations.c.id, "ids")
-)
-_OPERATION_UPDATE = (
-    update(_operations)
-    .where(_operations.c.id == bindparam("o_id"))
-    .values(
-        {
-            name: bindparam(name, type_=_operations.c[name].type)
-            for name in ("status", "steps", "result", "reason", "retry_at", "finished_at")
-        }
-    )
 )
 
 
@@ -292,15 +274,14 @@ def _update(
 def _update_postgresql(
     connection: Connection, journals: Sequence[Journal], expected: WalletStatus | None
 ) -> set[int]:
-    arrays: dict[str, list[Any]] = {name: [] for name in _STATE}
-    conditions: dict[str, list[Any]] = {"w_id": [], "w_version": []}
-    for journal in journals:
-        for name, value in wallet_values(journal.wallet).items():
-            arrays[name].append(value)
-        conditions["w_id"].append(journal.wallet.id)
-        conditions["w_version"].append(journal.wallet.version)
-    expecting = [None if expected is None else str(expected)] * len(journals)
-    found = connection.execute(_POSTGRES_UPDATE, arrays | conditions | {"w_status": expecting})
+    expecting = None if expected is None else str(expected)
+    rows = [
+        wallet_values(j.wallet) | {"w_id": j.wallet.id, "w_version": j.wallet.version}
+        for j in journals
+    ]
+    for row in rows:
+        row["w_status"] = expecting
+    found = connection.execute(_POSTGRES_UPDATE, {"rows": document(rows)})
     return set(found.scalars())
 
 
@@ -324,14 +305,12 @@ def _save_operations(connection: Connection, journals: Sequence[Journal]) -> lis
             continue
         previous.append(known.get(operation.id))
         if operation.id in known:
-            changed.append({"o_id": operation.id, **operation_values(operation)})
+            changed.append({"id": operation.id, **operation_values(operation)})
         else:
             new.append(new_row_values(operation))
         known[operation.id] = operation.status
-    if new:
-        connection.execute(_INSERTS[_operations], new)
-    if changed:
-        connection.execute(_OPERATION_UPDATE, changed)
+    insert_many(connection, _operations, new)
+    update_many(connection, _operations, ("id",), changed)
     return previous
 
 
@@ -412,5 +391,4 @@ def _insert_records(connection: Connection, journals: Sequence[Journal]) -> None
             mine | {"value": p.value, "flow": p.flow, "at": p.at} for p in journal.points
         ]
     for table, values in rows.items():
-        if values:
-            connection.execute(_INSERTS[table], values)
+        insert_many(connection, table, values)

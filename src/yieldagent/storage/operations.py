@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, insert, or_, update
+from sqlalchemy import Engine, insert, or_, update
 from sqlalchemy import select as select_core
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.accounting import WithdrawalSplit
 from yieldagent.domain.operations import OPEN, WAITING, Operation, Step
+from yieldagent.storage.bulk import update_many
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow
 
@@ -30,11 +31,6 @@ _OPEN_ON = (
         _operations.c.status.in_(sorted(OPEN)),
     )
     .order_by(_operations.c.started_at, _operations.c.id)
-)
-_SAVE_STEPS = (
-    update(_operations)
-    .where(_operations.c.id == bindparam("op_id"))
-    .values(steps=bindparam("op_steps"))
 )
 
 
@@ -194,10 +190,8 @@ class OperationStore:
         if not operations:
             return
         with self._engine.begin() as connection:
-            connection.execute(
-                _SAVE_STEPS,
-                [{"op_id": op.id, "op_steps": steps_json(op.steps)} for op in operations],
-            )
+            steps = [{"id": op.id, "steps": steps_json(op.steps)} for op in operations]
+            update_many(connection, _operations, ("id",), steps)
 
     def get(self, operation_id: str) -> Operation | None:
         with Session(self._engine) as session:

@@ -23,10 +23,8 @@ from sqlalchemy import (
     bindparam,
     cast,
     func,
-    insert,
     text,
     true,
-    update,
 )
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -35,6 +33,7 @@ from sqlmodel import Session, col, select
 
 from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
 from yieldagent.domain.sim_clock import SimClock
+from yieldagent.storage.bulk import insert_many, update_many
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import (
     SimBalanceRow,
@@ -51,26 +50,6 @@ _pools = SimPoolRow.__table__  # type: ignore[attr-defined]
 _positions = SimPositionRow.__table__  # type: ignore[attr-defined]
 _balances = SimBalanceRow.__table__  # type: ignore[attr-defined]
 _transactions = SimTransactionRow.__table__  # type: ignore[attr-defined]
-
-_UPDATE_POSITION = (
-    update(_positions)
-    .where(_positions.c.pool_id == bindparam("key_pool"), _positions.c.holder == bindparam("key"))
-    .values(
-        scaled=bindparam("scaled"),
-        reward_snapshot=bindparam("reward_snapshot"),
-        rewards_owed=bindparam("rewards_owed"),
-    )
-)
-_UPDATE_BALANCE = (
-    update(_balances)
-    .where(
-        _balances.c.chain_id == bindparam("key_chain"),
-        _balances.c.token == bindparam("key_token"),
-        _balances.c.holder == bindparam("key"),
-    )
-    .values(amount=bindparam("amount"))
-)
-
 
 _POOL_PROTOCOLS = core_select(_pools.c.id, _pools.c.protocol).where(
     _pools.c.chain_id == bindparam("chain_id"), _pools.c.token == bindparam("token")
@@ -385,22 +364,20 @@ class SimSession:
 
     def save_holdings(self, holdings: Iterable[Holding]) -> None:
         """Writes positions back: one statement for the new ones, one for the stored ones."""
-        new, stored = [], []
+        new: list[dict[str, Any]] = []
+        stored: list[dict[str, Any]] = []
         for held in holdings:
             values = {
+                "pool_id": held.pool_id,
+                "holder": held.holder,
                 "scaled": held.scaled,
                 "reward_snapshot": held.reward_snapshot,
                 "rewards_owed": held.rewards_owed,
             }
-            if held.stored:
-                stored.append({"key_pool": held.pool_id, "key": held.holder, **values})
-            else:
-                new.append({"pool_id": held.pool_id, "holder": held.holder, **values})
+            (stored if held.stored else new).append(values)
         connection = self._session.connection()
-        if new:
-            connection.execute(insert(_positions), new)
-        if stored:
-            connection.execute(_UPDATE_POSITION, stored)
+        insert_many(connection, _positions, new)
+        update_many(connection, _positions, ("pool_id", "holder"), stored)
 
     # balances and transactions
 
@@ -452,21 +429,14 @@ class SimSession:
     ) -> None:
         """Writes balances by (token, holder): inserts those not in ``stored`` (what
         ``balances_of`` found), updates the others; a statement each."""
-        new, old = [], []
+        new: list[dict[str, Any]] = []
+        old: list[dict[str, Any]] = []
         for (token, holder), amount in amounts.items():
-            if (token, holder) in stored:
-                old.append(
-                    {"key_chain": chain_id, "key_token": token, "key": holder, "amount": amount}
-                )
-            else:
-                new.append(
-                    {"chain_id": chain_id, "token": token, "holder": holder, "amount": amount}
-                )
+            values = {"chain_id": chain_id, "token": token, "holder": holder, "amount": amount}
+            (old if (token, holder) in stored else new).append(values)
         connection = self._session.connection()
-        if new:
-            connection.execute(insert(_balances), new)
-        if old:
-            connection.execute(_UPDATE_BALANCE, old)
+        insert_many(connection, _balances, new)
+        update_many(connection, _balances, ("chain_id", "token", "holder"), old)
 
     def record(self, transaction: SimTransactionRow) -> None:
         """Records a mined transaction."""
@@ -475,8 +445,7 @@ class SimSession:
     def record_many(self, transactions: Sequence[Mapping[str, object]]) -> None:
         """Records mined transactions, given as the column values of their rows; one
         statement."""
-        if transactions:
-            self._session.connection().execute(insert(_transactions), transactions)
+        insert_many(self._session.connection(), _transactions, transactions)
 
     def transactions_of(
         self, chain_id: int, holder: str, since_block: int
