@@ -10,7 +10,12 @@ wallets/s and the statements and connection checkouts per run:
 - ``no_move (settled)``: the no-move cycle of a fleet placed directly in the database:
   every wallet holds its share of the pools' best allocation of the fleet's total, so no
   run moves. Sizes: ``BENCH_SETTLED`` on SQLite (default ``10000,100000``) and
-  ``BENCH_SETTLED_POSTGRESQL`` (default ``10000``).
+  ``BENCH_SETTLED_POSTGRESQL`` (default ``10000``). A size measured on both is measured
+  side by side: one fleet in each database, ``BENCH_SETTLED_ROUNDS`` cycles of each
+  (default 5), the databases in turns; its wallets/s are each database's median, and
+  ``postgresql_vs_sqlite`` the median of the rounds' ratios (each round's are listed in
+  ``postgresql_vs_sqlite_rounds``). On these shared machines a single cycle's figure moved
+  by a third from run to run, SQLite's and PostgreSQL's independently.
 - Ratios measured in the same run: ``linearity`` (wallets/s at the largest size over
   the smallest; 1.0 is linear cost), ``postgresql_vs_sqlite`` (SQLite's wallets/s over
   PostgreSQL's at the same size; the target is at most 1.5) and ``replicas`` (two
@@ -27,6 +32,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -66,6 +72,7 @@ NEVER_AGAIN = 1e9
 (an hour was shorter than PostgreSQL's 100,000-wallet cycle, which then re-ran its first
 wallets before it ended)."""
 BATCH = 500
+SETTLED = "no_move (settled)"
 
 
 def _emit(**figures: object) -> None:
@@ -258,10 +265,38 @@ def settled_cycle(url: str, label: str, wallets: int) -> float:
     try:
         _populate(world.engine, world.market, wallets, settled=True)
         figures = world.cycle()
-        _emit(figure="cycle", storage=label, wallets=wallets, cycle="no_move (settled)", **figures)
+        _emit(figure="cycle", storage=label, wallets=wallets, cycle=SETTLED, **figures)
         return float(figures["wallets_per_second"])
     finally:
         world.engine.dispose()
+
+
+def settled_rounds(urls: dict[str, str], wallets: int, rounds: int) -> dict[str, list[float]]:
+    """The no-move cycle of a settled fleet in each of ``urls``' databases, ``rounds``
+    times, the databases in turns (so that both see the machine as it is at the time);
+    each database's wallets/s, round by round."""
+    worlds = {label: _World(url) for label, url in urls.items()}
+    try:
+        for world in worlds.values():
+            _populate(world.engine, world.market, wallets, settled=True)
+        rates: dict[str, list[float]] = {label: [] for label in worlds}
+        for number in range(1, rounds + 1):
+            for label, world in worlds.items():
+                world.make_due()
+                figures = world.cycle()
+                _emit(
+                    figure="cycle",
+                    storage=label,
+                    wallets=wallets,
+                    cycle=SETTLED,
+                    round=number,
+                    **figures,
+                )
+                rates[label].append(float(figures["wallets_per_second"]))
+        return rates
+    finally:
+        for world in worlds.values():
+            world.engine.dispose()
 
 
 def _replica(url: str, start: Any, results: Any) -> None:
@@ -347,14 +382,17 @@ def main() -> None:
     settled_sizes = _sizes("BENCH_SETTLED", "10000,100000")
     settled_pg = _sizes("BENCH_SETTLED_POSTGRESQL", "10000")
     count = int(os.environ.get("BENCH_CYCLES", "2"))
+    rounds = int(os.environ.get("BENCH_SETTLED_ROUNDS", "5"))
     storage = os.environ.get("BENCH_STORAGE", "sqlite,postgresql").split(",")
     postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL") if "postgresql" in storage else None
     labels = [label for label in ("sqlite", "postgresql") if label in storage]
     if not postgres:
         labels = [label for label in labels if label != "postgresql"]
     rates: dict[str, dict[str, dict[int, float]]] = {
-        label: {"first": {}, "no_move": {}, "no_move (settled)": {}} for label in labels
+        label: {"first": {}, "no_move": {}, SETTLED: {}} for label in labels
     }
+    both = {"sqlite", "postgresql"} <= set(labels)
+    side_by_side = sorted(set(settled_sizes) & set(settled_pg)) if both else []
     for label in labels:
         for wallets in sizes:
             if label == "sqlite":
@@ -367,6 +405,8 @@ def main() -> None:
             for which, rate in measured.items():
                 rates[label][which][wallets] = rate
         for wallets in settled_sizes if label == "sqlite" else settled_pg:
+            if wallets in side_by_side:
+                continue
             if label == "sqlite":
                 with tempfile.TemporaryDirectory() as directory:
                     url = f"sqlite:///{Path(directory) / 'agent.db'}"
@@ -374,19 +414,45 @@ def main() -> None:
             else:
                 assert postgres is not None
                 rate = settled_cycle(_postgres_schema(postgres), label, wallets)
-            rates[label]["no_move (settled)"][wallets] = rate
+            rates[label][SETTLED][wallets] = rate
+    ratios: dict[tuple[str, int], float] = {}
+    for wallets in side_by_side:
+        assert postgres is not None
+        with tempfile.TemporaryDirectory() as directory:
+            urls = {
+                "sqlite": f"sqlite:///{Path(directory) / 'agent.db'}",
+                "postgresql": _postgres_schema(postgres),
+            }
+            measured_rounds = settled_rounds(urls, wallets, rounds)
+        for side, by_round in measured_rounds.items():
+            rates[side][SETTLED][wallets] = statistics.median(by_round)
+        each = [
+            lite / pg
+            for lite, pg in zip(
+                measured_rounds["sqlite"], measured_rounds["postgresql"], strict=True
+            )
+        ]
+        ratios[(SETTLED, wallets)] = statistics.median(each)
+        _emit(
+            figure="postgresql_vs_sqlite_rounds",
+            wallets=wallets,
+            cycle=SETTLED,
+            sqlite_over_postgresql=[round(r, 2) for r in each],
+        )
+    for label in labels:
         for which, by_size in rates[label].items():
             _linearity(label, which, by_size)
-    if "sqlite" in rates and "postgresql" in rates:
+    if both:
         for which, lite in rates["sqlite"].items():
             for wallets in sorted(set(lite) & set(rates["postgresql"][which])):
+                ratio = ratios.get((which, wallets))
+                if ratio is None:
+                    ratio = lite[wallets] / rates["postgresql"][which][wallets]
                 _emit(
                     figure="postgresql_vs_sqlite",
                     wallets=wallets,
                     cycle=which,
-                    sqlite_over_postgresql=round(
-                        lite[wallets] / rates["postgresql"][which][wallets], 2
-                    ),
+                    sqlite_over_postgresql=round(ratio, 2),
                 )
     if postgres:
         replicas(_postgres_schema(postgres), int(os.environ.get("BENCH_REPLICA_WALLETS", "10000")))
