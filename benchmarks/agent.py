@@ -20,8 +20,8 @@ wallets/s and the statements and connection checkouts per run:
   the smallest; 1.0 is linear cost), ``postgresql_vs_sqlite`` (SQLite's wallets/s over
   PostgreSQL's at the same size; the target is at most 1.5) and ``replicas`` (two
   processes on one settled fleet of ``BENCH_REPLICA_WALLETS``, default ``10000``, over
-  one process, on PostgreSQL, the median of half as many rounds; the target is at least
-  1.7).
+  one process, on PostgreSQL, the median of half as many rounds, rounded up; the target
+  is at least 1.7).
 
 SQLite always; PostgreSQL when ``YIELDAGENT_TEST_DATABASE_URL`` is set (in a schema
 ``bench_agent``). ``BENCH_STORAGE`` (``sqlite`` or ``postgresql``) keeps one.
@@ -469,7 +469,7 @@ def main() -> None:
                 )
     if postgres:
         replica_wallets = int(os.environ.get("BENCH_REPLICA_WALLETS", "10000"))
-        replicas(_postgres_schema(postgres), replica_wallets, max(1, rounds // 2))
+        replicas(_postgres_schema(postgres), replica_wallets, (rounds + 1) // 2)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
 """Writing many rows of one table at once: ``insert_many`` and ``update_many``.
 
 SQLite takes them as one executemany: one prepared statement stepped once per row, in
-the process. PostgreSQL takes every row in one JSON document, unpacked on the server
-(``json_to_recordset``, with the table's column types): one parameter, one statement
-text per set of columns, one round trip. As an executemany (a pipeline of one statement
-per row) or multi-row VALUES (one parameter per value), or with one array per column
-(which the driver quotes value by value in Python), the agent's first cycle spent 30 to
-100 µs per row on these writes on the client alone.
+the process. PostgreSQL takes one statement with every row in one JSON document, which the
+server unpacks with the table's column types (``json_to_recordset``): one parameter, one
+statement text per set of columns, one round trip. As an executemany (one statement per
+row, pipelined), as multi-row VALUES (one parameter per value) or with one array per
+column (which psycopg quotes value by value in Python), these writes took 30 to 120 µs per
+row in the agent's first cycle, the server's part included; as one document, 15 to 50.
 
-Values go into the document as JSON has them (integers exactly, floats as Python
-prints them, which reads back the same); datetimes, which must carry their zone, as ISO
-8601 text.
+Values go into the document as JSON has them: integers exactly, whatever their size;
+floats as Python prints them, which reads back the same; datetimes, which must carry
+their zone, as ISO 8601 text. Bytes are refused (no table written here has any).
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ Journals are written together in one transaction, in a number of statements that
 grow with theirs (SQLite: plus one UPDATE per wallet): one lock of the wallets' schedule
 rows per lease owner; one read of the wallets' stored versions and standings (and of the
 first deposits of those the journals credit); the conditional UPDATE of the wallets
-(PostgreSQL: one statement for all of them, from one array per column); the schedule's
-``active`` flags of the wallets whose status turned to or from activated; one insert per
-kind of record; one read and up to two writes for the operations; the chain totals, once,
-with the summed changes of every journal written (by stripe); and the events in bulk.
+(PostgreSQL: one statement for all of them, from one JSON document, ``storage.bulk``);
+the schedule's ``active`` flags of the wallets whose status turned to or from activated;
+one insert per kind of record; one read and up to two writes for the operations; the
+chain totals, once, with the summed changes of every journal written (by stripe); and the
+events in bulk.
 
 A journal whose owner no longer holds its wallet's lease (``storage.schedule.hold``), or
 whose wallet is no longer at the version it was read at, is skipped: nothing of it is
@@ -276,11 +277,10 @@ def _update_postgresql(
 ) -> set[int]:
     expecting = None if expected is None else str(expected)
     rows = [
-        wallet_values(j.wallet) | {"w_id": j.wallet.id, "w_version": j.wallet.version}
-        for j in journals
+        wallet_values(wallet)
+        | {"w_id": wallet.id, "w_version": wallet.version, "w_status": expecting}
+        for wallet in (j.wallet for j in journals)
     ]
-    for row in rows:
-        row["w_status"] = expecting
     found = connection.execute(_POSTGRES_UPDATE, {"rows": document(rows)})
     return set(found.scalars())
 
