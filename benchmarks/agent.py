@@ -7,6 +7,9 @@ wallets/s and the statements and connection checkouts per run:
 - ``first``: the cycle that places every wallet's idle funds (claims, plans, supplies,
   books each one), then ``no_move``: the next cycle, in which nothing needs to move.
   Sizes: ``BENCH_WALLETS`` (default ``500,2000``); ``BENCH_CYCLES=1`` skips ``no_move``.
+  ``BENCH_CYCLE_ROUNDS`` rounds (default 3), each on fresh databases, the databases in
+  turns; the figures are medians, and ``postgresql_vs_sqlite`` the median of the rounds'
+  ratios.
 - ``no_move (settled)``: the no-move cycle of a fleet placed directly in the database:
   every wallet holds its share of the pools' best allocation of the fleet's total, so no
   run moves. Sizes: ``BENCH_SETTLED`` on SQLite (default ``10000,100000``) and
@@ -244,15 +247,16 @@ async def _cycle(agent: Agent) -> tuple[int, float]:
     return ran, time.perf_counter() - start
 
 
-def cycles(url: str, label: str, wallets: int, cycles: int = 2) -> dict[str, float]:
-    """The first cycle and the no-move cycle after it; wallets/s of each."""
+def cycles(url: str, label: str, wallets: int, cycles: int, number: int) -> dict[str, float]:
+    """The first cycle and the no-move cycle after it, of round ``number``; wallets/s of
+    each."""
     world = _World(url)
     try:
         _populate(world.engine, world.market, wallets, settled=False)
         rates = {}
         for which in ("first", "no_move")[:cycles]:
             world.make_due()
-            figures = world.cycle()
+            figures = world.cycle() | {"round": number}
             _emit(figure="cycle", storage=label, wallets=wallets, cycle=which, **figures)
             rates[which] = figures["wallets_per_second"]
         return rates
@@ -396,6 +400,7 @@ def main() -> None:
     settled_pg = _sizes("BENCH_SETTLED_POSTGRESQL", "10000")
     count = int(os.environ.get("BENCH_CYCLES", "2"))
     rounds = int(os.environ.get("BENCH_SETTLED_ROUNDS", "5"))
+    cycle_rounds = int(os.environ.get("BENCH_CYCLE_ROUNDS", "3"))
     storage = os.environ.get("BENCH_STORAGE", "sqlite,postgresql").split(",")
     postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL") if "postgresql" in storage else None
     labels = [label for label in ("sqlite", "postgresql") if label in storage]
@@ -406,17 +411,35 @@ def main() -> None:
     }
     both = {"sqlite", "postgresql"} <= set(labels)
     side_by_side = sorted(set(settled_sizes) & set(settled_pg)) if both else []
+    cycle_rates: dict[tuple[str, str, int], list[float]] = {}
+    for wallets in sizes:
+        for number in range(1, cycle_rounds + 1):
+            for label in labels:
+                if label == "sqlite":
+                    with tempfile.TemporaryDirectory() as directory:
+                        url = f"sqlite:///{Path(directory) / 'agent.db'}"
+                        measured = cycles(url, label, wallets, count, number)
+                else:
+                    assert postgres is not None
+                    url = _postgres_schema(postgres)
+                    measured = cycles(url, label, wallets, count, number)
+                for which, rate in measured.items():
+                    cycle_rates.setdefault((label, which, wallets), []).append(rate)
+    for (side, which, wallets), measured_rates in cycle_rates.items():
+        rates[side][which][wallets] = statistics.median(measured_rates)
+    ratios: dict[tuple[str, int], float] = {}
+    for (side, which, wallets), lite_rates in cycle_rates.items():
+        if side == "sqlite" and ("postgresql", which, wallets) in cycle_rates:
+            pg_rates = cycle_rates[("postgresql", which, wallets)]
+            each = [a / b for a, b in zip(lite_rates, pg_rates, strict=True)]
+            ratios[(which, wallets)] = statistics.median(each)
+            _emit(
+                figure="postgresql_vs_sqlite_rounds",
+                wallets=wallets,
+                cycle=which,
+                sqlite_over_postgresql=[round(r, 2) for r in each],
+            )
     for label in labels:
-        for wallets in sizes:
-            if label == "sqlite":
-                with tempfile.TemporaryDirectory() as directory:
-                    url = f"sqlite:///{Path(directory) / 'agent.db'}"
-                    measured = cycles(url, label, wallets, count)
-            else:
-                assert postgres is not None
-                measured = cycles(_postgres_schema(postgres), label, wallets, count)
-            for which, rate in measured.items():
-                rates[label][which][wallets] = rate
         for wallets in settled_sizes if label == "sqlite" else settled_pg:
             if wallets in side_by_side:
                 continue
@@ -428,7 +451,6 @@ def main() -> None:
                 assert postgres is not None
                 rate = settled_cycle(_postgres_schema(postgres), label, wallets)
             rates[label][SETTLED][wallets] = rate
-    ratios: dict[tuple[str, int], float] = {}
     for wallets in side_by_side:
         assert postgres is not None
         with tempfile.TemporaryDirectory() as directory:
