@@ -394,6 +394,19 @@ def _linearity(label: str, which: str, rates: dict[int, float]) -> None:
         )
 
 
+def _median_ratio(which: str, wallets: int, lite: list[float], pg: list[float]) -> float:
+    """The median of the rounds' ratios of SQLite's wallets/s to PostgreSQL's; each
+    round's is emitted."""
+    each = [a / b for a, b in zip(lite, pg, strict=True)]
+    _emit(
+        figure="postgresql_vs_sqlite_rounds",
+        wallets=wallets,
+        cycle=which,
+        sqlite_over_postgresql=[round(r, 2) for r in each],
+    )
+    return statistics.median(each)
+
+
 def main() -> None:
     sizes = _sizes("BENCH_WALLETS", "500,2000")
     settled_sizes = _sizes("BENCH_SETTLED", "10000,100000")
@@ -431,14 +444,7 @@ def main() -> None:
     for (side, which, wallets), lite_rates in cycle_rates.items():
         if side == "sqlite" and ("postgresql", which, wallets) in cycle_rates:
             pg_rates = cycle_rates[("postgresql", which, wallets)]
-            each = [a / b for a, b in zip(lite_rates, pg_rates, strict=True)]
-            ratios[(which, wallets)] = statistics.median(each)
-            _emit(
-                figure="postgresql_vs_sqlite_rounds",
-                wallets=wallets,
-                cycle=which,
-                sqlite_over_postgresql=[round(r, 2) for r in each],
-            )
+            ratios[(which, wallets)] = _median_ratio(which, wallets, lite_rates, pg_rates)
     for label in labels:
         for wallets in settled_sizes if label == "sqlite" else settled_pg:
             if wallets in side_by_side:
@@ -461,34 +467,19 @@ def main() -> None:
             measured_rounds = settled_rounds(urls, wallets, rounds)
         for side, by_round in measured_rounds.items():
             rates[side][SETTLED][wallets] = statistics.median(by_round)
-        each = [
-            lite / pg
-            for lite, pg in zip(
-                measured_rounds["sqlite"], measured_rounds["postgresql"], strict=True
-            )
-        ]
-        ratios[(SETTLED, wallets)] = statistics.median(each)
-        _emit(
-            figure="postgresql_vs_sqlite_rounds",
-            wallets=wallets,
-            cycle=SETTLED,
-            sqlite_over_postgresql=[round(r, 2) for r in each],
+        ratios[(SETTLED, wallets)] = _median_ratio(
+            SETTLED, wallets, measured_rounds["sqlite"], measured_rounds["postgresql"]
         )
     for label in labels:
         for which, by_size in rates[label].items():
             _linearity(label, which, by_size)
-    if both:
-        for which, lite in rates["sqlite"].items():
-            for wallets in sorted(set(lite) & set(rates["postgresql"][which])):
-                ratio = ratios.get((which, wallets))
-                if ratio is None:
-                    ratio = lite[wallets] / rates["postgresql"][which][wallets]
-                _emit(
-                    figure="postgresql_vs_sqlite",
-                    wallets=wallets,
-                    cycle=which,
-                    sqlite_over_postgresql=round(ratio, 2),
-                )
+    for (which, wallets), ratio in ratios.items():
+        _emit(
+            figure="postgresql_vs_sqlite",
+            wallets=wallets,
+            cycle=which,
+            sqlite_over_postgresql=round(ratio, 2),
+        )
     if postgres:
         replica_wallets = int(os.environ.get("BENCH_REPLICA_WALLETS", "10000"))
         replicas(_postgres_schema(postgres), replica_wallets, (rounds + 1) // 2)
