@@ -10,9 +10,9 @@ PROTOS := $(wildcard protos/yieldagent/v1/*.proto)
 DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
 PROTOC = $(PY) -m grpc_tools.protoc -Iprotos -I$(GOOGLEAPIS)
-# The OpenAPI document Envoy serves, generated from the protos (yieldagent.openapi).
+# The OpenAPI document Envoy serves, generated from the protos (tools.openapi.generate).
 OPENAPI := envoy/openapi.json
-OPENAPI_GEN = PYTHONPATH=src $(PY) -m yieldagent.openapi --descriptor $(DESCRIPTOR) \
+OPENAPI_GEN = PYTHONPATH=src $(PY) -m tools.openapi.generate --descriptor $(DESCRIPTOR) \
 	--plugin $(SWAGGER_PLUGIN)
 # protoc-gen-swagger: grpc-gateway's OpenAPI (v2) generator, from Debian's golang-grpc-gateway.
 SWAGGER_PLUGIN := /usr/bin/protoc-gen-swagger
@@ -169,15 +169,15 @@ $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
 
 lint: $(VENV)/.bench-installed $(DESCRIPTOR) $(BUF) $(REDOC_STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks tools
+	$(VENV)/bin/ruff format --check src tests benchmarks tools
 	$(VENV)/bin/mypy
 	$(BUF) lint $(DESCRIPTOR)#format=binpb --path yieldagent
 	$(VENV)/bin/envoy --mode validate -c envoy/envoy.yaml --log-level error
 
 format: $(VENV)/.installed
-	$(VENV)/bin/ruff check --fix src tests benchmarks
-	$(VENV)/bin/ruff format src tests benchmarks
+	$(VENV)/bin/ruff check --fix src tests benchmarks tools
+	$(VENV)/bin/ruff format src tests benchmarks tools
 
 # Benchmark-only packages (FastAPI and uvicorn for the comparison app, py-spy for profiles).
 $(VENV)/.bench-installed: $(VENV)/.installed

@@ -49,11 +49,11 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import deposit, quote_of
-from yieldagent.clock import SYSTEM_CLOCK
-from yieldagent.domain.agent import Agent, AgentSettings
-from yieldagent.domain.allocation import Candidate, allocate
+from yieldagent.domain.agent.runs import Agent, AgentSettings
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.lifecycle import Lifecycle, Policy
+from yieldagent.domain.money.lifecycle import Lifecycle, Policy
+from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore

@@ -45,12 +45,12 @@ from sqlalchemy import Engine, insert, text
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.aggregates import Totals
+from yieldagent.domain.books.aggregates import Totals
+from yieldagent.domain.books.history import Reports, Statistics, percentages
+from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
+from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.history import Reports, Statistics, percentages
-from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
-from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.storage.aggregates import rebuild
@@ -162,7 +162,7 @@ def populate(engine: Engine, wallets: int, seed: int = 7) -> None:
 def full_scan_statistics(store: WalletStore, catalog: Catalog, chain_id: int) -> Statistics:
     """The statistics as ``Reports.statistics`` computed them before the chain totals:
     every wallet and every deposit of the chain read and summed (the "before")."""
-    from yieldagent.domain.history import ProtocolShare, Share
+    from yieldagent.domain.books.history import ProtocolShare, Share
 
     chain = catalog.chain(chain_id)
     tokens = {t.address: t for t in chain.tokens}

@@ -1,4 +1,4 @@
-"""A wallet's APR (``domain.apr.time_weighted_apr``) over hourly performance points: a month,
+"""A wallet's APR (``domain.books.apr.time_weighted_apr``) over hourly performance points: a month,
 six months and a year of them, without flows and with a deposit or withdrawal every day;
 median ms, and the year's time over the month's (12.2 when the cost is linear in points).
 """
@@ -11,7 +11,7 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from yieldagent.domain.apr import PerformancePoint, time_weighted_apr
+from yieldagent.domain.books.apr import PerformancePoint, time_weighted_apr
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 PERIODS = (("1 month", 720), ("6 months", 4_380), ("1 year", 8_760))

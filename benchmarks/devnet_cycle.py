@@ -44,7 +44,6 @@ from sqlalchemy import Engine, text
 from web3 import HTTPProvider, Web3
 
 from benchmarks.rpc_counter import RpcCounter, RpcCounts
-from yieldagent.app import build_agent, build_lifecycle
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
@@ -58,12 +57,13 @@ from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.manifest import Manifest
 from yieldagent.devnet.usdc import mint, usdc_artifact
-from yieldagent.domain.agent import Agent
+from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.deposits import ActivationRequest
-from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, AccountKey, open_account
+from yieldagent.domain.money.deposits import ActivationRequest
+from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, AccountKey, open_account
+from yieldagent.service.compose import build_agent, build_lifecycle
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore

@@ -22,11 +22,11 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
+from yieldagent.domain.books.events import EventDraft
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.events import EventDraft
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import Journal, Wallet
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import EventStore, record_events, signal_for
 from yieldagent.storage.partners import PartnerStore

@@ -19,11 +19,11 @@ from pathlib import Path
 from sqlalchemy import text
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.port import Send
+from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, PoolState, advance, copy_pool, quote_of
-from yieldagent.domain.sim_clock import SimClock
+from yieldagent.domain.ports.chain import Send
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from benchmarks.rest_reads import DURATION, _free_port, _measure, _wait, _wrk, running_service
 from yieldagent.config import load_settings
-from yieldagent.edge import EnvoyProcess
+from yieldagent.service.edge import EnvoyProcess
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 ROOT = Path(__file__).resolve().parents[1]

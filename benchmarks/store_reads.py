@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.smart_accounts import SmartAccount, smart_account_address
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.partners.smart_accounts import SmartAccount, smart_account_address
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore

@@ -14,10 +14,10 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
-from yieldagent.domain.accounting import WithdrawalSplit
-from yieldagent.domain.operations import EXECUTING, PAYOUT, WITHDRAW, Operation, Step
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.withdrawals import split_json
+from yieldagent.domain.books.accounting import WithdrawalSplit
+from yieldagent.domain.books.operations import EXECUTING, PAYOUT, WITHDRAW, Operation, Step
+from yieldagent.domain.money.withdrawals import split_json
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore

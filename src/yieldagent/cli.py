@@ -46,13 +46,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
-from yieldagent.app import build_agent, build_lifecycle, run_service
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
-from yieldagent.clock import SYSTEM_CLOCK
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.dates import iso
@@ -63,9 +61,11 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     YieldAgentError,
 )
-from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.partners import PERMISSIONS, Partner
-from yieldagent.logs import configure_logging
+from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.observability.logs import configure_logging
+from yieldagent.service.clock import SYSTEM_CLOCK
+from yieldagent.service.compose import build_agent, build_lifecycle, run_service
 from yieldagent.storage.aggregates import disagreeing_chains, rebuild
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json

@@ -21,10 +21,10 @@ from sqlmodel import Session, col, select
 from support.agent_setup import one_by_one
 from support.databases import temporary_database
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.port import Send, TxReceipt
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
+from yieldagent.domain.ports.chain import Send, TxReceipt
 from yieldagent.storage import simulation
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore

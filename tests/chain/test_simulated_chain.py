@@ -7,7 +7,9 @@ import re
 import pytest
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.port import (
+from yieldagent.chain.simulated.genesis import REWARD_TOKENS, TIMING
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.ports.chain import (
     Block,
     ChainPort,
     ClaimReceipt,
@@ -16,8 +18,6 @@ from yieldagent.chain.port import (
     Transfer,
     TxReceipt,
 )
-from yieldagent.chain.simulated.genesis import REWARD_TOKENS, TIMING
-from yieldagent.chain.simulated.market import SimulatedMarket
 
 GENESIS = 1_767_225_600
 ETHEREUM = 1

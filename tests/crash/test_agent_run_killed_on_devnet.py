@@ -24,9 +24,9 @@ from support.devnet_service import devnet_env, utilization
 from support.service import free_port
 from yieldagent.devnet import actions
 from yieldagent.devnet.anvil import rpc
-from yieldagent.domain.operations import OPEN
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.books.operations import OPEN
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.tables import OperationRow

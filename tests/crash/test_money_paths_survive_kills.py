@@ -92,7 +92,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.domain.operations import (
+from yieldagent.domain.books.operations import (
     ACTIVATE,
     CLAIM,
     COMPLETED,
@@ -102,8 +102,8 @@ from yieldagent.domain.operations import (
     WITHDRAW,
     scoped,
 )
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import Wallet
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import Wallet
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import IdempotencyKeyRow, OperationRow
 from yieldagent.storage.wallets import WalletStore

@@ -20,7 +20,7 @@ from support.funded import USDC, Funded
 from support.service import RunningService, running_service
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore

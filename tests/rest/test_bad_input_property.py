@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 from support.funded import PROTOCOLS, USDC
 from support.service import Response, RunningService
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.partners import PartnerStore
 
 FUZZ_EXAMPLES = int(os.environ.get("YIELDAGENT_FUZZ_EXAMPLES", "10"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from support.service import RunningService
-from yieldagent.domain.smart_accounts import smart_account_address
+from yieldagent.domain.partners.smart_accounts import smart_account_address
 
 PATH = "/api/v1/proxy/zerodev/smart-accounts"
 OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"

@@ -20,7 +20,7 @@ from support.webhook_receiver import Receiver
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
-from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore

@@ -8,8 +8,8 @@ import pytest
 
 from support.grpc_testing_harness import call, serve
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.v1 import catalog_pb2
 

@@ -23,13 +23,13 @@ from sqlalchemy import Engine
 from support.wallet_setup import BASE, BASE_USDC, USDC, fund
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.clock import SYSTEM_CLOCK
-from yieldagent.domain.agent import Agent, AgentSettings
-from yieldagent.domain.lifecycle import Lifecycle, Policy
-from yieldagent.domain.partners import Partner
-from yieldagent.server import ApiServer, build_server, mark_serving
+from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.money.lifecycle import Lifecycle, Policy
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.service.clock import SYSTEM_CLOCK
+from yieldagent.service.grpc_server import ApiServer, build_server, mark_serving
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies

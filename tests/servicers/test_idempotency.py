@@ -20,7 +20,7 @@ from grpc_status import rpc_status
 from sqlalchemy import Engine
 
 from yieldagent.domain.errors import Conflict, InvalidInput, InvalidRequest
-from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.idempotency import Idempotency, current_idempotency_key, fingerprint
 from yieldagent.servicers.interceptor import ApiInterceptor

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from yieldagent import metrics
 from yieldagent.domain.errors import NotFound
-from yieldagent.logs import RequestIdFilter
-from yieldagent.metrics import REGISTRY
+from yieldagent.observability import metrics
+from yieldagent.observability.logs import RequestIdFilter
+from yieldagent.observability.metrics import REGISTRY
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies

@@ -14,12 +14,12 @@ from sqlalchemy import Engine
 from support.agent_setup import make_agent
 from support.wallet_setup import BASE, OTHER_EOA, USDC, activated, make_lifecycle, top_up_deposit
 from yieldagent.chain.operator import OperatorWallet
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.partners import PERMISSIONS, Partner
-from yieldagent.metrics import REGISTRY
-from yieldagent.server import build_server, mark_serving
+from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.observability.metrics import REGISTRY
+from yieldagent.service.grpc_server import build_server, mark_serving
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc

@@ -1,4 +1,4 @@
-"""Chain totals (``domain.aggregates``, ``storage.aggregates``): after any sequence of
+"""Chain totals (``domain.books.aggregates``, ``storage.aggregates``): after any sequence of
 commits they equal a full recomputation, exactly; the statistics read from them equal the
 slow computation over every wallet; the migration's backfill and the repair agree with
 what the commits kept; concurrent commits from two engines keep them exact."""
@@ -21,14 +21,20 @@ from sqlalchemy import Engine
 
 from support.books import recomputed_totals, total_disagreements
 from yieldagent.catalog import load_catalog
-from yieldagent.domain.aggregates import STRIPES, Totals, apr_units, mean_apr
+from yieldagent.domain.books.aggregates import STRIPES, Totals, apr_units, mean_apr
+from yieldagent.domain.books.history import (
+    ProtocolShare,
+    Share,
+    Statistics,
+    percentages,
+    statistics,
+)
+from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
+from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.history import ProtocolShare, Share, Statistics, percentages, statistics
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.smart_accounts import smart_account_address
-from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
-from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord, Wallet
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.partners.smart_accounts import smart_account_address
 from yieldagent.storage.aggregates import rebuild
 from yieldagent.storage.db import alembic_config, create_db_engine
 from yieldagent.storage.tables import ChainTotalsRow

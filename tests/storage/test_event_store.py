@@ -28,12 +28,12 @@ from support.wallet_setup import (
     stored,
     top_up_deposit,
 )
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.books.events import EventDraft, WalletEvent
+from yieldagent.domain.books.wallets import Journal
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.events import EventDraft, WalletEvent
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.wallets import Journal
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.storage import wallets as wallet_storage
 from yieldagent.storage.events import EventSignal, EventStore, event_of, record_events
 from yieldagent.storage.tables import WalletEventRow

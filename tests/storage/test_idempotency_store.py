@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine
 
-from yieldagent.domain.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.storage.idempotency import (
     COMPLETED,
     IN_PROGRESS,

@@ -13,7 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect, text
 from sqlmodel import SQLModel
 
-from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 

@@ -20,11 +20,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
-from yieldagent.domain.aggregates import STRIPES
-from yieldagent.domain.apr import PerformancePoint
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.errors import Conflict
-from yieldagent.domain.operations import (
+from yieldagent.domain.books.aggregates import STRIPES
+from yieldagent.domain.books.apr import PerformancePoint
+from yieldagent.domain.books.operations import (
     COMPLETED,
     EXECUTING,
     FAILED,
@@ -34,16 +32,18 @@ from yieldagent.domain.operations import (
     Operation,
     Step,
 )
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.smart_accounts import smart_account_address
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import (
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import (
     DepositRecord,
     Journal,
     TransactionRecord,
     Wallet,
     WithdrawalRecord,
 )
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import Conflict
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.partners.smart_accounts import smart_account_address
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.tables import (
     ChainTotalsRow,

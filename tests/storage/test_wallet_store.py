@@ -8,14 +8,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import Engine
 
-from yieldagent.domain.apr import PerformancePoint
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.errors import Conflict
-from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.smart_accounts import SmartAccount, smart_account_address
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import (
+from yieldagent.domain.books.apr import PerformancePoint
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import (
     DepositRecord,
     Journal,
     RewardRecord,
@@ -23,6 +18,11 @@ from yieldagent.domain.wallets import (
     Wallet,
     WithdrawalRecord,
 )
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import Conflict
+from yieldagent.domain.pagination import PageRequest
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.partners.smart_accounts import SmartAccount, smart_account_address
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 

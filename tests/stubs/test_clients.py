@@ -30,8 +30,8 @@ from support.funded import PROTOCOLS, USDC
 from support.service import RunningService, running_service
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore

@@ -18,14 +18,14 @@ from support.wallet_setup import (
     positions,
     stored,
 )
-from yieldagent.chain.port import ChainPort, Send, TxReceipt
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent import Agent, AgentSettings
-from yieldagent.domain.lifecycle import Lifecycle
-from yieldagent.domain.optimizer import Thresholds
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.wallets import TransactionRecord, Wallet
+from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.books.wallets import TransactionRecord, Wallet
+from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.optimizer.rebalance import Thresholds
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.chain import ChainPort, Send, TxReceipt
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import OperationRow, WalletScheduleRow
 from yieldagent.storage.wallets import WalletStore

@@ -33,14 +33,14 @@ from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
 from yieldagent.chain.simulated.pools import PoolState, advance, deposit, quote_of, value_of
-from yieldagent.domain.allocation import Candidate, allocate
+from yieldagent.domain.books.events import derive
+from yieldagent.domain.books.valuation import moment_of
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.events import derive
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
-from yieldagent.domain.valuation import moment_of
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import DepositRecord, Journal, TransactionRecord, Wallet
+from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
 from yieldagent.storage.aggregates import rebuild
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import record_events
@@ -117,7 +117,7 @@ def bulk_activated(
     impact included, wallet after wallet, is supplied to the pools. In the service's
     tables (one transaction): the smart account, and the wallet, ``activated``, with that
     allocation, its deposit, its transactions and its first performance point; then the
-    events activation records (``domain.events.derive``: deposit credited, activated).
+    events activation records (``domain.books.events.derive``: deposit credited, activated).
     """
     eoas = [user_eoa(i) for i in range(len(amounts))]
     addresses = [smart_account_address(eoa, DEFAULT_AGENT_ID) for eoa in eoas]

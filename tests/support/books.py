@@ -49,7 +49,7 @@ is a *fee*; any other is a *payout*.
     less the protocols' own rounding (``ROUNDING_PER_MOVE`` per supply or withdrawal).
 (g) The wallet is not left ``activating`` or ``running``, nor ``deactivating`` without a
     ``status_reason`` (funds genuinely stuck in a pool say so there).
-(h) Its events (``domain.events``) tell the same story, each once: one
+(h) Its events (``domain.books.events``) tell the same story, each once: one
     ``deposit_credited`` per deposit and one ``withdrawn`` per withdrawal (same chain
     event, same amounts), one ``reward_claimed`` per reward record, one ``run_completed``
     per ended run that moved funds; ``activated`` and ``deactivated`` alternate, starting
@@ -57,7 +57,7 @@ is a *fee*; any other is a *payout*.
 
 And once for each chain of the wallets checked (every wallet of that chain, checked or not):
 
-(i) The chain's stored totals (``domain.aggregates``, kept with each commit) equal a full
+(i) The chain's stored totals (``domain.books.aggregates``, kept with each commit) equal a full
     recomputation the slow way, from every wallet and every deposit of the chain: per
     token, the holding wallets (not deactivated) and what they hold, the active wallets and
     the exact sum of their APRs, every deposit, each wallet's first deposit (earliest date,
@@ -75,8 +75,8 @@ from sqlalchemy import Engine
 
 from support.wallet_setup import FEE
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.domain.aggregates import Totals, apr_units
-from yieldagent.domain.events import (
+from yieldagent.domain.books.aggregates import Totals, apr_units
+from yieldagent.domain.books.events import (
     ACTIVATED,
     DEACTIVATED,
     DEPOSIT_CREDITED,
@@ -86,9 +86,9 @@ from yieldagent.domain.events import (
     WITHDRAWN,
     run_moves,
 )
+from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
+from yieldagent.domain.books.wallets import DepositRecord, Wallet, WithdrawalRecord
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.wallet_states import ACTIVE, WalletStatus
-from yieldagent.domain.wallets import DepositRecord, Wallet, WithdrawalRecord
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -194,7 +194,7 @@ def book_disagreements(
 def recomputed_totals(store: WalletStore, chain_id: int) -> Totals:
     """A chain's totals the slow way: every wallet and every deposit of the chain, as the
     statistics were computed before they were kept (independent of
-    ``domain.aggregates.changes``)."""
+    ``domain.books.aggregates.changes``)."""
     totals = Totals()
     for wallet in store.wallets(chain_id):
         token = totals.token(wallet.token)

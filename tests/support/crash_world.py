@@ -36,9 +36,9 @@ from support.service import free_port
 from support.wallet_setup import FEE
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.operations import OPEN
-from yieldagent.domain.partners import PERMISSIONS
-from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.books.operations import OPEN
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore

@@ -32,7 +32,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from yieldagent.chain.port import (
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.ports.chain import (
     Block,
     ChainPort,
     ChainTx,
@@ -45,7 +46,6 @@ from yieldagent.chain.port import (
     Transfer,
     TxReceipt,
 )
-from yieldagent.domain.quotes import PoolQuote
 
 T = TypeVar("T")
 When = Literal["before", "after"]

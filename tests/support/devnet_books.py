@@ -12,7 +12,7 @@ from web3 import Web3
 
 from support.books import ChainBooks, Movement
 from yieldagent.devnet.manifest import Manifest
-from yieldagent.domain.wallets import Wallet
+from yieldagent.domain.books.wallets import Wallet
 
 TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()
 

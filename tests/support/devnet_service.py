@@ -13,7 +13,7 @@ from support.devnet import Devnet
 from yieldagent.devnet.aave import borrow_to_utilization_aave
 from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.deploy import UTILIZATION
-from yieldagent.domain.partners import PERMISSIONS
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.partners import PartnerStore
 
 

@@ -10,15 +10,19 @@ from typing import Any
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.clock import SYSTEM_CLOCK
+from yieldagent.domain.books.history import Reports
+from yieldagent.domain.books.wallets import TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.history import Reports
-from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, Policy
+from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle, Policy
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.smart_accounts import DEFAULT_AGENT_ID, SmartAccount, smart_account_address
-from yieldagent.domain.wallets import TransactionRecord, Wallet
+from yieldagent.domain.partners.smart_accounts import (
+    DEFAULT_AGENT_ID,
+    SmartAccount,
+    smart_account_address,
+)
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore

@@ -22,10 +22,10 @@ from support.wallet_setup import (
     top_up_deposit,
 )
 from support.webhook_receiver import HANG, Received, Receiver
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.wallets import Wallet
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.webhooks import WebhookStore

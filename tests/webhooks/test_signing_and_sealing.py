@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from yieldagent.domain.errors import InvalidInput
-from yieldagent.domain.webhooks import check_webhook_url
+from yieldagent.domain.partners.webhooks import check_webhook_url
 from yieldagent.webhooks.delivery import backoff
 from yieldagent.webhooks.sealing import KEY_FILE, SecretBox, derive_key, load_box, partner_context
 from yieldagent.webhooks.signing import new_secret, signature, verify

@@ -11,12 +11,12 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from yieldagent.chain.operator import OperatorWallet
-from yieldagent.chain.port import ChainPort
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
 from yieldagent.domain.catalog import Catalog, relocate
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.storage.simulation import SimulationStore
 
 

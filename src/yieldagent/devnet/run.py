@@ -24,7 +24,7 @@ from yieldagent.devnet.anvil import BASE_CHAIN_ID, Anvil
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.manifest import Manifest, manifest_path
-from yieldagent.logs import configure_logging
+from yieldagent.observability.logs import configure_logging
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 
-from yieldagent.domain.partners import Partner, authenticate
+from yieldagent.domain.partners.partners import Partner, authenticate
 from yieldagent.storage.partners import PartnerStore
 
 PARTNER_NAME_HEADER = "x-partner-name"

@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping
 
 import grpc
 
-from yieldagent.chain.port import ChainPort
 from yieldagent.domain.addresses import parse_address
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
-from yieldagent.domain.quotes import PoolQuote
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from google.protobuf import json_format
 
+from yieldagent.domain.books.events import WalletEvent
 from yieldagent.domain.dates import iso
-from yieldagent.domain.events import WalletEvent
 from yieldagent.v1 import wallets_pb2
 
 

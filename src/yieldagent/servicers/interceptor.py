@@ -5,7 +5,7 @@ For each ``yieldagent.v1`` call it:
 1. binds the call's request id (``x-request-id`` metadata, which Envoy always sends;
    one it makes otherwise, returned in trailing metadata) to every log line of the call;
 2. authenticates the partner when the method names a ``partner_permission``, then
-   takes a token from that partner's rate limit bucket (``domain.rate_limits``);
+   takes a token from that partner's rate limit bucket (``domain.partners.rate_limits``);
    on an ``idempotent`` method called with a key, runs it through
    ``servicers.idempotency`` (executed once, answers replayed);
 3. turns a domain error (or any unexpected exception) into the canonical gRPC
@@ -31,10 +31,10 @@ from typing import Any
 import grpc
 
 from yieldagent.domain.errors import NotImplementedYet, RateLimited, YieldAgentError
-from yieldagent.domain.partners import Partner
-from yieldagent.domain.rate_limits import RateLimiter
-from yieldagent.logs import bind_request_id, unbind_request_id
-from yieldagent.metrics import RATE_LIMITED, MethodMetrics
+from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.observability.logs import bind_request_id, unbind_request_id
+from yieldagent.observability.metrics import RATE_LIMITED, MethodMetrics
 from yieldagent.servicers import errors
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.idempotency import Idempotency, key_of

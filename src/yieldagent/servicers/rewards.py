@@ -9,10 +9,10 @@ from typing import TypeAlias
 import grpc
 
 from yieldagent.domain.addresses import parse_address
+from yieldagent.domain.books.history import Reports
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import InvalidInput
-from yieldagent.domain.history import Reports
-from yieldagent.domain.lifecycle import Lifecycle
+from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.paging import pagination_message, requested_page

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.smart_accounts import (
+from yieldagent.domain.partners.smart_accounts import (
     SmartAccountRepository,
     account_key,
     find_account,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from yieldagent.domain.history import Reports, Share
+from yieldagent.domain.books.history import Reports, Share
 from yieldagent.v1 import stats_pb2, stats_pb2_grpc, types_pb2
 
 

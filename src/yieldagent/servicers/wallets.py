@@ -14,14 +14,14 @@ from yieldagent.domain.addresses import (
     parse_amount,
     parse_tx_hash,
 )
-from yieldagent.domain.agent import Agent
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.books.history import Reports
+from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
-from yieldagent.domain.history import Reports
-from yieldagent.domain.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
-from yieldagent.domain.wallets import TransactionRecord, WithdrawalRecord
+from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key

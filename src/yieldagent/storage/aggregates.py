@@ -1,4 +1,4 @@
-"""Chain totals (``domain.aggregates``): applied in the transaction of each wallet commit,
+"""Chain totals (``domain.books.aggregates``): applied in the transaction of each wallet commit,
 read in two small queries whatever the number of wallets, and rebuilt from the ledger.
 
 One table, ``chain_totals``, holds both kinds of key: a token's totals (``protocol``
@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from yieldagent.domain.aggregates import (
+from yieldagent.domain.books.aggregates import (
     STRIPES,
     FirstDeposit,
     Standing,
@@ -46,8 +46,8 @@ from yieldagent.domain.aggregates import (
     history,
     merged,
 )
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import DepositRecord
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import DepositRecord
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import ChainTotalsRow, DepositRow, TransactionRow, WalletRow
 

@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, insert, select, text
 from sqlmodel import Session
 
-from yieldagent.domain.events import EventDraft, WalletEvent, follow
+from yieldagent.domain.books.events import EventDraft, WalletEvent, follow
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, WebhookDeliveryRow
 

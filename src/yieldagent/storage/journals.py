@@ -1,4 +1,4 @@
-"""Writing journals (``domain.wallets.Journal``): the transaction behind
+"""Writing journals (``domain.books.wallets.Journal``): the transaction behind
 ``WalletStore.commit``, ``commit_many`` and ``create``.
 
 Journals are written together in one transaction, in a number of statements that does not
@@ -34,11 +34,11 @@ from typing import Any
 from sqlalchemy import Connection, Integer, String, TextClause, bindparam, select, text, update
 from sqlalchemy.sql.dml import Update
 
-from yieldagent.domain.aggregates import STRIPES, Totals, changes, first_of, standing
-from yieldagent.domain.events import derive, may_change_status
-from yieldagent.domain.operations import Operation
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import Journal, Wallet
+from yieldagent.domain.books.aggregates import STRIPES, Totals, changes, first_of, standing
+from yieldagent.domain.books.events import derive, may_change_status
+from yieldagent.domain.books.operations import Operation
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_standings
 from yieldagent.storage.bulk import document, insert_many, recordset, update_many
 from yieldagent.storage.db import chunks, one_of

@@ -1,5 +1,5 @@
 """Money operations (agent runs among them): the repository behind
-``domain.operations.OperationRepository``.
+``domain.books.operations.OperationRepository``.
 
 Steps are kept as a JSON list on the operation's row, amounts as decimal strings, so a
 step is one small UPDATE when it is planned and when it is mined.
@@ -16,8 +16,8 @@ from sqlalchemy import Engine, insert, or_, update
 from sqlalchemy import select as select_core
 from sqlmodel import Session, col, select
 
-from yieldagent.domain.accounting import WithdrawalSplit
-from yieldagent.domain.operations import OPEN, WAITING, Operation, Step
+from yieldagent.domain.books.accounting import WithdrawalSplit
+from yieldagent.domain.books.operations import OPEN, WAITING, Operation, Step
 from yieldagent.storage.bulk import update_many
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow

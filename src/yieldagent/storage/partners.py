@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from yieldagent.domain.errors import InvalidRequest, NotFound
-from yieldagent.domain.partners import (
+from yieldagent.domain.partners.partners import (
     Partner,
     StoredCredentials,
     check_partner_name,

@@ -28,8 +28,8 @@ from sqlalchemy import (
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
-from yieldagent.domain.agent import RunEnd
-from yieldagent.domain.operations import RUN, Operation
+from yieldagent.domain.agent.runs import RunEnd
+from yieldagent.domain.books.operations import RUN, Operation
 from yieldagent.storage.bulk import document, recordset
 from yieldagent.storage.db import chunks
 from yieldagent.storage.operations import operation_of

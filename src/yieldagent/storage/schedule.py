@@ -15,7 +15,7 @@ Every function here works in the caller's transaction:
 - ``hold``: a wallet commit first holds its wallets' rows: it locks them and learns which
   leases are still its own, so a lease taken over meanwhile cannot be written over (the
   takeover waits for the commit, or the commit sees it).
-- ``acquire``, ``renew`` and ``release``: the lease itself (``domain.leases``).
+- ``acquire``, ``renew`` and ``release``: the lease itself (``domain.books.leases``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, insert, or_, update
 
-from yieldagent.domain.wallet_states import WalletStatus
+from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import WalletScheduleRow
 

@@ -31,8 +31,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
-from yieldagent.domain.sim_clock import SimClock
 from yieldagent.storage.bulk import insert_many, update_many
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import (

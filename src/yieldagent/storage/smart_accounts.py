@@ -9,7 +9,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from yieldagent.domain.smart_accounts import SmartAccount
+from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.storage.tables import SmartAccountRow
 
 _accounts = SmartAccountRow.__table__  # type: ignore[attr-defined]

@@ -418,7 +418,7 @@ class ChainNonceLeaseRow(SQLModel, table=True):
 
 
 class WalletEventRow(SQLModel, table=True):
-    """An event of a wallet (``domain.events``), written in the same transaction as the
+    """An event of a wallet (``domain.books.events``), written in the same transaction as the
     change that makes it true. ``id`` grows with commit order: a partner's resume cursor."""
 
     __tablename__ = "wallet_events"
@@ -485,11 +485,11 @@ class WebhookDeliveryRow(SQLModel, table=True):
     created_at: datetime = Field(sa_column=utc_column())
 
 
-# -- chain totals (domain.aggregates) ------------------------------------------------------
+# -- chain totals (domain.books.aggregates) ------------------------------------------------------
 
 
 class ChainTotalsRow(SQLModel, table=True):
-    """One stripe of a chain's totals (``domain.aggregates``) for one token (``protocol``
+    """One stripe of a chain's totals (``domain.books.aggregates``) for one token (``protocol``
     empty: every holding wallet of the token) or for one token in one protocol, changed in
     the transaction of every commit that changes them. A key's totals are the sum of its
     stripes; a wallet writes stripe ``id % STRIPES``. Protocol rows use ``wallets`` and

@@ -1,4 +1,4 @@
-"""Wallets and their history: the repository behind ``domain.wallets.WalletRepository``."""
+"""Wallets and their history: the repository behind ``domain.books.wallets.WalletRepository``."""
 
 from __future__ import annotations
 
@@ -14,14 +14,10 @@ from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from yieldagent.domain.aggregates import Totals
-from yieldagent.domain.apr import PerformancePoint
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.errors import Conflict
-from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.smart_accounts import SmartAccount
-from yieldagent.domain.wallet_states import WalletStatus
-from yieldagent.domain.wallets import (
+from yieldagent.domain.books.aggregates import Totals
+from yieldagent.domain.books.apr import PerformancePoint
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import (
     DepositRecord,
     Journal,
     RewardRecord,
@@ -29,6 +25,10 @@ from yieldagent.domain.wallets import (
     Wallet,
     WithdrawalRecord,
 )
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import Conflict
+from yieldagent.domain.pagination import PageRequest
+from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.storage import schedule
 from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks, one_of

@@ -18,9 +18,9 @@ from typing import Any
 from sqlalchemy import Engine, and_, exists, func, or_, select, update
 from sqlmodel import Session, col
 
+from yieldagent.domain.books.events import WalletEvent
 from yieldagent.domain.errors import NotFound
-from yieldagent.domain.events import WalletEvent
-from yieldagent.domain.partners import check_partner_name
+from yieldagent.domain.partners.partners import check_partner_name
 from yieldagent.storage.events import event_of
 from yieldagent.storage.tables import (
     PartnerRow,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from yieldagent.domain.errors import InvalidInput
-from yieldagent.domain.webhooks import check_webhook_url
+from yieldagent.domain.partners.webhooks import check_webhook_url
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.webhooks.sealing import SecretBox, partner_context
 from yieldagent.webhooks.signing import new_secret

@@ -8,10 +8,10 @@ from eth_account import Account
 
 from support.devnet import Devnet
 from support.web3_chain import ChainEnv
-from yieldagent.chain.port import ChainPort, ChainTx, TxReceipt
 from yieldagent.chain.web3.abis import ACCOUNT_EXECUTE, TRANSFER
 from yieldagent.devnet.usdc import ONE_USDC
 from yieldagent.domain.errors import ChainRejected, NotImplementedYet
+from yieldagent.domain.ports.chain import ChainPort, ChainTx, TxReceipt
 
 pytestmark = pytest.mark.evm
 

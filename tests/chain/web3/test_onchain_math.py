@@ -15,7 +15,13 @@ from yieldagent.chain.web3.protocols.onchain_models import (
     JumpRateModel,
     annual,
 )
-from yieldagent.domain.rate_models import CompoundV3, Moonwell, MorphoBlue, RateModel, percent
+from yieldagent.domain.optimizer.rate_models import (
+    CompoundV3,
+    Moonwell,
+    MorphoBlue,
+    RateModel,
+    percent,
+)
 
 YEAR = 31_536_000
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from yieldagent.chain.port import (
+from yieldagent.chain.simulated.genesis import reward_token
+from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.pools import MarketError, quote_of
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.ports.chain import (
     Block,
     ChainTx,
     ClaimReceipt,
@@ -18,10 +22,6 @@ from yieldagent.chain.port import (
     Transfer,
     TxReceipt,
 )
-from yieldagent.chain.simulated.genesis import reward_token
-from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError, quote_of
-from yieldagent.domain.quotes import PoolQuote
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -101,7 +101,7 @@ class SimulatedChain:
         self, token: str, holders: Sequence[str]
     ) -> dict[str, tuple[int, list[Position]]]:
         """Each holder's balance of ``token`` and positions in its pools, read at once (see
-        ``domain.valuation.BatchReads``)."""
+        ``domain.books.valuation.BatchReads``)."""
         return {
             holder: (idle, [Position(protocol, token, amount) for protocol, amount in held])
             for holder, (idle, held) in self.market.holdings(self.chain_id, token, holders).items()
@@ -111,7 +111,7 @@ class SimulatedChain:
         return [_chain_tx(row) for row in self.market.history(self.chain_id, holder, since_block)]
 
     async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
-        """Each holder's history, read at once (see ``chain.port.BatchHistory``)."""
+        """Each holder's history, read at once (see ``domain.ports.chain.BatchHistory``)."""
         return {
             holder: [_chain_tx(row) for row in rows]
             for holder, rows in self.market.histories(self.chain_id, holders, since_block).items()
@@ -156,7 +156,7 @@ class SimulatedChain:
 
     async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
         """Each send as its own transaction, all in one unit of the simulated world (see
-        ``chain.port.BatchWrites``)."""
+        ``domain.ports.chain.BatchWrites``)."""
         mined = self.market.send_many(self.chain_id, sends)
         return [_sent(send, row) for send, row in zip(sends, mined, strict=True)]
 

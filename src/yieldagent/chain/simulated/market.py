@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from eth_utils.crypto import keccak
 
-from yieldagent.chain.port import Send
+from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.genesis import TIMING, genesis_pools, reward_token
 from yieldagent.chain.simulated.pools import (
     STEP_SECONDS,
@@ -31,7 +31,7 @@ from yieldagent.chain.simulated.pools import (
 from yieldagent.chain.simulated.sends import SendBatch, checkpoint_rewards
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.sim_clock import SimClock
+from yieldagent.domain.ports.chain import Send
 from yieldagent.storage.simulation import SimSession, SimulationStore
 from yieldagent.storage.tables import SimTransactionRow
 

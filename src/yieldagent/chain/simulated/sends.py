@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from yieldagent.chain.port import Send
 from yieldagent.chain.simulated.pools import (
     MarketError,
     PoolState,
@@ -21,6 +20,7 @@ from yieldagent.chain.simulated.pools import (
     value_of,
     withdraw,
 )
+from yieldagent.domain.ports.chain import Send
 from yieldagent.storage.simulation import Holding, SimSession
 
 

@@ -24,18 +24,6 @@ from web3 import AsyncHTTPProvider, AsyncWeb3, HTTPProvider, Web3
 from web3.exceptions import ContractLogicError
 from web3.types import TxParams
 
-from yieldagent.chain.port import (
-    Block,
-    ChainTx,
-    ClaimReceipt,
-    ContractCall,
-    GasCost,
-    Position,
-    RewardAmount,
-    SwapReceipt,
-    Transfer,
-    TxReceipt,
-)
 from yieldagent.chain.web3.abis import (
     BALANCE_OF,
     DECIMALS,
@@ -77,7 +65,19 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotImplementedYet,
 )
-from yieldagent.domain.quotes import PoolQuote
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.ports.chain import (
+    Block,
+    ChainTx,
+    ClaimReceipt,
+    ContractCall,
+    GasCost,
+    Position,
+    RewardAmount,
+    SwapReceipt,
+    Transfer,
+    TxReceipt,
+)
 
 GAS_UNITS = {
     "supply": 260_000,

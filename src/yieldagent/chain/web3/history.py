@@ -25,9 +25,9 @@ from typing import Any
 
 from eth_utils.address import to_checksum_address
 
-from yieldagent.chain.port import ChainTx
 from yieldagent.chain.web3.abis import TRANSFER_TOPIC
 from yieldagent.chain.web3.reader import RpcReader
+from yieldagent.domain.ports.chain import ChainTx
 
 ZERO_ADDRESS = "0x" + "00" * 20
 _PARALLEL_RANGES = 8  # block ranges whose logs are asked for at once

@@ -17,9 +17,9 @@ from typing import Any
 from eth_utils.address import to_checksum_address
 from web3 import AsyncWeb3
 
-from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import Fn
 from yieldagent.domain.errors import ChainUnavailable
+from yieldagent.domain.ports.chain import Block
 
 BlockId = int | str
 """A block number, or a tag such as ``"latest"``."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import (
     AAVE_BASE_VARIABLE_BORROW_RATE,
     AAVE_OPTIMAL_USAGE_RATIO,
@@ -34,8 +33,9 @@ from yieldagent.chain.web3.protocols.base import (
 )
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.domain.quotes import MarketQuote, PoolQuote
-from yieldagent.domain.rate_models import AaveV3
+from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.optimizer.rate_models import AaveV3
+from yieldagent.domain.ports.chain import Block
 
 RESERVE_FACTOR_SHIFT = 64
 RESERVE_FACTOR_MASK = 0xFFFF

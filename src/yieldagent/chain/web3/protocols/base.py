@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import APPROVE, Fn
 from yieldagent.chain.web3.reader import BlockId
-from yieldagent.domain.quotes import PoolQuote
-from yieldagent.domain.rate_models import SECONDS_PER_YEAR
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.optimizer.rate_models import SECONDS_PER_YEAR
+from yieldagent.domain.ports.chain import Block
 
 PER_SECOND_WAD_TO_ANNUAL_RAY = SECONDS_PER_YEAR * 10**9
 """Multiplies a per-second rate scaled by 1e18 into an annual rate scaled by 1e27."""

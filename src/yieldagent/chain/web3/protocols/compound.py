@@ -10,7 +10,6 @@ custody. Its rewards are a CometRewards contract (role ``rewards``).
 
 from __future__ import annotations
 
-from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import (
     BALANCE_OF,
     COMET_BORROW_BASE,
@@ -40,7 +39,8 @@ from yieldagent.chain.web3.protocols.base import (
 )
 from yieldagent.chain.web3.protocols.onchain_models import CometModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
-from yieldagent.domain.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.ports.chain import Block
 
 WAD_TO_RAY = 10**9
 CURVE = (

@@ -11,7 +11,6 @@ cash + borrows − reserves. The mToken holds the underlying: it is the custody.
 
 from __future__ import annotations
 
-from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import (
     BALANCE_OF,
     JUMP_BASE_RATE,
@@ -42,7 +41,8 @@ from yieldagent.chain.web3.protocols.base import (
 )
 from yieldagent.chain.web3.protocols.onchain_models import JumpRateModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
-from yieldagent.domain.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.ports.chain import Block
 
 WAD = 10**18
 WAD_TO_RAY = 10**9

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from yieldagent.chain.port import Block
 from yieldagent.chain.web3.abis import (
     BALANCE_OF,
     IRM_BORROW_RATE_VIEW,
@@ -47,7 +46,8 @@ from yieldagent.chain.web3.protocols.base import (
 from yieldagent.chain.web3.protocols.onchain_models import AdaptiveCurveModel
 from yieldagent.chain.web3.reader import BlockId, ReadReverted, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.domain.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.ports.chain import Block
 
 WAD_TO_RAY = 10**9
 VAULT_MORPHO = Fn("MORPHO()", "address")

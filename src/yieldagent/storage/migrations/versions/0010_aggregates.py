@@ -1,5 +1,5 @@
 """Chain totals: what the statistics and the catalog's token balances read, kept with
-every wallet commit (``domain.aggregates``), backfilled here from the ledger.
+every wallet commit (``domain.books.aggregates``), backfilled here from the ledger.
 
 Revision ID: 0010
 Revises: 0009

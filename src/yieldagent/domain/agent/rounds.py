@@ -1,0 +1,136 @@
+"""Runs with moves, executed together: many wallets' plans in a few transactions.
+
+A batch of planned runs on one chain goes through three phases:
+
+1. **Intent.** Every run's operation, each move a planned step, is stored with its
+   wallet turning ``running``, all in one commit, before any step executes. The commit
+   checks each wallet's version and lease: a wallet that changed meanwhile is left out,
+   nothing of it stored, and moves nothing.
+2. **Rounds.** Round *k* sends step *k* of every run still going, each its own
+   transaction, at once (``Books.perform_many``): withdrawals before supplies, as each
+   plan orders them. The round's mined steps are marked, in one statement, before the
+   next round. A step the chain refuses ends its run's rounds; the chain's history then
+   says which of its steps happened (``Books.recover_steps``).
+3. **Close.** The runs are booked from the chain's events and closed, each wallet back
+   to ``activated``, in one commit (``Books.close_many``).
+
+A crash at any point leaves stored intents that reconciliation finishes from the
+chain's history, as for a single run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from yieldagent.domain.books.books import Books
+from yieldagent.domain.books.operations import COMPLETED, FAILED, RUN, Operation, Step
+from yieldagent.domain.books.wallet_states import transition
+from yieldagent.domain.books.wallets import Journal, Wallet
+from yieldagent.domain.errors import Conflict, YieldAgentError
+from yieldagent.domain.optimizer.rebalance import Plan
+from yieldagent.domain.ports.chain import ChainPort
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What a run did: completed (funds moved), no_action or failed, and why."""
+
+    status: str
+    reason: str
+    run_id: str
+    """The run's operation, if it moved funds ("" otherwise)."""
+    moved: tuple[tuple[str, str, int], ...] = ()
+    """(token, action, amount) of each move the chain mined."""
+    ran: bool = True
+    """False when the wallet's state allowed no run."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRun:
+    """A wallet (activated, its lease held) and the steps its plan makes."""
+
+    wallet: Wallet
+    plan: Plan
+    steps: tuple[Step, ...]
+
+
+_CHANGED = "The wallet changed meanwhile; retry"
+
+
+async def execute(
+    books: Books, chain: ChainPort, block: int, owner: str, planned: Sequence[PlannedRun]
+) -> list[RunOutcome | Conflict]:
+    """Executes ``planned`` (wallets of ``chain``, their leases held by ``owner``) and books
+    the outcomes; for each run, its outcome, or Conflict when its wallet changed
+    meanwhile (then nothing moved, or, if the close was refused, its operation stays
+    open for reconciliation)."""
+    operations = [books.begin(p.wallet, RUN, block, owner, steps=p.steps) for p in planned]
+    running = [replace(p.wallet, status=transition(p.wallet.status, "run")) for p in planned]
+    stored = books.wallets.commit_many(
+        [Journal(w, operation=op, owner=owner) for w, op in zip(running, operations, strict=True)]
+    )
+    live = [i for i, ok in enumerate(stored) if ok]
+    sent = await _rounds(books, chain, [(running[i], operations[i]) for i in live])
+    closing: list[tuple[Wallet, Operation]] = []
+    for i, (operation, error) in zip(live, sent, strict=True):
+        if error is not None:
+            operation = await books.recover_steps(chain, running[i], operation)
+            reason = f"step {operation.steps_done + 1} failed: {error.detail}"
+            operation = operation.closed(FAILED, reason)
+        else:
+            operation = operation.closed(COMPLETED, planned[i].plan.reason)
+        back = replace(running[i], status=transition(running[i].status, "run_finished"))
+        closing.append((back, operation))
+    closed = await books.close_many(chain, closing, owner)
+    outcomes: list[RunOutcome | Conflict] = [Conflict(_CHANGED) for _ in planned]
+    for i, (wallet, operation), booked in zip(live, closing, closed, strict=True):
+        if booked is None:
+            log.warning("run left open: its close was refused", extra={"wallet": wallet.address})
+            continue
+        moved = tuple((s.token, s.action, s.amount) for s in operation.steps if s.done)
+        outcomes[i] = RunOutcome(operation.status, operation.reason, operation.id, moved)
+        _log(wallet, operation)
+    return outcomes
+
+
+async def _rounds(
+    books: Books, chain: ChainPort, runs: Sequence[tuple[Wallet, Operation]]
+) -> list[tuple[Operation, YieldAgentError | None]]:
+    """Sends the runs' steps round by round. Returns each run's operation with its mined
+    steps marked, and the error that ended it, if one did."""
+    done: list[tuple[Operation, YieldAgentError | None]] = [(op, None) for _, op in runs]
+    rounds = max((len(operation.steps) for _, operation in runs), default=0)
+    for index in range(rounds):
+        going = [
+            at
+            for at, (operation, error) in enumerate(done)
+            if error is None and index < len(operation.steps)
+        ]
+        sent = await books.perform_many(chain, [(runs[at][0], done[at][0], index) for at in going])
+        mined = []
+        for at, answer in zip(going, sent, strict=True):
+            if isinstance(answer, YieldAgentError):
+                done[at] = (done[at][0], answer)
+            else:
+                done[at] = (answer, None)
+                mined.append(answer)
+        books.operations.save_steps(mined)  # the round's marks, before the next round
+    return done
+
+
+def _log(wallet: Wallet, operation: Operation) -> None:
+    if operation.status == FAILED:
+        log.warning("run failed", extra={"wallet": wallet.address, "reason": operation.reason})
+    else:
+        log.info(
+            "run completed",
+            extra={
+                "wallet": wallet.address,
+                "moves": len(operation.steps),
+                "reason": operation.reason,
+            },
+        )

@@ -1,0 +1,384 @@
+"""The books of every wallet, and the one way money operations touch the chain.
+
+``Books`` is what the money use cases (``deposits``, ``withdrawals``, ``rewards``, the
+``agent``) and ``reconciliation`` share:
+
+- ``perform`` carries out one step of an operation: the step is stored as planned, the
+  chain call is made, and the step is marked with its transaction. Intent first, then the
+  chain, then the record.
+- ``recover_steps`` settles the steps a crash or a chain error left pending, from the
+  chain's history: mined ones are marked, the others abandoned (they never happened).
+- ``close`` books everything the chain shows for the wallet since its sync cursor
+  (``ledger.book``: deposits from any sender, withdrawals with the split their operation
+  stored, external withdrawals), values the wallet, and commits the wallet, its new
+  records and the operation in one transaction, checking the wallet's version and lease.
+
+So the wallet's principal moves only with ledger entries, and ledger entries come only
+from chain events.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from yieldagent.domain.books.apr import PerformancePoint
+from yieldagent.domain.books.leases import Leases
+from yieldagent.domain.books.ledger import Booking, book, hold_back, key_of
+from yieldagent.domain.books.operations import (
+    CLAIM_STEP,
+    EXECUTING,
+    SUPPLY,
+    SWAP,
+    WITHDRAW_STEP,
+    Operation,
+    OperationRepository,
+    Step,
+    attribute,
+    mined_steps,
+)
+from yieldagent.domain.books.valuation import Valuation, value_many
+from yieldagent.domain.books.wallets import Journal, RewardRecord, Wallet, WalletRepository, require
+from yieldagent.domain.catalog import Catalog, TokenInfo
+from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound, YieldAgentError
+from yieldagent.domain.optimizer.rebalance import Costs
+from yieldagent.domain.ports.chain import (
+    BatchHistory,
+    BatchWrites,
+    ChainPort,
+    ChainTx,
+    Send,
+    TxReceipt,
+)
+from yieldagent.domain.ports.clock import Clock
+
+_SENDS = {SUPPLY: "supply", WITHDRAW_STEP: "withdraw"}
+"""The step actions a batch of sends carries (``BatchWrites``), as the port names them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The service's money rules and limits."""
+
+    fee_bps: int
+    max_deposit_usd: float
+    fee_collector: str
+    lease_seconds: float = 60.0
+    lease_wait_seconds: float = 30.0
+    swap_slippage_bps: int = 50
+    """How far below its quote a reward swap may fill (0.5%)."""
+    retry_seconds: float = 0.0
+    """How long an operation waiting on the chain (funds stuck in a pool, a fee transfer
+    refused) waits before its next attempt; 0: at the next reconciliation pass."""
+
+
+def valued(wallet: Wallet, valuation: Valuation) -> Wallet:
+    """``wallet`` with what ``valuation`` found it holds."""
+    return replace(
+        wallet,
+        idle=valuation.idle,
+        allocation=dict(valuation.positions),
+        current_apr=valuation.apr(),
+        valued_at=valuation.moment,
+    )
+
+
+class Books:
+    """Wallets, their chains and their operations, and the one path that writes the books."""
+
+    def __init__(
+        self,
+        wallets: WalletRepository,
+        operations: OperationRepository,
+        chains: Mapping[int, ChainPort],
+        catalog: Catalog,
+        policy: Policy,
+        clock: Clock,
+        leases: Leases | None = None,
+    ) -> None:
+        self.wallets = wallets
+        self.operations = operations
+        self.catalog = catalog
+        self.policy = policy
+        self.clock = clock
+        self.leases = leases or Leases(
+            wallets, clock, policy.lease_seconds, policy.lease_wait_seconds
+        )
+        self._chains = chains
+
+    # -- lookups ---------------------------------------------------------------------
+
+    def chain(self, chain_id: int) -> ChainPort:
+        """The chain port of ``chain_id``; NotFound when the service does not run there."""
+        self.catalog.chain(chain_id)
+        return self._chains[chain_id]
+
+    def wallet(self, chain_id: int, address: str, partner_id: int | None = None) -> Wallet:
+        """The stored wallet, checked against its owner when ``partner_id`` is given."""
+        wallet = require(self.wallets.get(chain_id, address), chain_id, address)
+        return wallet if partner_id is None else wallet.owned_by(partner_id)
+
+    def reread(self, wallet: Wallet) -> Wallet:
+        """The wallet as stored now (under its lease: its current version)."""
+        current = self.wallets.get_by_id(wallet.id)
+        if current is None:
+            raise NotFound(f"Wallet {wallet.address} not found on chain {wallet.chain_id}")
+        return current
+
+    def token_info(self, wallet: Wallet) -> TokenInfo:
+        """Catalog facts of the wallet's token."""
+        return self.catalog.token(wallet.chain_id, wallet.token)
+
+    async def costs(self, chain: ChainPort, wallet: Wallet) -> Costs:
+        """What moving the wallet's funds costs now, and what its token is worth."""
+        token = self.token_info(wallet)
+        gas = await chain.gas_cost("supply")
+        return Costs(gas.usd, token.price_usd, token.decimals)
+
+    # -- operations --------------------------------------------------------------------
+
+    def begin(
+        self,
+        wallet: Wallet,
+        kind: str,
+        start_block: int,
+        owner: str,
+        params: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        steps: Sequence[Step] = (),
+    ) -> Operation:
+        """A new operation's intent (stored by the caller's next commit or ``start``)."""
+        return Operation(
+            id=str(uuid.uuid4()),
+            wallet_id=wallet.id,
+            chain_id=wallet.chain_id,
+            kind=kind,
+            status=EXECUTING,
+            steps=tuple(steps),
+            start_block=start_block,
+            owner=owner,
+            params=dict(params or {}),
+            key=key,
+        )
+
+    async def perform(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, step: Step
+    ) -> Operation:
+        """Stores ``step`` as planned, makes its chain call, and marks it mined. A chain
+        error leaves the step pending (``recover_steps`` settles it) and is raised as
+        ChainUnavailable, unless the adapter already named it as a domain error (a revert
+        is ChainRejected, with its reason), which is raised unchanged."""
+        index = len(operation.steps)
+        operation = operation.with_step(index, step)
+        self.operations.save(operation)
+        return await self.perform_planned(chain, wallet, operation, index)
+
+    async def perform_planned(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, index: int
+    ) -> Operation:
+        """Makes the chain call of the stored step ``index`` and marks it mined."""
+        [done] = await self.perform_many(chain, [(wallet, operation, index)])
+        if isinstance(done, YieldAgentError):
+            raise done
+        self.operations.save(done)
+        return done
+
+    async def perform_many(
+        self, chain: ChainPort, planned: Sequence[tuple[Wallet, Operation, int]]
+    ) -> list[Operation | YieldAgentError]:
+        """``perform_planned`` for each (wallet, operation, step index) of ``planned``, on
+        one chain, each its own transaction, sent at once to a chain that takes batches
+        (``BatchWrites``). Each answers its operation with the step marked mined, or the
+        error that refused it (raised by ``perform_planned``). The marks are the caller's
+        to store (a batch's caller stores a round's at once: ``save_steps``)."""
+        await self.clock.sleep(0)  # a turn for lease keepers: adapters may never suspend
+        steps = [operation.steps[index] for _, operation, index in planned]
+        if isinstance(chain, BatchWrites) and all(s.action in _SENDS for s in steps):
+            sent = await chain.send_many(
+                [
+                    Send(_SENDS[s.action], w.address, s.protocol, s.token, s.amount, s.whole)
+                    for (w, _, _), s in zip(planned, steps, strict=True)
+                ]
+            )
+        else:
+            sent = []
+            for (wallet, _, _), step in zip(planned, steps, strict=True):
+                try:
+                    sent.append(await self._call(chain, wallet, step))
+                except Exception as error:
+                    sent.append(error)
+        done: list[Operation | YieldAgentError] = []
+        for (_, operation, index), step, receipt in zip(planned, steps, sent, strict=True):
+            if isinstance(receipt, YieldAgentError):
+                done.append(receipt)
+            elif isinstance(receipt, Exception):
+                unavailable = ChainUnavailable(f"{step.action} of {step.amount} failed: {receipt}")
+                unavailable.__cause__ = receipt
+                done.append(unavailable)
+            else:
+                done.append(operation.with_step(index, step.mined(receipt)))
+        return done
+
+    async def _call(self, chain: ChainPort, wallet: Wallet, step: Step) -> TxReceipt:
+        holder = wallet.address
+        if step.action == SUPPLY:
+            return await chain.supply(holder, step.protocol, step.token, step.amount)
+        if step.action == WITHDRAW_STEP:
+            return await chain.withdraw(
+                holder, step.protocol, step.token, step.amount, whole=step.whole
+            )
+        if step.action == SWAP:
+            swap = await chain.swap(holder, step.token, step.token_out, step.amount, step.min_out)
+            return swap.receipt
+        if step.action == CLAIM_STEP:
+            return (await chain.claim_rewards(holder)).receipt
+        return await chain.transfer(step.token, holder, step.recipient, step.amount)
+
+    async def recover_steps(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation
+    ) -> Operation:
+        """Settles the operation's pending steps from the chain's history since it began:
+        those the chain mined are marked, the others abandoned."""
+        if not any(step.pending for step in operation.steps):
+            return operation
+        events = await chain.history(wallet.address, operation.start_block)
+        known = self.wallets.booked(wallet.id, operation.start_block)
+        fresh = [e for e in events if key_of(e) not in known]
+        found = attribute(operation, fresh, wallet.address)
+        settled = replace(
+            found, steps=tuple(replace(s, abandoned=True) if s.pending else s for s in found.steps)
+        )
+        self.operations.save(settled)
+        return settled
+
+    # -- the books -----------------------------------------------------------------------
+
+    async def close(
+        self,
+        chain: ChainPort,
+        wallet: Wallet,
+        owner: str | None,
+        operation: Operation | None = None,
+        rewards: Sequence[RewardRecord] = (),
+    ) -> Wallet:
+        """Books what the chain shows for the wallet since its cursor, values it, and
+        commits ``wallet`` (as the caller changed it) with its new records and
+        ``operation`` (as the caller moved it on). Returns the wallet as committed."""
+        [(after, journal)] = await self._booked(chain, [(wallet, operation)], owner, rewards)
+        self.wallets.commit(journal)
+        return after
+
+    async def close_many(
+        self, chain: ChainPort, closing: Sequence[tuple[Wallet, Operation]], owner: str
+    ) -> list[Wallet | None]:
+        """``close`` of many wallets of ``chain``, each with its operation: read at one
+        head and committed in one transaction. A wallet that changed meanwhile (or whose
+        lease ``owner`` lost) is not committed and answers None; its operation stays
+        open for reconciliation."""
+        if not closing:
+            return []
+        booked = await self._booked(chain, closing, owner, ())
+        stored = self.wallets.commit_many([journal for _, journal in booked])
+        return [after if ok else None for (after, _), ok in zip(booked, stored, strict=True)]
+
+    async def sync(
+        self, chain: ChainPort, wallet: Wallet, owner: str, snapshot_seconds: float
+    ) -> bool:
+        """Books what is new on the chain for an idle wallet (a deposit nobody announced,
+        an external withdrawal) and, every ``snapshot_seconds`` of chain time, records its
+        value; commits only when either happened. Returns whether it committed."""
+        [(after, journal)] = await self._booked(chain, [(wallet, None)], owner, ())
+        due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
+        if not journal.points and due:
+            journal.points = [
+                PerformancePoint(after.valued_at, after.idle + sum(after.allocation.values()))
+            ]
+        if not (journal.deposits or journal.withdrawals or journal.transactions or due):
+            return False
+        self.wallets.commit(journal)
+        return True
+
+    async def _booked(
+        self,
+        chain: ChainPort,
+        closing: Sequence[tuple[Wallet, Operation | None]],
+        owner: str | None,
+        rewards: Sequence[RewardRecord],
+    ) -> list[tuple[Wallet, Journal]]:
+        """Each wallet of ``closing`` (all on ``chain``) booked and valued at one head, with
+        its operation: the wallet as it will be committed, and its journal."""
+        await self.clock.sleep(0)  # a turn for lease keepers before the reads below
+        head = await chain.head()
+        wallets = [wallet for wallet, _ in closing]
+        histories = await _histories(chain, wallets)
+        open_ops = self.operations.open_on_many([w.id for w in wallets])
+        known = self.wallets.booked_many({w.id: w.synced_block for w in wallets})
+        valuations = await value_many(chain, wallets, head)
+        booked = []
+        for wallet, operation in closing:
+            ours = [op for op in open_ops[wallet.id] if operation is None or op.id != operation.id]
+            if operation is not None:
+                ours.append(operation)
+            steps = {key: (op.id, step) for op in ours for key, step in mined_steps([op]).items()}
+            events, pending = hold_back(
+                histories[wallet.id], wallet, head.final_number, steps.keys()
+            )
+            valuation = valuations[wallet.id]
+            booking = book(
+                wallet,
+                self.token_info(wallet),
+                events,
+                known[wallet.id],
+                steps,
+                valuation.total - pending,
+            )
+            after = valued(wallet, valuation)
+            after.principal = booking.principal
+            after.synced_block = max(head.final_number, wallet.synced_block)
+            journal = self._journal(after, booking, valuation, operation, owner, rewards)
+            booked.append((after, journal))
+        return booked
+
+    @staticmethod
+    def _journal(
+        wallet: Wallet,
+        booking: Booking,
+        valuation: Valuation,
+        operation: Operation | None,
+        owner: str | None,
+        rewards: Sequence[RewardRecord],
+    ) -> Journal:
+        points = (
+            [PerformancePoint(valuation.moment, valuation.total - booking.flow, booking.flow)]
+            if booking.flow
+            else []
+        )
+        return Journal(
+            wallet,
+            deposits=booking.deposits,
+            withdrawals=booking.withdrawals,
+            transactions=booking.transactions,
+            rewards=list(rewards),
+            points=points,
+            operation=operation,
+            owner=owner,
+        )
+
+    def check_current(self, wallet: Wallet, read: Wallet) -> None:
+        """Conflict if ``wallet`` changed since ``read`` was taken (another writer)."""
+        if wallet.version != read.version:
+            raise Conflict("The wallet changed meanwhile; retry")
+
+
+async def _histories(chain: ChainPort, wallets: Sequence[Wallet]) -> dict[int, list[ChainTx]]:
+    """Each wallet's history since its sync cursor, by wallet id: asked at once of a chain
+    that reads holders in bulk (``BatchHistory``), from the lowest cursor."""
+    if len(wallets) > 1 and isinstance(chain, BatchHistory):
+        since = min(w.synced_block for w in wallets)
+        found = await chain.histories([w.address for w in wallets], since)
+        return {
+            w.id: [e for e in found[w.address] if e.block_number >= w.synced_block] for w in wallets
+        }
+    return {w.id: await chain.history(w.address, w.synced_block) for w in wallets}

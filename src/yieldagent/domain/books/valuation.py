@@ -1,0 +1,140 @@
+"""What a wallet holds, read from its chain, and placing its idle funds.
+
+A wallet's **value** is its idle balance of its token in the smart account plus its
+positions in the protocols, interest included. Reward tokens are not part of it until
+claimed and swapped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.optimizer.rebalance import Costs, Move, optimize
+from yieldagent.domain.optimizer.search import Candidate
+from yieldagent.domain.ports.chain import Block, ChainPort, Position
+
+
+@dataclass(frozen=True, slots=True)
+class Valuation:
+    """A wallet's holdings at one moment, with the pools they sit in."""
+
+    idle: int
+    positions: dict[str, int]
+    quotes: dict[str, PoolQuote]
+    moment: datetime
+
+    @property
+    def total(self) -> int:
+        """Idle funds plus positions."""
+        return self.idle + sum(self.positions.values())
+
+    def apr(self) -> float:
+        """The holdings' APR in percent, idle funds earning nothing."""
+        total = self.total
+        if total == 0:
+            return 0.0
+        earning = sum(
+            self.quotes[p].apr() * amount
+            for p, amount in self.positions.items()
+            if p in self.quotes
+        )
+        return earning / total
+
+    def candidates(self, protocols: Iterable[str]) -> list[Candidate]:
+        """The pools of ``protocols``, each with what the wallet holds there."""
+        return [
+            Candidate(p, self.quotes[p], self.positions.get(p, 0))
+            for p in protocols
+            if p in self.quotes
+        ]
+
+
+def moment_of(timestamp: int) -> datetime:
+    """A chain timestamp as a datetime in UTC."""
+    return datetime.fromtimestamp(timestamp, UTC)
+
+
+async def value(
+    chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = (), head: Block | None = None
+) -> Valuation:
+    """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``;
+    ``head``: the chain's head, when the caller just read it."""
+    head = head or await chain.head()
+    idle = await chain.token_balance(wallet.token, wallet.address)
+    positions = {p.protocol: p.amount for p in await chain.positions(wallet.address, wallet.token)}
+    names = sorted(set(positions) | set(wallet.selected_protocols) | set(protocols))
+    quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
+    return Valuation(idle, positions, quotes, moment_of(head.timestamp))
+
+
+@runtime_checkable
+class BatchReads(Protocol):
+    """A chain that reads many holders' funds at once (the simulated chain does)."""
+
+    async def holdings(
+        self, token: str, holders: Sequence[str]
+    ) -> dict[str, tuple[int, list[Position]]]:
+        """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
+
+
+async def value_many(
+    chain: ChainPort, wallets: Sequence[Wallet], head: Block
+) -> dict[int, Valuation]:
+    """What each of ``wallets`` holds at ``head``, with the pools of its positions and
+    selected protocols, by wallet id: as ``value`` reads them one by one, but a chain
+    that reads holders in bulk (``BatchReads``) is asked once per token, and the pools
+    once per token."""
+    moment = moment_of(head.timestamp)
+    valued: dict[int, Valuation] = {}
+    by_token: dict[str, list[Wallet]] = {}
+    for wallet in wallets:
+        by_token.setdefault(wallet.token, []).append(wallet)
+    for token, group in by_token.items():
+        if isinstance(chain, BatchReads):
+            found = await chain.holdings(token, [w.address for w in group])
+            held = {
+                w.id: (found[w.address][0], {p.protocol: p.amount for p in found[w.address][1]})
+                for w in group
+            }
+        else:
+            held = {}
+            for w in group:
+                idle = await chain.token_balance(token, w.address)
+                positions = {p.protocol: p.amount for p in await chain.positions(w.address, token)}
+                held[w.id] = (idle, positions)
+        names = sorted(
+            {p for idle, positions in held.values() for p in positions}
+            | {p for w in group for p in w.selected_protocols}
+        )
+        quotes = {q.protocol: q for q in await chain.quotes(token, names)}
+        for w in group:
+            idle, positions = held[w.id]
+            valued[w.id] = Valuation(idle, positions, quotes, moment)
+    return valued
+
+
+def placement(
+    wallet: Wallet,
+    valuation: Valuation,
+    costs: Costs,
+    paused: frozenset[str] = frozenset(),
+) -> list[Move]:
+    """Where the wallet's idle funds go, as the optimizer plans: where the best allocation
+    wants more, or with a rebalance when the rules require one (a minimum position, say)
+    or when it pays. Nothing moves without idle funds."""
+    if valuation.idle <= 0:
+        return []
+    protocols = [p for p in wallet.selected_protocols if p not in paused]
+    plan = optimize(
+        valuation.positions,
+        valuation.idle,
+        valuation.candidates(protocols),
+        wallet.constraints,
+        costs,
+    )
+    return list(plan.moves)

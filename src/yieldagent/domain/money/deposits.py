@@ -1,0 +1,340 @@
+"""Money in: activation (and reactivation) and top-ups.
+
+**Activation** checks the request against the catalog, the smart account and the chain
+(reads only: what the account received, whether the rules can be met) before storing
+anything. It then stores the wallet, ``activating``, with its operation's intent and its
+lease, books every deposit the chain shows (from any sender, each once), places the funds
+as the optimizer plans, and ends ``activated``. A placement the chain refuses midway
+leaves the rest idle, for the agent's next run; the activation still succeeds.
+
+**Top-up** books a deposit at once, found by its transaction (and any other inflow the
+chain shows), then places the idle funds. A deposit already booked (the worker finds
+unannounced ones) is not booked again: the call still places what is idle.
+
+Deposits nobody announces are booked by the worker (``Lifecycle.refresh``), from the
+chain's history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from yieldagent.domain.books.books import Books
+from yieldagent.domain.books.ledger import book, hold_back
+from yieldagent.domain.books.operations import (
+    ACTIVATE,
+    COMPLETED,
+    TOP_UP,
+    Operation,
+    Step,
+    outcome,
+    scoped,
+)
+from yieldagent.domain.books.reconciliation import Reconciler
+from yieldagent.domain.books.valuation import moment_of, placement, value
+from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallets import Journal, Wallet
+from yieldagent.domain.catalog import TokenInfo
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.errors import (
+    AccessDenied,
+    ChainRejected,
+    ChainUnavailable,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+)
+from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.ports.chain import ChainPort, Transfer
+
+DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
+
+UNCONFIRMED_RETRY_SECONDS = 5
+"""When to retry announcing a deposit that still waits for its confirmations."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationRequest:
+    """A checked activation request."""
+
+    wallet: str
+    eoa: str
+    token: str
+    protocols: tuple[str, ...]
+    tx_hash: str | None
+    constraints: Constraints
+
+
+class Deposits:
+    """Activation, reactivation and top-up."""
+
+    def __init__(
+        self,
+        books: Books,
+        reconciler: Reconciler,
+        paused: Callable[[int], frozenset[str]],
+    ) -> None:
+        self._books = books
+        self._reconciler = reconciler
+        self._paused = paused
+        reconciler.register(ACTIVATE, self._resume_activation)
+        reconciler.register(TOP_UP, self._resume_top_up)
+
+    # -- activation ---------------------------------------------------------------------
+
+    async def activate(
+        self, partner_id: int, chain_id: int, request: ActivationRequest, key: str | None = None
+    ) -> Wallet:
+        """Activates (or reactivates) the agent of a funded smart account."""
+        books = self._books
+        chain = books.chain(chain_id)
+        token = self._token(chain_id, request.token)
+        books.catalog.check_protocols(token, [*request.protocols, *request.constraints.protocols()])
+        account = books.wallets.smart_account(chain_id, request.wallet)
+        if account is None or account.eoa != request.eoa:
+            raise InvalidRequest(
+                f"{request.wallet} is not a smart account created for {request.eoa}"
+            )
+        if account.partner_id != partner_id:
+            raise AccessDenied("Access denied: the smart account belongs to another partner")
+        done = await self._reconciler.settled(scoped(partner_id, ACTIVATE, key))
+        if done is not None:
+            outcome(done)
+            return books.wallet(chain_id, request.wallet)
+        existing = books.wallets.get(chain_id, request.wallet)
+        if existing is not None:
+            transition(existing.owned_by(partner_id).status, "activate")
+        if request.tx_hash is not None:
+            await self._check_announced(chain, request.wallet, token, request.tx_hash)
+        if existing is None:
+            return await self._first_activation(partner_id, chain, request, token, key)
+        async with books.leases.hold(existing.id) as owner:
+            current = books.reread(existing)
+            transition(current.status, "activate")
+            await self._check_funds(chain, current, token, request)
+            head = await chain.head()
+            operation = books.begin(
+                current,
+                ACTIVATE,
+                head.number,
+                owner,
+                {"reactivation": True},
+                scoped(partner_id, ACTIVATE, key),
+            )
+            activating = replace(
+                current,
+                status=WalletStatus.ACTIVATING,
+                token=request.token,
+                selected_protocols=request.protocols,
+                constraints=request.constraints,
+                last_reactivation_date=moment_of(head.timestamp),
+                status_reason="",
+            )
+            activating = await books.close(chain, activating, owner, operation)
+            return await self._place_and_activate(chain, activating, operation, owner)
+
+    async def _first_activation(
+        self,
+        partner_id: int,
+        chain: ChainPort,
+        request: ActivationRequest,
+        token: TokenInfo,
+        key: str | None,
+    ) -> Wallet:
+        books = self._books
+        head = await chain.head()
+        wallet = Wallet(
+            id=0,
+            chain_id=chain.chain_id,
+            address=request.wallet,
+            eoa=request.eoa,
+            partner_id=partner_id,
+            status=WalletStatus.ACTIVATING,
+            token=request.token,
+            selected_protocols=request.protocols,
+            constraints=request.constraints,
+            principal=0,
+            allocation={},
+            idle=0,
+            current_apr=0.0,
+            valued_at=moment_of(head.timestamp),
+            is_staked=False,
+            activation_date=moment_of(head.timestamp),
+            last_deactivation_date=None,
+            last_reactivation_date=None,
+        )
+        await self._check_funds(chain, wallet, token, request)
+        owner = books.leases.owner()
+        operation = books.begin(
+            wallet, ACTIVATE, head.number, owner, {}, scoped(partner_id, ACTIVATE, key)
+        )
+        created = books.wallets.create(
+            Journal(wallet, operation=operation, owner=owner),
+            books.clock.time() + books.leases.seconds,
+        )
+        operation = replace(operation, wallet_id=created.id)
+        try:
+            async with books.leases.hold(created.id, owner):
+                created = await books.close(chain, books.reread(created), owner, operation)
+                return await self._place_and_activate(chain, created, operation, owner)
+        finally:
+            books.leases.release(created.id, owner)
+
+    async def _check_announced(
+        self, chain: ChainPort, address: str, token: TokenInfo, tx_hash: str
+    ) -> None:
+        """An activation's announced deposit: mined to the account, and not booked before
+        (Conflict)."""
+        await _announced(chain, address, token, tx_hash)
+        if self._books.wallets.deposit_known(chain.chain_id, tx_hash):
+            raise Conflict(f"Deposit {tx_hash} was already credited")
+
+    async def _check_funds(
+        self, chain: ChainPort, wallet: Wallet, token: TokenInfo, request: ActivationRequest
+    ) -> None:
+        """Reads what the account holds and what it received that is not booked yet;
+        refuses, before anything is stored, an account the chain cannot act through, an
+        account without funds, a deposit above the limit, or rules the funds cannot meet."""
+        books = self._books
+        await chain.prepare_account(wallet.address, wallet.eoa)
+        head = await chain.head()
+        events = await chain.history(wallet.address, wallet.synced_block)
+        events, pending = hold_back(events, wallet, head.final_number, set())
+        known = books.wallets.booked(wallet.id, wallet.synced_block) if wallet.id else set()
+        valuation = await value(chain, wallet)
+        booking = book(wallet, token, events, known, {}, valuation.total - pending)
+        added = sum(d.amount for d in booking.deposits)
+        if valuation.total == 0:
+            raise InvalidRequest(f"No deposit of {token.symbol} found in the smart account")
+        self.check_size(token, added)
+        quotes = await chain.quotes(token.address, request.protocols)
+        allocate(valuation.total, [Candidate(q.protocol, q) for q in quotes], request.constraints)
+
+    def check_size(self, token: TokenInfo, amount: int) -> None:
+        """AccessDenied for a deposit worth more than the policy accepts."""
+        if amount / 10**token.decimals * token.price_usd > self._books.policy.max_deposit_usd:
+            raise AccessDenied(DEPOSIT_TOO_LARGE)
+
+    def _token(self, chain_id: int, address: str) -> TokenInfo:
+        try:
+            return self._books.catalog.token(chain_id, address)
+        except NotFound as missing:
+            raise InvalidRequest(missing.detail) from None
+
+    async def _place_and_activate(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Wallet:
+        operation, reason = await self.place(chain, wallet, operation)
+        return await self._activated(chain, wallet, operation, owner, reason)
+
+    async def _activated(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str, reason: str
+    ) -> Wallet:
+        activated = replace(wallet, status=transition(wallet.status, "activation_placed"))
+        closed = operation.closed(COMPLETED, reason, {"wallet": wallet.address})
+        return await self._books.close(chain, activated, owner, closed)
+
+    async def _resume_activation(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """After a crash: the wallet is activated; what is idle waits for the agent."""
+        reason = "recovered after a crash; the agent places what is idle"
+        after = await self._activated(chain, wallet, operation, owner, reason)
+        ended = self._books.operations.get(operation.id)
+        assert ended is not None and after.status == WalletStatus.ACTIVATED
+        return ended
+
+    # -- placing idle funds -------------------------------------------------------------
+
+    async def place(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation
+    ) -> tuple[Operation, str]:
+        """Places the wallet's idle funds as the optimizer plans, a step at a time. A step
+        the chain refuses ends the placement (what is left stays idle for the agent);
+        returns the operation and why it stopped short, if it did."""
+        books = self._books
+        try:
+            await chain.prepare_account(wallet.address, wallet.eoa)
+            valuation = await value(chain, wallet)
+            costs = await books.costs(chain, wallet)
+            for move in placement(wallet, valuation, costs, self._paused(wallet.chain_id)):
+                quote = valuation.quotes.get(move.protocol)
+                step = Step(
+                    move.action,
+                    wallet.token,
+                    move.amount,
+                    protocol=move.protocol,
+                    apr=quote.apr() if quote else None,
+                )
+                operation = await books.perform(chain, wallet, operation, step)
+        except (ChainUnavailable, ChainRejected) as refused:
+            operation = await books.recover_steps(chain, wallet, operation)
+            return operation, f"placement stopped: {refused.detail}; the agent places the rest"
+        return operation, ""
+
+    # -- top-up ---------------------------------------------------------------------------
+
+    async def top_up(
+        self, partner_id: int, chain_id: int, address: str, tx_hash: str, key: str | None = None
+    ) -> None:
+        """Books a further deposit, verified on chain, and places it."""
+        books = self._books
+        wallet = books.wallet(chain_id, address, partner_id)
+        done = await self._reconciler.settled(scoped(partner_id, TOP_UP, key))
+        if done is not None:  # a retry answers what the first call did, whatever came since
+            outcome(done)
+            return
+        transition(wallet.status, "top_up")
+        chain = books.chain(chain_id)
+        token = books.token_info(wallet)
+        async with books.leases.hold(wallet.id) as owner:
+            current = books.reread(wallet)
+            transition(current.status, "top_up")
+            transfer = await _announced(chain, current.address, token, tx_hash)
+            if books.wallets.deposit_known(chain_id, tx_hash):
+                if (await value(chain, current)).idle == 0:
+                    return  # booked already, and nothing waits to be placed: nothing to do
+            else:
+                self.check_size(token, transfer.amount)
+            head = await chain.head()
+            operation = books.begin(
+                current,
+                TOP_UP,
+                head.number,
+                owner,
+                {"tx_hash": tx_hash},
+                scoped(partner_id, TOP_UP, key),
+            )
+            current = await books.close(chain, current, owner, operation)
+            operation, reason = await self.place(chain, current, operation)
+            closed = operation.closed(COMPLETED, reason, {"tx_hash": tx_hash})
+            await books.close(chain, current, owner, closed)
+
+    async def _resume_top_up(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """After a crash: the deposit is booked; what is idle waits for the agent."""
+        reason = "recovered after a crash; the agent places what is idle"
+        closed = operation.closed(COMPLETED, reason, {"tx_hash": operation.params.get("tx_hash")})
+        await self._books.close(chain, wallet, owner, closed)
+        return closed
+
+
+async def _announced(chain: ChainPort, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
+    """The announced deposit: a mined transfer of ``token`` to ``address``, with its
+    confirmations; InvalidRequest if it is not one, Conflict (retry later) while it waits
+    for confirmations."""
+    transfer = await chain.find_transfer(tx_hash)
+    if transfer is None:
+        raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
+    if transfer.recipient != address or transfer.token != token.address:
+        raise InvalidRequest(f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}")
+    head = await chain.head()
+    if transfer.block_number > head.final_number:
+        waiting = transfer.block_number - head.final_number
+        raise Conflict(
+            f"Deposit {tx_hash} waits for {waiting} more confirmation(s); retry",
+            retry_after_seconds=UNCONFIRMED_RETRY_SECONDS,
+        )
+    return transfer

@@ -1,0 +1,204 @@
+"""A wallet's use cases, composed: the one object the servicers and the worker call.
+
+The money use cases live in focused modules, all on the same ``Books``:
+
+    deposits        activation, reactivation, top-up
+    withdrawals     withdrawal, deactivation, emergency exit
+    rewards         reward claims
+    reconciliation  finishing what a crash, a chain error or a short pool left open
+    agent           rebalancing runs (``domain.agent.runs``)
+
+This module adds the calls that change a wallet's rules (protocols, reward staking), the
+operator's actions (block, unblock, emergency, resume), and the worker's periodic job
+(``refresh``: booking what nobody announced, hourly valuations). Every call that changes a
+wallet holds its lease (``domain.books.leases``) and commits against the version it read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from yieldagent.domain.books.books import Books, Policy
+from yieldagent.domain.books.operations import OperationRepository
+from yieldagent.domain.books.reconciliation import Reconciler, Repair
+from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallets import Journal, Wallet, WalletRepository
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.errors import InvalidInput
+from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
+from yieldagent.domain.money.rewards import ClaimedReward, Rewards
+from yieldagent.domain.money.withdrawals import WithdrawalResult, Withdrawals
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.clock import Clock
+
+SNAPSHOT_SECONDS = 3600
+"""At most one periodic performance point per wallet per hour of chain time."""
+SYNCED_STATES = frozenset(
+    {WalletStatus.ACTIVATED, WalletStatus.BLOCKED, WalletStatus.EMERGENCY, WalletStatus.DEACTIVATED}
+)
+"""States the worker books and values; the others belong to an operation in progress."""
+
+__all__ = [
+    "DEPOSIT_TOO_LARGE",
+    "ActivationRequest",
+    "ClaimedReward",
+    "Lifecycle",
+    "Policy",
+    "WithdrawalResult",
+]
+
+
+class Lifecycle:
+    """The use cases that move a wallet's money or change its rules."""
+
+    def __init__(
+        self,
+        wallets: WalletRepository,
+        operations: OperationRepository,
+        chains: Mapping[int, ChainPort],
+        catalog: Catalog,
+        policy: Policy,
+        clock: Clock,
+        paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
+    ) -> None:
+        self.books = Books(wallets, operations, chains, catalog, policy, clock)
+        self.reconciler = Reconciler(self.books)
+        self.deposits = Deposits(self.books, self.reconciler, paused)
+        self.withdrawals = Withdrawals(self.books, self.reconciler)
+        self.rewards = Rewards(self.books, self.reconciler, self.deposits)
+        self.paused = paused
+        """The protocols the operator paused on a chain: funds are never placed there."""
+
+    # -- lookups ------------------------------------------------------------------------
+
+    def chain(self, chain_id: int) -> ChainPort:
+        """The chain port of ``chain_id``; NotFound when the service does not run there."""
+        return self.books.chain(chain_id)
+
+    def wallet(self, chain_id: int, address: str, partner_id: int | None = None) -> Wallet:
+        """The stored wallet, checked against its owner when ``partner_id`` is given."""
+        return self.books.wallet(chain_id, address, partner_id)
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a wallet's lease lasts before it lapses on its own."""
+        return self.books.leases.seconds
+
+    # -- money (see deposits, withdrawals, rewards) -----------------------------------------
+
+    async def activate(
+        self, partner_id: int, chain_id: int, request: ActivationRequest, key: str | None = None
+    ) -> Wallet:
+        """Activates (or reactivates) the agent of a funded smart account."""
+        return await self.deposits.activate(partner_id, chain_id, request, key)
+
+    async def top_up(
+        self, partner_id: int, chain_id: int, address: str, tx_hash: str, key: str | None = None
+    ) -> None:
+        """Books a further deposit, verified on chain, and places it."""
+        await self.deposits.top_up(partner_id, chain_id, address, tx_hash, key)
+
+    async def withdraw(
+        self, partner_id: int, chain_id: int, address: str, amount: int, key: str | None = None
+    ) -> WithdrawalResult:
+        """Withdraws ``amount`` to the EOA; the agent stays active."""
+        return await self.withdrawals.withdraw(partner_id, chain_id, address, amount, key)
+
+    async def deactivate(
+        self, partner_id: int, chain_id: int, address: str, transfer: bool, key: str | None = None
+    ) -> WithdrawalResult | None:
+        """Stops the agent and withdraws everything (to the EOA with ``transfer``)."""
+        return await self.withdrawals.deactivate(partner_id, chain_id, address, transfer, key)
+
+    async def claim_rewards(
+        self, partner_id: int, chain_id: int, address: str, key: str | None = None
+    ) -> list[ClaimedReward]:
+        """Claims accrued reward tokens: compounded when staked, else sent to the EOA."""
+        return await self.rewards.claim_rewards(partner_id, chain_id, address, key)
+
+    async def reconcile(self) -> list[Repair]:
+        """Finishes every operation a dead process left open and every due retry."""
+        return await self.reconciler.reconcile()
+
+    async def reconcile_wallet(self, chain_id: int, address: str) -> list[Repair]:
+        """Finishes one wallet's open operations now and books its chain events."""
+        return await self.reconciler.reconcile_wallet(chain_id, address)
+
+    # -- rules ------------------------------------------------------------------------------
+
+    async def set_reward_staking(
+        self, partner_id: int, chain_id: int, address: str, is_staked: bool
+    ) -> None:
+        """Sets whether claimed rewards are compounded into the position."""
+        books = self.books
+        wallet = books.wallet(chain_id, address, partner_id)
+        async with books.leases.hold(wallet.id) as owner:
+            current = books.reread(wallet)
+            transition(current.status, "set_reward_staking")
+            books.wallets.commit(Journal(replace(current, is_staked=is_staked), owner=owner))
+
+    async def update_protocols(
+        self, partner_id: int, chain_id: int, address: str, protocols: Sequence[str]
+    ) -> None:
+        """Replaces the protocols the agent may use; the next run follows them."""
+        if not protocols:
+            raise InvalidInput.field(
+                ("protocols",), "List should have at least 1 item", "too_short"
+            )
+        books = self.books
+        wallet = books.wallet(chain_id, address, partner_id)
+        books.catalog.check_protocols(books.token_info(wallet), protocols)
+        transition(wallet.status, "update_protocols")
+        async with books.leases.hold(wallet.id) as owner:
+            current = books.reread(wallet)
+            updated = replace(
+                current,
+                status=transition(current.status, "update_protocols"),
+                selected_protocols=tuple(dict.fromkeys(protocols)),
+            )
+            books.wallets.commit(Journal(updated, owner=owner))
+
+    async def operate(self, chain_id: int, address: str, action: str) -> Wallet:
+        """An operator action: block, unblock, emergency or resume.
+
+        Emergency takes what each pool can give into the smart account and keeps it idle.
+        """
+        books = self.books
+        wallet = books.wallet(chain_id, address)
+        chain = books.chain(chain_id)
+        async with books.leases.hold(wallet.id) as owner:
+            current = books.reread(wallet)
+            if action == "emergency":
+                return await self.withdrawals.emergency(chain, current, owner)
+            updated = replace(current, status=transition(current.status, action))
+            books.wallets.commit(Journal(updated, owner=owner))
+            return updated
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    async def refresh(self, chain_id: int) -> int:
+        """Books what is new on the chain for every settled wallet of a chain (deposits
+        nobody announced, external withdrawals) and records a performance point when the
+        last valuation is an hour old; wallets busy with an operation are skipped.
+        Returns how many wallets it wrote."""
+        books = self.books
+        chain = books.chain(chain_id)
+        written = 0
+        for wallet in books.wallets.wallets(chain_id):
+            if wallet.status not in SYNCED_STATES:
+                continue
+            owner = books.leases.owner("refresh")
+            if not books.leases.try_acquire(wallet.id, owner):
+                continue
+            try:
+                current = books.reread(wallet)
+                every = math.inf if current.status == WalletStatus.DEACTIVATED else SNAPSHOT_SECONDS
+                if current.status in SYNCED_STATES and await books.sync(
+                    chain, current, owner, every
+                ):
+                    written += 1
+            finally:
+                books.leases.release(wallet.id, owner)
+        return written

@@ -1,0 +1,395 @@
+"""Money out: partial withdrawals, deactivation, and the operator's emergency exit.
+
+**Withdrawal.** Under the wallet's lease, the books are brought up to date first (a
+deposit nobody announced is principal, not yield). The split (principal, yield, fee) is
+decided then and stored with the intent, before any chain call. Funds come from idle
+first, then from protocols from the lowest APR up, each within its pool's cash; the user
+is paid ``amount − fee``, then the fee goes to the fee collector. If the chain refuses
+before the user is paid, nothing was withdrawn: the operation fails and the partner gets
+a 503 (funds already taken out of protocols stay idle for the agent). Once the user is
+paid, the withdrawal stands; a fee transfer still owed is retried by reconciliation.
+
+**Deactivation.** The wallet turns ``deactivating`` with the intent (and its ``transfer``
+flag) in one commit. Each attempt takes what each pool can give, goes on to the next, and
+with ``transfer`` pays out what is idle (split and fee as for a withdrawal). When nothing
+is left in any protocol the wallet is ``deactivated``; otherwise it stays
+``deactivating`` with the reason visible, and reconciliation tries again later.
+
+**Emergency.** Takes what each pool can give into the account and keeps it idle; a pool
+short of cash is left partially.
+
+A crash anywhere is finished by ``reconciliation`` through the same code: the stored split
+is paid, owed fees are sent, deactivations drained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from yieldagent.domain.books.accounting import (
+    Holding,
+    WithdrawalSplit,
+    plan_withdrawal,
+    split_withdrawal,
+)
+from yieldagent.domain.books.books import Books
+from yieldagent.domain.books.operations import (
+    COMPLETED,
+    DEACTIVATE,
+    EMERGENCY,
+    FAILED,
+    FEE,
+    PAYOUT,
+    WAITING,
+    WITHDRAW,
+    WITHDRAW_STEP,
+    Operation,
+    Step,
+    failure,
+    outcome,
+    scoped,
+)
+from yieldagent.domain.books.reconciliation import Reconciler
+from yieldagent.domain.books.valuation import Valuation, moment_of, value
+from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.dates import iso
+from yieldagent.domain.errors import (
+    ChainRejected,
+    ChainUnavailable,
+    InvalidInput,
+    YieldAgentError,
+)
+from yieldagent.domain.ports.chain import ChainPort
+
+
+@dataclass(frozen=True, slots=True)
+class WithdrawalResult:
+    """What a withdrawal did."""
+
+    date: datetime
+    token: str
+    split: WithdrawalSplit
+    value: float
+    value_in_usd: float
+    tx_hash: str | None
+    block_number: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored answer (amounts as decimal strings)."""
+        return {
+            "date": iso(self.date),
+            "token": self.token,
+            "split": split_json(self.split),
+            "value": self.value,
+            "value_in_usd": self.value_in_usd,
+            "tx_hash": self.tx_hash,
+            "block_number": self.block_number,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WithdrawalResult:
+        """The answer a stored operation gave."""
+        return cls(
+            datetime.fromisoformat(data["date"]),
+            data["token"],
+            split_of(data["split"]),
+            data["value"],
+            data["value_in_usd"],
+            data["tx_hash"],
+            data["block_number"],
+        )
+
+
+def split_json(split: WithdrawalSplit) -> dict[str, str]:
+    return {
+        "amount": str(split.amount),
+        "principal": str(split.principal),
+        "yield": str(split.yield_),
+        "fee": str(split.fee),
+    }
+
+
+def split_of(data: Mapping[str, str]) -> WithdrawalSplit:
+    """A split stored as JSON."""
+    return WithdrawalSplit(
+        int(data["amount"]), int(data["principal"]), int(data["yield"]), int(data["fee"])
+    )
+
+
+def _holdings(valuation: Valuation, idle: bool = True) -> list[Holding]:
+    """Where the wallet's funds sit, each with what its pool can give now."""
+    positions = [
+        Holding(p, v, valuation.quotes[p].apr(), valuation.quotes[p].cash)
+        for p, v in valuation.positions.items()
+        if p in valuation.quotes
+    ]
+    return ([Holding(None, valuation.idle, 0.0, valuation.idle)] if idle else []) + positions
+
+
+class Withdrawals:
+    """Withdrawals, deactivation and emergency exits."""
+
+    def __init__(self, books: Books, reconciler: Reconciler) -> None:
+        self._books = books
+        self._reconciler = reconciler
+        reconciler.register(WITHDRAW, self._resume_withdrawal)
+        reconciler.register(DEACTIVATE, self._drain)
+        reconciler.register(EMERGENCY, self._exit)
+
+    # -- withdrawal -----------------------------------------------------------------------
+
+    async def withdraw(
+        self, partner_id: int, chain_id: int, address: str, amount: int, key: str | None = None
+    ) -> WithdrawalResult:
+        """Withdraws ``amount`` to the EOA; the agent stays active."""
+        if amount <= 0:
+            raise InvalidInput.field(("amount",), "Input should be greater than 0", "greater_than")
+        books = self._books
+        wallet = books.wallet(chain_id, address, partner_id)
+        done = await self._reconciler.settled(scoped(partner_id, WITHDRAW, key))
+        if done is not None:
+            return WithdrawalResult.from_json(outcome(done))
+        transition(wallet.status, "withdraw")
+        chain = books.chain(chain_id)
+        async with books.leases.hold(wallet.id) as owner:
+            current = books.reread(wallet)
+            transition(current.status, "withdraw")
+            head = await chain.head()
+            plan_withdrawal(amount, _holdings(await value(chain, current)))  # or refuses
+            current = await books.close(chain, current, owner)  # book what is new first
+            valuation = await value(chain, current)
+            split = split_withdrawal(
+                amount, valuation.total, current.principal, books.policy.fee_bps
+            )
+            operation = books.begin(
+                current,
+                WITHDRAW,
+                head.number,
+                owner,
+                {"amount": str(amount), "split": split_json(split)},
+                scoped(partner_id, WITHDRAW, key),
+            )
+            books.operations.start(operation)
+            ended = await self._pay(chain, current, operation, owner)
+            return WithdrawalResult.from_json(outcome(ended))
+
+    async def _pay(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """Pays the user the stored split (taking from protocols what idle funds lack),
+        then the fee; closes the operation as it ended."""
+        books = self._books
+        split = split_of(operation.params["split"])
+        try:
+            if not operation.payouts():
+                valuation = await value(chain, wallet)
+                lacking = split.amount - valuation.idle
+                if lacking > 0:
+                    for protocol, part in plan_withdrawal(lacking, _holdings(valuation, False)):
+                        assert protocol is not None
+                        operation = await books.perform(
+                            chain, wallet, operation, self._take(wallet, protocol, part, valuation)
+                        )
+                operation = await books.perform(
+                    chain, wallet, operation, self._payout(wallet, split)
+                )
+            operation = await self._send_fees(chain, wallet, operation)
+        except YieldAgentError as refused:
+            operation = await books.recover_steps(chain, wallet, operation)
+            if not operation.payouts():
+                failed = operation.closed(FAILED, refused.detail, failure(refused))
+                await books.close(chain, wallet, owner, failed)
+                return failed
+            retry = operation.closed(WAITING, f"fee transfer owed: {refused.detail}")
+            retry = replace(retry, result=self._answer(wallet, operation), retry_at=self._later())
+            await books.close(chain, wallet, owner, retry)
+            return retry
+        closed = operation.closed(COMPLETED, "", self._answer(wallet, operation))
+        await books.close(chain, wallet, owner, closed)
+        return closed
+
+    async def _resume_withdrawal(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """After a crash or a due retry: pays what the stored split still owes."""
+        return await self._pay(chain, wallet, operation, owner)
+
+    def _answer(self, wallet: Wallet, operation: Operation) -> dict[str, Any]:
+        """The withdrawal's answer, from its (first) payout."""
+        payout = operation.payouts()[0]
+        assert payout.split is not None and payout.timestamp is not None
+        token = self._books.token_info(wallet)
+        received = float(Decimal(payout.split.to_user) / 10**token.decimals)
+        return WithdrawalResult(
+            moment_of(payout.timestamp),
+            wallet.token,
+            payout.split,
+            received,
+            received * token.price_usd,
+            payout.tx_hash,
+            payout.block_number,
+        ).as_json()
+
+    @staticmethod
+    def _take(wallet: Wallet, protocol: str, amount: int, valuation: Valuation) -> Step:
+        quote = valuation.quotes.get(protocol)
+        return Step(
+            WITHDRAW_STEP,
+            wallet.token,
+            amount,
+            protocol=protocol,
+            apr=quote.apr() if quote else None,
+        )
+
+    @staticmethod
+    def _payout(wallet: Wallet, split: WithdrawalSplit) -> Step:
+        return Step(PAYOUT, wallet.token, split.to_user, recipient=wallet.eoa, split=split)
+
+    async def _send_fees(self, chain: ChainPort, wallet: Wallet, operation: Operation) -> Operation:
+        """Sends the fee collector what the operation's payouts owe it."""
+        owed = sum(p.split.fee for p in operation.payouts() if p.split is not None)
+        sent = sum(s.amount for s in operation.steps if s.action == FEE and s.done)
+        if owed > sent:
+            collector = self._books.policy.fee_collector
+            fee = Step(FEE, wallet.token, owed - sent, recipient=collector)
+            operation = await self._books.perform(chain, wallet, operation, fee)
+        return operation
+
+    def _later(self) -> float:
+        return self._books.clock.time() + self._books.policy.retry_seconds
+
+    # -- deactivation ---------------------------------------------------------------------
+
+    async def deactivate(
+        self, partner_id: int, chain_id: int, address: str, transfer: bool, key: str | None = None
+    ) -> WithdrawalResult | None:
+        """Stops the agent and withdraws everything: to the EOA, or left idle in the smart
+        account when ``transfer`` is false (no fee is taken then: nothing left). Returns the
+        payout, if this attempt made one."""
+        books = self._books
+        wallet = books.wallet(chain_id, address, partner_id)
+        done = await self._reconciler.settled(scoped(partner_id, DEACTIVATE, key))
+        if done is not None:
+            return self._payout_of(done)
+        transition(wallet.status, "deactivate")
+        chain = books.chain(chain_id)
+        async with books.leases.hold(wallet.id) as owner:
+            current = books.reread(wallet)
+            deactivating = replace(current, status=transition(current.status, "deactivate"))
+            head = await chain.head()
+            operation = books.begin(
+                current,
+                DEACTIVATE,
+                head.number,
+                owner,
+                {"transfer": transfer},
+                scoped(partner_id, DEACTIVATE, key),
+            )
+            deactivating = await books.close(chain, deactivating, owner, operation)
+            ended = await self._drain(chain, deactivating, operation, owner)
+            return self._payout_of(ended)
+
+    def _payout_of(self, operation: Operation) -> WithdrawalResult | None:
+        result = operation.result or {}
+        return WithdrawalResult.from_json(result) if "split" in result else None
+
+    async def _drain(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        """One attempt at a deactivation: owed fees first, then what each pool can give,
+        then (with ``transfer``) a payout of what is idle. Deactivated when nothing is left
+        in any protocol; otherwise waiting, with the reason on the wallet."""
+        books = self._books
+        problems: list[str] = []
+        try:
+            operation = await self._send_fees(chain, wallet, operation)
+        except YieldAgentError as refused:
+            problems.append(refused.detail)
+        operation = await self._take_all(chain, wallet, operation, problems)
+        if operation.params.get("transfer", True) and not problems:
+            valuation = await value(chain, wallet)
+            if valuation.idle > 0:
+                split = split_withdrawal(
+                    valuation.idle, valuation.total, wallet.principal, books.policy.fee_bps
+                )
+                try:
+                    operation = await books.perform(
+                        chain, wallet, operation, self._payout(wallet, split)
+                    )
+                    operation = await self._send_fees(chain, wallet, operation)
+                except YieldAgentError as refused:
+                    problems.append(refused.detail)
+        operation = await books.recover_steps(chain, wallet, operation)
+        left = (await value(chain, wallet)).positions
+        answer = self._answer(wallet, operation) if operation.payouts() else None
+        if left or problems:
+            stuck = ", ".join(
+                f"{amount} in {protocol}" for protocol, amount in sorted(left.items())
+            )
+            reason = "; ".join([*([f"still {stuck}: not enough cash"] if stuck else []), *problems])
+            waiting = replace(operation.closed(WAITING, reason, answer), retry_at=self._later())
+            await books.close(chain, replace(wallet, status_reason=reason), owner, waiting)
+            return waiting
+        head = await chain.head()
+        deactivated = replace(
+            wallet,
+            status=transition(wallet.status, "deactivation_done"),
+            status_reason="",
+            last_deactivation_date=moment_of(head.timestamp),
+        )
+        closed = operation.closed(COMPLETED, "", answer)
+        await books.close(chain, deactivated, owner, closed)
+        return closed
+
+    async def _take_all(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, problems: list[str]
+    ) -> Operation:
+        """Takes what each pool can give of the wallet's positions into the account."""
+        valuation = await value(chain, wallet)
+        for holding in _holdings(valuation, idle=False):
+            assert holding.protocol is not None
+            take = min(holding.value, holding.withdrawable)
+            if take <= 0:
+                continue
+            step = self._take(wallet, holding.protocol, take, valuation)
+            step = replace(step, whole=take == holding.value)
+            try:
+                operation = await self._books.perform(chain, wallet, operation, step)
+            except (ChainUnavailable, ChainRejected) as refused:
+                problems.append(refused.detail)
+        return operation
+
+    # -- emergency ------------------------------------------------------------------------
+
+    async def emergency(self, chain: ChainPort, wallet: Wallet, owner: str) -> Wallet:
+        """Moves the wallet (held under ``owner``'s lease) to ``emergency`` and takes what
+        each pool can give into the account."""
+        books = self._books
+        head = await chain.head()
+        operation = books.begin(wallet, EMERGENCY, head.number, owner)
+        emergency = replace(wallet, status=transition(wallet.status, "emergency"))
+        emergency = await books.close(chain, emergency, owner, operation)
+        await self._exit(chain, emergency, operation, owner)
+        return books.reread(emergency)
+
+    async def _exit(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    ) -> Operation:
+        problems: list[str] = []
+        operation = await self._take_all(chain, wallet, operation, problems)
+        operation = await self._books.recover_steps(chain, wallet, operation)
+        left = (await value(chain, wallet)).positions
+        reason = "; ".join(
+            [*(f"{a} left in {p}: not enough cash" for p, a in sorted(left.items())), *problems]
+        )
+        closed = operation.closed(COMPLETED, reason)
+        await self._books.close(chain, wallet, owner, closed)
+        return closed
+
+
+__all__ = ["WalletStatus", "WithdrawalResult", "Withdrawals", "split_json", "split_of"]

@@ -1,0 +1,1 @@
+"""Partners: credentials, smart-account addresses, rate limits and webhook rules."""

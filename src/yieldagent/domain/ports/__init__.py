@@ -1,0 +1,1 @@
+"""Every port the domain uses: what it asks of a chain, of storage and of time."""

@@ -1,0 +1,243 @@
+"""The chain port: everything the service asks of an EVM chain.
+
+Two adapters answer it: the deterministic market simulator (``chain.simulated``,
+the embedded default and the test bed) and, later, web3 against a real chain.
+The port asks only what a real chain can answer: balances, receipts of transfers,
+protocol state read from contracts, and transactions that return a hash and a
+block. Amounts are integers in the token's smallest unit; rates are annual,
+scaled by RAY (1e27), as the rate models compute them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from yieldagent.domain.optimizer.quotes import PoolQuote
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The chain's head: its number and timestamp (unix seconds)."""
+
+    number: int
+    timestamp: int
+    final: int | None = None
+    """The newest block with enough confirmations (``YIELDAGENT_CONFIRMATIONS``) that a
+    reorganisation is not expected to undo it; None means this block itself (a chain that
+    does not reorganise, like the simulator)."""
+
+    @property
+    def final_number(self) -> int:
+        """The newest block whose events the books may take as final."""
+        return self.number if self.final is None else self.final
+
+
+@dataclass(frozen=True, slots=True)
+class TxReceipt:
+    """A mined transaction."""
+
+    tx_hash: str
+    block_number: int
+    timestamp: int
+    log_index: int = 0
+    """Which of its logs records what it was sent for (a supply's or payout's transfer),
+    as ``history`` names that event."""
+    amount: int | None = None
+    """What that transfer moved, when the chain decided it (a whole withdrawal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """An ERC-20 transfer found in a transaction receipt."""
+
+    tx_hash: str
+    token: str
+    sender: str
+    recipient: str
+    amount: int
+    block_number: int
+    timestamp: int
+    log_index: int = 0
+    """Which of the transaction's logs: a transaction may hold several transfers."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChainTx:
+    """One log of a mined transaction that involved a holder: one token movement.
+
+    ``kind`` is supply, withdraw, transfer, swap, claim or mint; for supply and withdraw
+    the protocol is the counterparty (``recipient`` and ``sender`` respectively). A swap
+    is the holder's ``amount`` of ``token`` in, and ``amount_out`` of ``token_out`` back.
+    ``(tx_hash, log_index)`` names it uniquely on its chain.
+    """
+
+    tx_hash: str
+    kind: str
+    token: str
+    sender: str
+    recipient: str
+    amount: int
+    block_number: int
+    timestamp: int
+    log_index: int = 0
+    token_out: str | None = None
+    amount_out: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """What ``holder`` has supplied to a protocol, interest included."""
+
+    protocol: str
+    token: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class RewardAmount:
+    """An amount of a reward token, with its price in US dollars."""
+
+    token: str
+    symbol: str
+    amount: int
+    decimals: int
+    price_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class SwapReceipt:
+    """A mined swap and what it gave."""
+
+    receipt: TxReceipt
+    amount_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimReceipt:
+    """A mined reward claim and what it collected."""
+
+    receipt: TxReceipt
+    rewards: tuple[RewardAmount, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GasCost:
+    """What one action costs in gas, in the native token (wei) and in US dollars."""
+
+    gas: int
+    wei: int
+    usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class ContractCall:
+    """One contract call of a plan: where, which function with which arguments (ABI values
+    as strings), and its ABI-encoded data."""
+
+    contract: str
+    function: str
+    arguments: tuple[str, ...]
+    data: str
+    """Selector and arguments, 0x-prefixed hex."""
+    description: str
+    value: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """One transaction of a batch: ``action`` (``supply`` or ``withdraw``) of ``amount``
+    of ``holder``'s ``token`` into or out of ``protocol``; a withdrawal with ``whole``
+    takes all of the position as it is when mined."""
+
+    action: str
+    holder: str
+    protocol: str
+    token: str
+    amount: int
+    whole: bool = False
+
+
+class ChainPort(Protocol):
+    """One EVM chain, as the service uses it."""
+
+    chain_id: int
+
+    async def head(self) -> Block:
+        """The current block."""
+
+    async def token_balance(self, token: str, holder: str) -> int:
+        """``holder``'s balance of ``token``."""
+
+    async def positions(self, holder: str, token: str) -> list[Position]:
+        """``holder``'s supplied amount in each protocol that holds ``token``; none if zero."""
+
+    async def history(self, holder: str, since_block: int) -> list[ChainTx]:
+        """Every transaction involving ``holder`` from block ``since_block`` on, in order."""
+
+    async def find_transfer(self, tx_hash: str) -> Transfer | None:
+        """The ERC-20 transfer made by transaction ``tx_hash``, if it exists and is mined."""
+
+    async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
+        """Each protocol's pool as it is now, able to quote its supply APR after adding or
+        removing an amount: our own rate impact."""
+
+    async def prepare_account(self, account: str, owner: str) -> None:
+        """Makes sure the smart account ``account`` of ``owner`` exists on chain, with the
+        operator as its session key, before the service first acts through it."""
+
+    async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
+        """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
+
+    async def withdraw(
+        self, holder: str, protocol: str, token: str, amount: int, whole: bool = False
+    ) -> TxReceipt:
+        """Withdraws ``amount`` of ``token`` from ``holder``'s position in ``protocol``; with
+        ``whole``, all of the position as it is when mined (the receipt says how much)."""
+
+    async def plan_calls(
+        self, holder: str, action: str, protocol: str, token: str, amount: int
+    ) -> list[ContractCall]:
+        """The contract calls ``holder`` makes to ``action`` (deposit or withdraw)
+        ``amount`` of ``token`` into or from ``protocol``, approval included; none on a
+        chain without contracts (the simulator)."""
+
+    async def quote_swap(self, token_in: str, token_out: str, amount_in: int) -> int:
+        """What swapping ``amount_in`` of ``token_in`` would give of ``token_out`` now."""
+
+    async def swap(
+        self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int
+    ) -> SwapReceipt:
+        """Swaps ``amount_in`` of ``token_in`` for at least ``min_out`` of ``token_out``."""
+
+    async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
+        """Sends ``amount`` of ``token`` from ``sender`` to ``recipient``."""
+
+    async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
+        """Reward tokens ``holder`` could claim now."""
+
+    async def claim_rewards(self, holder: str) -> ClaimReceipt:
+        """Claims every accrued reward token to ``holder``."""
+
+    async def gas_cost(self, action: str) -> GasCost:
+        """What ``action`` (supply, withdraw, swap, transfer, claim) costs now."""
+
+
+@runtime_checkable
+class BatchWrites(Protocol):
+    """A chain that sends many supplies and withdrawals at once (the simulated chain does:
+    one unit of its store for the lot)."""
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        """Each send as its own transaction, in order, exactly as ``supply`` and
+        ``withdraw`` would make them one after another; a refused send is the exception
+        the single call raises, and the sends after it still go."""
+
+
+@runtime_checkable
+class BatchHistory(Protocol):
+    """A chain that reads many holders' histories at once (the simulated chain does)."""
+
+    async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        """``history(holder, since_block)`` of each of ``holders`` (each one a key)."""

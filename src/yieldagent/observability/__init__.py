@@ -1,0 +1,1 @@
+"""Observability: Prometheus metrics, JSON logs with request ids, and the agent's run counts."""

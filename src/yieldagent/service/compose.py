@@ -1,0 +1,287 @@
+"""The whole service in one process: storage, gRPC server, worker loop and, optionally, Envoy.
+
+``yieldagent run`` (what ``make run`` starts) runs all of it; ``yieldagent serve``
+runs it without Envoy, for deployments that put their own edge in front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable, Mapping
+
+from sqlalchemy import Engine
+
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
+from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.config import Settings
+from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.money.lifecycle import Lifecycle, Policy
+from yieldagent.domain.optimizer.rebalance import Thresholds
+from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.observability.agent_metrics import MeasuredAgent, count_recovered
+from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
+from yieldagent.service.clock import SYSTEM_CLOCK
+from yieldagent.service.edge import EnvoyProcess
+from yieldagent.service.grpc_server import ApiServer, build_server, mark_serving
+from yieldagent.service.worker import Job, Worker
+from yieldagent.servicers.idempotency import Idempotency
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.events import EventStore
+from yieldagent.storage.idempotency import IdempotencyStore
+from yieldagent.storage.operations import OperationStore
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.wallets import WalletStore
+from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
+from yieldagent.webhooks.sealing import load_box
+
+log = logging.getLogger(__name__)
+
+
+def market_settle(market: SimulatedMarket) -> Job:
+    """The worker job that stores the simulated market at the current simulated time."""
+
+    async def settle_market() -> None:
+        market.settle()
+
+    return settle_market
+
+
+def build_lifecycle(
+    settings: Settings,
+    engine: Engine,
+    chains: Mapping[int, ChainPort],
+    catalog: Catalog,
+    operator_address: str,
+) -> Lifecycle:
+    """The wallet lifecycle with the configured money rules."""
+    policy = Policy(
+        fee_bps=settings.performance_fee_bps,
+        max_deposit_usd=settings.max_deposit_usd,
+        fee_collector=settings.fee_collector or operator_address,
+        lease_seconds=settings.lease_seconds,
+        swap_slippage_bps=settings.swap_slippage_bps,
+        retry_seconds=settings.stuck_retry_seconds,
+    )
+    return Lifecycle(
+        WalletStore(engine),
+        OperationStore(engine),
+        chains,
+        catalog,
+        policy,
+        SYSTEM_CLOCK,
+        RunStore(engine).paused,
+    )
+
+
+def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
+    """The agent with the configured schedule and thresholds; its runs are counted in the
+    metrics."""
+    thresholds = Thresholds(
+        min_apr_gain=settings.min_apr_gain, max_break_even_days=settings.max_break_even_days
+    )
+    return MeasuredAgent(
+        lifecycle,
+        WalletStore(engine),
+        RunStore(engine),
+        AgentSettings(settings.agent_interval_seconds, thresholds),
+    )
+
+
+def build_limiter(settings: Settings) -> RateLimiter | None:
+    """Each partner's rate limit (per process), or None when unlimited."""
+    if settings.partner_rate_limit <= 0:
+        return None
+    return RateLimiter(settings.partner_rate_limit, settings.partner_rate_burst, time.monotonic)
+
+
+def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
+    """The worker job that values idle wallets and records their performance."""
+
+    async def refresh_wallets() -> None:
+        for chain_id in chain_ids:
+            await lifecycle.refresh(chain_id)
+
+    return refresh_wallets
+
+
+def reconciliation(lifecycle: Lifecycle) -> Job:
+    """The worker job that finishes operations a dead process left open, and retries
+    deactivations waiting for a pool's cash."""
+
+    async def reconcile() -> None:
+        count_recovered(await lifecycle.reconcile())
+
+    return reconcile
+
+
+def build_deliverer(
+    settings: Settings,
+    engine: Engine,
+    observe: Callable[[DeliveryOutcome], None] | None = None,
+) -> Deliverer:
+    """The webhook deliverer with the configured timeout, backoff and batch; ``observe``
+    is called with every attempt's outcome (a metrics hook)."""
+    return Deliverer(
+        WebhookStore(engine),
+        load_box(settings.webhook_secret_key, settings.data_dir),
+        DeliverySettings(
+            timeout_seconds=settings.webhook_timeout_seconds,
+            max_backoff_seconds=settings.webhook_max_backoff_seconds,
+            batch=settings.webhook_batch,
+        ),
+        observe,
+    )
+
+
+def count_delivery(outcome: DeliveryOutcome) -> None:
+    """Counts a webhook delivery attempt in ``yieldagent_webhook_deliveries_total``."""
+    WEBHOOK_DELIVERIES.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+
+
+def webhook_delivery(deliverer: Deliverer, stopping: Callable[[], bool] = lambda: False) -> Job:
+    """The worker job that posts due webhook deliveries."""
+
+    async def deliver_webhooks() -> None:
+        await deliverer.deliver_due(stopping)
+
+    return deliver_webhooks
+
+
+def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
+    """The worker job that recovers interrupted runs, then runs every due wallet, batch by
+    batch until none is due or the service is stopping."""
+
+    async def run_agents() -> None:
+        count_recovered(await agent.reconcile())
+        await agent.run_cycle(stopping)
+
+    return run_agents
+
+
+class Service:
+    """Starts and stops the parts of the service in order."""
+
+    def __init__(self, settings: Settings, with_edge: bool = True) -> None:
+        self.settings = settings
+        self.with_edge = with_edge
+        self.engine: Engine | None = None
+        self.api: ApiServer | None = None
+        self.worker = Worker(settings.worker_interval_seconds)
+        self.deliveries = Worker(settings.webhook_interval_seconds)
+        """Webhook deliveries, in a thread of their own: a long agent cycle never delays them."""
+        self.events: EventStore | None = None
+        self.envoy: EnvoyProcess | None = None
+        self.metrics: MetricsServer | None = None
+
+    @property
+    def grpc_port(self) -> int:
+        """The port the gRPC server listens on (known once started)."""
+        assert self.api is not None, "not started"
+        return self.api.port
+
+    async def start(self) -> None:
+        """Migrates the database, then starts the gRPC server, the worker and Envoy."""
+        settings = self.settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.engine = create_db_engine(settings.database_url)
+        migrate(self.engine)
+        operator = load_operator_wallet(settings)
+        catalog = served_catalog(settings, load_catalog())
+        market = simulated_market(settings, self.engine, catalog)
+        self.worker.add(market_settle(market))
+        chains = build_chains(settings, self.engine, market, catalog, operator)
+        lifecycle = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
+        agent = build_agent(settings, self.engine, lifecycle)
+        # The worker thread has its own lifecycle and chain ports: its locks and a web3
+        # port's connections belong to its own event loop.
+        worker_chains = build_chains(settings, self.engine, market, catalog, operator)
+        background = build_lifecycle(
+            settings, self.engine, worker_chains, catalog, operator.address
+        )
+        self.worker.add(reconciliation(background), every=settings.lease_seconds / 2)
+        self.worker.add(wallet_refresh(background, catalog.chain_ids()))
+        stopping = lambda: self.worker.stop_requested  # noqa: E731
+        self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
+        idempotency = Idempotency(
+            IdempotencyStore(self.engine, settings.idempotency_ttl_seconds),
+            settings.idempotency_wait_seconds,
+        )
+        self.events = EventStore(self.engine, settings.events_poll_seconds)
+        self.api = build_server(
+            self.engine,
+            operator,
+            chains,
+            lifecycle,
+            agent,
+            settings.grpc_target,
+            idempotency,
+            catalog,
+            build_limiter(settings),
+            self.events,
+        )
+        deliverer = build_deliverer(settings, self.engine, count_delivery)
+        self.deliveries.add(
+            webhook_delivery(deliverer, lambda: self.deliveries.stop_requested),
+            every=settings.webhook_interval_seconds,
+        )
+        await self.api.server.start()
+        await mark_serving(self.api, True)
+        log.info("grpc server started", extra={"port": self.api.port})
+        self.worker.start_thread()
+        self.deliveries.start_thread()
+        if settings.metrics_port is not None:
+            registry = service_registry(RunStore(self.engine).oldest_due)
+            self.metrics = MetricsServer(settings.metrics_port, registry)
+            self.metrics.start()
+        if self.with_edge:
+            self.envoy = EnvoyProcess(settings, self.api.port)
+            self.envoy.start()
+            await self.envoy.wait_ready()
+            log.info(
+                "rest edge ready",
+                extra={
+                    "url": f"http://{settings.http_host}:{settings.http_port}/api/v1/healthcheck"
+                },
+            )
+
+    async def stop(self) -> None:
+        """Stops accepting calls, lets running ones finish, then stops everything."""
+        if self.events is not None:
+            self.events.close()  # WatchWallet streams end; clients resume from their cursor
+        if self.api is not None:
+            await mark_serving(self.api, False)
+            await self.api.server.stop(self.settings.shutdown_grace_seconds)
+        self.worker.stop()  # a money operation in progress finishes; no new one starts
+        self.deliveries.stop()  # a post in progress finishes; an unrecorded one is posted again
+        await asyncio.to_thread(self.worker.join, self.settings.shutdown_grace_seconds)
+        await asyncio.to_thread(self.deliveries.join, self.settings.shutdown_grace_seconds)
+        if self.envoy is not None:
+            self.envoy.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
+        if self.engine is not None:
+            self.engine.dispose()
+        log.info("service stopped")
+
+
+async def run_service(settings: Settings, with_edge: bool = True) -> None:
+    """Runs the service until SIGINT (Ctrl-C) or SIGTERM, then stops it gracefully."""
+    service = Service(settings, with_edge)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await service.start()
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await service.stop()

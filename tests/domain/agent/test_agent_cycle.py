@@ -1,0 +1,138 @@
+"""``Agent.run_cycle``: batch after batch until none is due, each batch's last write (its
+runs' outcomes, next runs and lease releases) stored from a thread while the next batch runs,
+where the database takes writes in parallel."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import pytest
+from sqlalchemy import Engine
+
+from support.agent_setup import (
+    AMOUNT,
+    INTERVAL,
+    PartnerKey,
+    rebalancing_wallet,
+    schedule_row,
+)
+from support.wallet_setup import activated, make_lifecycle
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.agent.runs import Agent, AgentSettings, RunEnd
+from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.wallets import WalletStore
+
+pytestmark = pytest.mark.usefixtures("books_balance_after")
+
+
+class Runs(RunStore):
+    """The run store, its writes in parallel or not as the test says, failing the first
+    ``fail`` ends of runs, and noting how many wallets each end covered."""
+
+    def __init__(self, engine: Engine, parallel: bool, fail: int = 0) -> None:
+        super().__init__(engine)
+        self._parallel = parallel
+        self._fail = fail
+        self.ends: list[int] = []
+
+    @property
+    def parallel_writes(self) -> bool:
+        return self._parallel
+
+    def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
+        if self._fail:
+            self._fail -= 1
+            raise RuntimeError("the database went away")
+        super().finish(ends, owner, next_run_at, at)
+        self.ends.append(len(ends))
+
+
+def agent_of(engine: Engine, lifecycle: Lifecycle, runs: RunStore) -> Agent:
+    """An agent claiming two wallets per batch."""
+    return Agent(
+        lifecycle, WalletStore(engine), runs, AgentSettings(interval_seconds=INTERVAL, batch=2)
+    )
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it_returns(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    partner: PartnerKey,
+    parallel: bool,
+) -> None:
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    movers = [
+        await rebalancing_wallet(lifecycle, engine, market, owner, agent_id=f"mover-{n}")
+        for n in range(2)
+    ]
+    idle = [
+        await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"idle-{n}")
+        for n in range(3)
+    ]
+    runs = Runs(engine, parallel)
+    agent = agent_of(engine, lifecycle, runs)
+
+    assert await agent.run_cycle() == 5
+
+    assert sum(runs.ends) == 5
+    for wallet in [*movers, *idle]:
+        row = schedule_row(engine, wallet.id)
+        assert row.runs == 1
+        assert (row.lease_owner, row.lease_until) == (None, None)
+        assert row.next_run_at > time.time()
+    assert [len(runs.runs_of(w.id)) for w in [*movers, *idle]] == [1, 1, 0, 0, 0]
+    assert {r.status for w in movers for r in runs.runs_of(w.id)} == {"completed"}
+    assert {schedule_row(engine, w.id).last_outcome for w in movers} == {"completed"}
+    assert {schedule_row(engine, w.id).last_outcome for w in idle} == {"no_action"}
+    assert await agent.run_cycle() == 0
+
+
+async def test_a_cycle_stops_when_told(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    for n in range(3):
+        await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"idle-{n}")
+    runs = Runs(engine, parallel=True)
+    agent = agent_of(engine, lifecycle, runs)
+    batches = iter([False, True])
+
+    assert await agent.run_cycle(lambda: next(batches)) == 2
+
+    assert runs.ends == [2]
+
+
+async def test_an_end_that_fails_to_be_stored_is_logged_and_its_wallets_keep_their_lease(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    partner: PartnerKey,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As if the process had died before the write: the wallets run again once their
+    leases lapse. The cycle goes on with the other batches."""
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    wallets = [
+        await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"idle-{n}")
+        for n in range(4)
+    ]
+    runs = Runs(engine, parallel=True, fail=1)
+    agent = agent_of(engine, lifecycle, runs)
+
+    with caplog.at_level(logging.ERROR):
+        assert await agent.run_cycle() == 4
+
+    assert "storing the end of scheduled runs failed" in caplog.text
+    assert runs.ends == [2]
+    leased = [w for w in wallets if schedule_row(engine, w.id).lease_owner is not None]
+    assert len(leased) == 2
+    assert all(schedule_row(engine, w.id).runs == 0 for w in leased)

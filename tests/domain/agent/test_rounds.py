@@ -1,0 +1,159 @@
+"""Runs with moves executed together (``domain.agent.rounds``), as a scheduled batch runs them:
+every plan stored before the first step, one refused step failing only its own run, a
+wallet that changed before its plan was stored left alone, and each wallet planned on
+the pools as the plans before it leave them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from sqlalchemy import Engine, text
+
+from support.agent_setup import (
+    AMOUNT,
+    PartnerKey,
+    WatchedChain,
+    assert_each_ran_once_into_aave,
+    make_agent,
+    rebalancing_wallets,
+)
+from support.wallet_setup import BASE, activated, make_lifecycle, positions, stored
+from yieldagent.chain.simulated.chain import SimulatedChain
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import Journal
+from yieldagent.domain.errors import ChainRejected
+from yieldagent.domain.ports.chain import ChainPort, Send, TxReceipt
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.wallets import WalletStore
+
+pytestmark = pytest.mark.usefixtures("books_balance_after")
+
+
+class RefusingChain(SimulatedChain):
+    """The simulated Base chain, sending batches, but reverting every send of ``holder``."""
+
+    def __init__(self, market: SimulatedMarket, holder: str) -> None:
+        super().__init__(market, BASE)
+        self._holder = holder
+        self.batches: list[int] = []
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        self.batches.append(len(sends))
+        others = [s for s in sends if s.holder != self._holder]
+        sent = iter(await super().send_many(others))
+        return [
+            ChainRejected("paused", "execution reverted: paused")
+            if s.holder == self._holder
+            else next(sent)
+            for s in sends
+        ]
+
+
+class ChangingWallets(WalletStore):
+    """Wallets whose ``victim`` another writer changes just before the next commit of
+    many."""
+
+    def __init__(self, engine: Engine, victim: int) -> None:
+        super().__init__(engine)
+        self._engine = engine
+        self._victim = victim
+
+    def commit_many(self, journals: Sequence[Journal]) -> list[bool]:
+        with self._engine.begin() as connection:
+            connection.execute(
+                text("UPDATE wallets SET version = version + 1 WHERE id = :id"),
+                {"id": self._victim},
+            )
+        return super().commit_many(journals)
+
+
+async def test_a_batch_stores_every_plan_before_its_first_step_and_moves_each_wallet(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    wallets = await rebalancing_wallets(engine, market, chains, owner, "batch")
+    seen: list[list[tuple[str, int, WalletStatus]]] = []
+
+    async def look(action: str, protocol: str, amount: int) -> None:
+        runs = RunStore(engine)
+        seen.append(
+            [
+                (run.status, len(run.moves), stored(engine, w.address).status)
+                for w in wallets
+                for run in runs.runs_of(w.id)
+            ]
+        )
+
+    agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: WatchedChain(market, look)}))
+    assert await agent.run_due() == 3
+
+    first = seen[0]
+    assert len(first) == 3
+    assert all(status == "executing" and moves > 0 for status, moves, _ in first)
+    assert {wallet_status for _, _, wallet_status in first} == {WalletStatus.RUNNING}
+    assert_each_ran_once_into_aave(engine, market, wallets)
+    assert {stored(engine, w.address).status for w in wallets} == {WalletStatus.ACTIVATED}
+
+
+async def test_a_step_the_chain_refuses_fails_only_its_own_run(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    refused, *others = await rebalancing_wallets(engine, market, chains, owner, "refuse")
+    before = positions(market, refused.address)
+    chain = RefusingChain(market, refused.address)
+    agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: chain}))
+
+    assert await agent.run_due() == 3
+
+    assert len(chain.batches) >= 2 and chain.batches[0] == 3  # step 1 of every run at once
+    [run] = RunStore(engine).runs_of(refused.id)
+    assert run.status == "failed"
+    assert run.reason.startswith("step 1 failed: ") and "paused" in run.reason
+    assert positions(market, refused.address) == before
+    assert stored(engine, refused.address).status == WalletStatus.ACTIVATED
+    assert_each_ran_once_into_aave(engine, market, others)
+
+
+async def test_a_wallet_that_changed_before_its_plan_was_stored_moves_nothing(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    changed, *others = await rebalancing_wallets(engine, market, chains, owner, "changed")
+    before = positions(market, changed.address)
+    lifecycle = make_lifecycle(engine, chains)
+    lifecycle.books.wallets = ChangingWallets(engine, changed.id)
+    agent = make_agent(engine, lifecycle)
+
+    assert await agent.run_due() == 2
+
+    assert RunStore(engine).runs_of(changed.id) == []  # its plan was never stored
+    assert positions(market, changed.address) == before
+    assert stored(engine, changed.address).status == WalletStatus.ACTIVATED
+    assert_each_ran_once_into_aave(engine, market, others)
+
+
+async def test_each_wallet_of_a_batch_is_planned_on_the_pools_the_plans_before_it_leave(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    """Two wallets with the same idle funds and rules: planned on the same pools they
+    would split them alike; the second, planned after the first's supplies, places
+    differently, as the first's supplies lowered the rates it chose."""
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    wallets = [
+        await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"twin-{n}")
+        for n in range(2)
+    ]
+    for wallet in wallets:  # back to idle, as a wallet whose funds arrived after placing
+        for protocol, amount in positions(market, wallet.address).items():
+            market.withdraw(BASE, wallet.address, protocol, wallet.token, amount)
+    agent = make_agent(engine, lifecycle)
+
+    assert await agent.run_due() == 2
+
+    first, second = (positions(market, w.address) for w in wallets)
+    assert sum(first.values()) == pytest.approx(sum(second.values()), rel=1e-6)
+    assert first != second

@@ -1,0 +1,241 @@
+"""Which events a journal makes true (``domain.books.events.derive``), and following a wallet's
+events (``follow``): pure, no database."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from yieldagent.domain.books.events import WalletEvent, derive, follow, may_change_status, run_moves
+from yieldagent.domain.books.operations import (
+    COMPLETED,
+    DEACTIVATE,
+    EXECUTING,
+    FAILED,
+    NO_ACTION,
+    RECOVERED,
+    RUN,
+    SUPPLY,
+    WAITING,
+    WITHDRAW_STEP,
+    Operation,
+    Step,
+)
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.wallets import (
+    DepositRecord,
+    Journal,
+    RewardRecord,
+    Wallet,
+    WithdrawalRecord,
+)
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.ports.chain import TxReceipt
+
+MOMENT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+HUGE = 2**255 + 12345  # beyond any float: amounts stay exact
+
+
+def wallet(status: WalletStatus = WalletStatus.ACTIVATED) -> Wallet:
+    return Wallet(
+        id=7,
+        chain_id=8453,
+        address="0x" + "ab" * 20,
+        eoa="0x" + "cd" * 20,
+        partner_id=3,
+        status=status,
+        token=TOKEN,
+        selected_protocols=("aave", "moonwell"),
+        constraints=Constraints(),
+        principal=HUGE,
+        allocation={"aave": HUGE - 5, "moonwell": 0},
+        idle=5,
+        current_apr=4.2,
+        valued_at=MOMENT,
+        is_staked=False,
+        activation_date=MOMENT,
+        last_deactivation_date=None,
+        last_reactivation_date=None,
+    )
+
+
+def step(action: str, protocol: str, amount: int, mined: bool = True) -> Step:
+    planned = Step(action, TOKEN, amount, protocol=protocol)
+    return planned.mined(TxReceipt("0x" + "11" * 32, 9, 0)) if mined else planned
+
+
+def run(status: str, steps: tuple[Step, ...], kind: str = RUN) -> Operation:
+    return Operation("op-1", 7, 8453, kind, status, steps, 1, "owner", reason="better APR")
+
+
+MOVES = (step(WITHDRAW_STEP, "moonwell", 40), step(SUPPLY, "aave", 40))
+
+
+def test_records_become_events_in_journal_order_with_exact_amounts() -> None:
+    journal = Journal(
+        wallet(),
+        deposits=[DepositRecord(HUGE, TOKEN, "0xd1", 5, MOMENT, 2)],
+        withdrawals=[WithdrawalRecord(TOKEN, 100, 90, 10, 1, 0.0, 0.0, "0xw1", 6, MOMENT, 0)],
+        rewards=[RewardRecord("0xwell", "WELL", 77, 18, 0.5, "0xr1", True, MOMENT)],
+    )
+    drafts = derive(journal, WalletStatus.ACTIVATED, None)
+
+    assert [d.kind for d in drafts] == ["deposit_credited", "reward_claimed", "withdrawn"]
+    deposit, reward, withdrawal = drafts
+    assert deposit.amount == HUGE and deposit.data["amount"] == str(HUGE)
+    assert deposit.data == {
+        "token": TOKEN,
+        "amount": str(HUGE),
+        "tx_hash": "0xd1",
+        "log_index": 2,
+        "block_number": 5,
+        "date": "2026-01-02T03:04:05Z",
+    }
+    assert reward.data["token_symbol"] == "WELL" and reward.data["is_staked"] is True
+    assert withdrawal.data["received_amount"] == "99"
+    assert (withdrawal.data["principal_amount"], withdrawal.data["yield_amount"]) == ("90", "10")
+    assert {(d.wallet_id, d.partner_id, d.chain_id) for d in drafts} == {(7, 3, 8453)}
+
+
+@pytest.mark.parametrize(
+    ("previous", "status", "kinds"),
+    [
+        (WalletStatus.ACTIVATING, WalletStatus.ACTIVATED, ["activated"]),
+        (WalletStatus.DEACTIVATING, WalletStatus.DEACTIVATED, ["deactivated"]),
+        (WalletStatus.RUNNING, WalletStatus.ACTIVATED, []),  # a run ending
+        (WalletStatus.EMERGENCY, WalletStatus.ACTIVATED, []),  # the operator's resume
+        (WalletStatus.BLOCKED, WalletStatus.ACTIVATED, []),
+        (WalletStatus.ACTIVATED, WalletStatus.ACTIVATED, []),  # a mere valuation
+        (WalletStatus.ACTIVATING, WalletStatus.DEACTIVATED, []),  # never activated
+        (None, WalletStatus.ACTIVATING, []),
+    ],
+)
+def test_only_the_transitions_that_conclude_an_activation_or_deactivation_are_events(
+    previous: WalletStatus | None, status: WalletStatus, kinds: list[str]
+) -> None:
+    assert [d.kind for d in derive(Journal(wallet(status)), previous, None)] == kinds
+
+
+def test_an_activation_says_where_the_funds_went_and_whether_it_is_a_reactivation() -> None:
+    first = derive(Journal(wallet()), WalletStatus.ACTIVATING, None)[0]
+    again = replace(wallet(), last_reactivation_date=MOMENT)
+    second = derive(Journal(again), WalletStatus.ACTIVATING, None)[0]
+
+    assert first.data["allocation"] == {"aave": str(HUGE - 5)}  # empty positions left out
+    assert first.data["idle"] == "5" and first.data["principal"] == str(HUGE)
+    assert first.data["reactivation"] is False and second.data["reactivation"] is True
+
+
+def test_a_deactivation_tells_whether_the_funds_were_paid_out() -> None:
+    kept = run(COMPLETED, (), kind=DEACTIVATE)
+    kept = replace(kept, params={"transfer": False})
+    journal = Journal(wallet(WalletStatus.DEACTIVATED), operation=kept)
+
+    [event] = derive(journal, WalletStatus.DEACTIVATING, EXECUTING)
+    assert event.data == {"token": TOKEN, "transfer": False, "idle": "5"}
+
+
+@pytest.mark.parametrize("outcome", [COMPLETED, FAILED, RECOVERED])
+def test_a_run_that_moved_funds_is_announced_when_it_ends(outcome: str) -> None:
+    operation = run(outcome, (*MOVES, step(SUPPLY, "compound", 9, mined=False)))
+
+    [event] = derive(Journal(wallet(), operation=operation), WalletStatus.RUNNING, EXECUTING)
+
+    assert event.kind == "run_completed" and event.amount == 40
+    assert event.data["outcome"] == outcome and event.data["reason"] == "better APR"
+    assert event.data["moves"] == [
+        {
+            "from_protocol": "moonwell",
+            "to_protocol": "",
+            "token": TOKEN,
+            "amount": "40",
+            "tx_hash": "0x" + "11" * 32,
+        },
+        {
+            "from_protocol": "",
+            "to_protocol": "aave",
+            "token": TOKEN,
+            "amount": "40",
+            "tx_hash": "0x" + "11" * 32,
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("operation", "previous"),
+    [
+        (run(EXECUTING, MOVES), None),  # stored as planned
+        (run(COMPLETED, ()), EXECUTING),  # moved nothing
+        (run(NO_ACTION, ()), None),
+        (run(COMPLETED, MOVES), COMPLETED),  # had ended before: stored again
+        (run(COMPLETED, MOVES, kind="withdraw"), EXECUTING),  # not a run
+        (run(WAITING, MOVES), EXECUTING),
+    ],
+)
+def test_other_operation_commits_announce_no_run(
+    operation: Operation, previous: str | None
+) -> None:
+    journal = Journal(wallet(), operation=operation)
+    assert derive(journal, WalletStatus.RUNNING, previous) == []
+
+
+def test_only_commits_to_activated_or_deactivated_need_the_previous_status() -> None:
+    needing = {s for s in WalletStatus if may_change_status(Journal(wallet(s)))}
+    assert needing == {WalletStatus.ACTIVATED, WalletStatus.DEACTIVATED}
+
+
+def test_run_moves_skip_what_the_chain_never_mined() -> None:
+    operation = run(FAILED, (MOVES[0], replace(MOVES[1], tx_hash=None, abandoned=True)))
+    assert [m["from_protocol"] for m in run_moves(operation)] == ["moonwell"]
+
+
+def stored(event_id: int) -> WalletEvent:
+    return WalletEvent(event_id, MOMENT, "withdrawn", 7, 3, 8453, "0xab", 1, {"n": event_id})
+
+
+class Feed:
+    """Stored events, some appended while a follower waits."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.events = [stored(i) for i in ids]
+        self.reads: list[int] = []
+
+    def after(self, wallet_id: int, cursor: int, limit: int) -> list[WalletEvent]:
+        self.reads.append(cursor)
+        return [e for e in self.events if e.id > cursor][:limit]
+
+
+async def test_follow_replays_in_batches_then_waits_and_resumes_from_the_last_id() -> None:
+    feed = Feed([2, 3, 5, 8, 9])
+    waits: list[float] = []
+    closing = False
+
+    async def wait(seconds: float) -> None:
+        nonlocal closing
+        waits.append(seconds)
+        if len(waits) == 1:
+            feed.events.append(stored(12))  # committed while it waited
+        else:
+            closing = True
+
+    got = [e.id async for e in follow(feed, 7, 3, wait, 0.5, lambda: closing, batch=2)]
+
+    assert got == [5, 8, 9, 12]
+    assert feed.reads == [3, 8, 9]  # a full batch reads on at once; a short one waits
+    assert waits == [0.5, 0.5]
+
+
+async def test_follow_ends_when_closing_even_while_events_keep_coming() -> None:
+    feed = Feed(list(range(1, 1000)))
+    seen: list[int] = []
+
+    async def wait(seconds: float) -> None:
+        await asyncio.sleep(0)
+
+    async for event in follow(feed, 7, 0, wait, 1.0, lambda: len(seen) >= 150, batch=100):
+        seen.append(event.id)
+    assert seen == list(range(1, 201))  # ends at the next read after it was asked to

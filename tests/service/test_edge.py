@@ -1,0 +1,105 @@
+"""The shipped Envoy config validates, and rendering it swaps ports and paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from yieldagent.config import Settings, load_settings
+from yieldagent.domain.errors import ConfigurationError
+from yieldagent.service.edge import render_config, validate_shipped_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_config_passes_envoy_validate() -> None:
+    validate_shipped_config(ROOT / "envoy" / "envoy.yaml")
+
+
+def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_HTTP_PORT": "18080",
+            "YIELDAGENT_DATA_DIR": "/x",
+            "YIELDAGENT_ENVOY_ACCESS_LOG": str(tmp_path / "access.log"),
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+        }
+    )
+    text = render_config(settings, grpc_port=15051)
+    assert "port_value: 18080" in text and "port_value: 15051" in text
+    assert f"filename: {ROOT / 'envoy' / 'rest.lua'}" in text
+    assert f"filename: {ROOT / 'envoy' / 'openapi.json'}" in text
+    assert f"filename: {ROOT / 'build' / 'tools' / 'redoc' / 'redoc.standalone.js'}" in text
+    assert "port_value: 8080}" not in text
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+
+
+def test_rendering_refuses_a_config_it_does_not_recognize(tmp_path: Path) -> None:
+    config = tmp_path / "envoy.yaml"
+    config.write_text("static_resources: {}\n")
+    settings = load_settings(
+        {
+            "YIELDAGENT_ENVOY_CONFIG": str(config),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+        }
+    )
+    with pytest.raises(ConfigurationError, match="expected one"):
+        render_config(settings, grpc_port=1)
+
+
+def _settings(**env: str) -> Settings:
+    return load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": "/x",
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+            **env,
+        }
+    )
+
+
+def test_rendering_sets_the_admin_port_and_the_access_log(tmp_path: Path) -> None:
+    log_file = tmp_path / "logs" / "access.log"
+    settings = _settings(
+        YIELDAGENT_ENVOY_ADMIN_PORT="19901", YIELDAGENT_ENVOY_ACCESS_LOG=str(log_file)
+    )
+    text = render_config(settings, grpc_port=15051)
+    assert "admin:\n  address:\n    socket_address: {address: 127.0.0.1, port_value: 19901}" in text
+    assert f"path: {log_file}" in text
+    log_file.parent.mkdir()
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+
+
+def test_the_access_log_goes_to_the_data_dir_by_default() -> None:
+    text = render_config(_settings(), grpc_port=15051)
+    assert "path: /x/envoy-access.log" in text
+    assert "port_value: 0}" in text  # the admin listener takes any free port
+
+
+def test_rendering_leaves_out_the_admin_listener_and_access_log_when_off(tmp_path: Path) -> None:
+    settings = _settings(YIELDAGENT_ENVOY_ADMIN_PORT="off", YIELDAGENT_ENVOY_ACCESS_LOG="off")
+    text = render_config(settings, grpc_port=15051)
+    assert "admin:" not in text and "access_log" not in text
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+
+
+def test_rendering_refuses_without_the_docs_bundle(tmp_path: Path) -> None:
+    descriptors = tmp_path / "build" / "yieldagent.pb"
+    descriptors.parent.mkdir()
+    descriptors.write_bytes((ROOT / "build" / "yieldagent.pb").read_bytes())
+    settings = load_settings(
+        {
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(descriptors),
+        }
+    )
+    with pytest.raises(ConfigurationError, match="make docs"):
+        render_config(settings, grpc_port=1)

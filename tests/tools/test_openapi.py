@@ -1,0 +1,225 @@
+"""The OpenAPI document: generated from the protos, and saying what the method policies say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.api import annotations_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+from tools.openapi import generate as openapi
+from tools.openapi.generate import build, render
+from tools.openapi.swagger import generate, plugin_request
+from yieldagent.servicers.method_policy import api_services, load_policies
+
+ROOT = Path(__file__).resolve().parents[2]
+DESCRIPTOR_SET = ROOT / "build" / "yieldagent.pb"
+COMMITTED = ROOT / "envoy" / "openapi.json"
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    return build(generate(DESCRIPTOR_SET))
+
+
+def _operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, verbs in document["paths"].items():
+        for verb, operation in verbs.items():
+            yield path, verb, operation
+
+
+def _by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {op["operationId"]: op for _, _, op in _operations(document)}
+
+
+def test_the_committed_document_is_what_the_protos_give(document: dict[str, Any]) -> None:
+    assert COMMITTED.read_text(encoding="utf-8") == render(document)
+
+
+def _routed() -> set[str]:
+    """The API methods with an http rule (WatchWallet, a gRPC-only stream, has none)."""
+    return {
+        m.name
+        for s in api_services()
+        for m in s.methods
+        if m.GetOptions().HasExtension(annotations_pb2.http)
+    }
+
+
+def test_every_method_with_an_http_rule_is_one_operation(document: dict[str, Any]) -> None:
+    routed = _routed()
+    assert "WatchWallet" not in routed
+    assert set(_by_id(document)) == routed
+
+
+def test_statuses_security_and_idempotency_follow_the_method_policies(
+    document: dict[str, Any],
+) -> None:
+    operations = _by_id(document)
+    routed = _routed()
+    for policy in load_policies().values():
+        name = policy.full_name.rsplit("/", 1)[1]
+        if name not in routed:
+            continue
+        operation = operations[name]
+        responses = operation["responses"]
+        assert min(responses) == str(policy.success_status)
+        headers = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
+        assert ("Idempotency-Key" in headers) == policy.idempotent
+        guarded = policy.permission is not None
+        assert bool(operation["security"]) == guarded
+        for status in ("401", "403", "429"):
+            assert (status in responses) == guarded, (policy.full_name, status)
+        for status in ("400", "404", "409", "422", "500", "501", "503"):
+            assert status in responses
+        success = responses[str(policy.success_status)]
+        assert ("content" in success) == (policy.success_status != 204)
+
+
+def test_errors_are_detail_bodies_and_422_lists_loc_msg_type(document: dict[str, Any]) -> None:
+    responses = document["components"]["responses"]
+    schemas = document["components"]["schemas"]
+    assert responses["422"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ValidationError"
+    }
+    item = schemas["ValidationError"]["properties"]["detail"]["items"]
+    assert item["required"] == ["loc", "msg", "type"]
+    for status in ("400", "401", "403", "404", "409", "429", "500", "501", "503"):
+        body = responses[status]["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/Error"}
+    assert schemas["Error"]["properties"]["detail"]["type"] == "string"
+    assert schemas["Error"]["properties"]["request_id"]["type"] == "string"
+    assert responses["429"]["headers"]["Retry-After"]["required"] is True
+    for response in responses.values():
+        assert response["headers"]["X-Request-Id"] == {"$ref": "#/components/headers/RequestId"}
+    assert responses["409"]["headers"]["Retry-After"]["required"] is False
+
+
+def test_amounts_and_64_bit_integers_are_json_integers_and_optionals_nullable(
+    document: dict[str, Any],
+) -> None:
+    schemas = document["components"]["schemas"]
+    deposit = schemas["Deposit"]["properties"]
+    assert deposit["amount"]["type"] == "integer"  # a json_integer string field
+    assert deposit["block_number"]["type"] == ["integer", "null"]  # optional uint64
+    assert deposit["block_number"]["format"] == "int64"
+    wallet = schemas["Wallet"]
+    assert wallet["properties"]["last_deactivation_date"]["type"] == ["string", "null"]
+    # Printed even when unset: optional ones as null; the rest with their defaults.
+    assert "last_deactivation_date" in wallet["required"]
+    assert "deposits" in wallet["required"]
+    assert wallet["additionalProperties"] is False
+
+
+def test_requests_take_amounts_as_integers_or_decimal_strings(document: dict[str, Any]) -> None:
+    withdraw = _by_id(document)["Withdraw"]
+    body = withdraw["requestBody"]["content"]["application/json"]["schema"]
+    assert body["properties"]["amount"]["type"] == ["integer", "string"]
+    # Path fields are not body fields: the edge refuses a body that names them.
+    assert set(body["properties"]) == {"amount"}
+
+
+def test_a_body_bound_to_a_repeated_field_is_a_bare_json_array(document: dict[str, Any]) -> None:
+    update = _by_id(document)["UpdateProtocols"]
+    body = update["requestBody"]["content"]["application/json"]["schema"]
+    assert body["type"] == "array"
+    assert body["items"] == {"type": "string"}
+    assert "protocols" not in [p["name"] for p in update["parameters"]]
+
+
+def test_bodyless_posts_list_their_query_parameters(document: dict[str, Any]) -> None:
+    top_up = _by_id(document)["TopUp"]
+    query = {p["name"]: p for p in top_up["parameters"] if p["in"] == "query"}
+    assert set(query) == {"tx_hash"}
+    deactivate = _by_id(document)["DeactivateWallet"]
+    transfer = next(p for p in deactivate["parameters"] if p["name"] == "transfer")
+    assert transfer["schema"]["type"] == "boolean"  # a query value is never null
+
+
+def test_the_plugin_request_disguises_what_v1_cannot_read() -> None:
+    request = plugin_request(DESCRIPTOR_SET.read_bytes())
+    rules = {}
+    for file in request.proto_file:
+        for service in file.service:
+            for method in service.method:
+                rules[method.name] = method.options
+    top_up = rules["TopUp"].Extensions[annotations_pb2.http]
+    assert top_up.WhichOneof("pattern") == "delete"
+    update = rules["UpdateProtocols"].Extensions[annotations_pb2.http]
+    assert (update.WhichOneof("pattern"), update.body) == ("delete", "")
+    withdraw = rules["Withdraw"].Extensions[annotations_pb2.http]
+    assert (withdraw.WhichOneof("pattern"), withdraw.body) == ("post", "*")
+
+
+STREAMING_PROTO = """
+syntax = "proto3";
+package yieldagent.v1;
+import "google/api/annotations.proto";
+import "yieldagent/v1/types.proto";
+
+option go_package = "github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1";
+
+// A service with a streaming method, as WatchWallet will be.
+service StreamingProbeService {
+  // Streams pages; no REST route.
+  rpc WatchProbe(ProbeRequest) returns (stream Pagination);
+  // Reads one page.
+  rpc GetProbe(ProbeRequest) returns (Pagination) {
+    option (google.api.http) = {get: "/api/v1/probes/{wallet}"};
+  }
+}
+
+// Names a wallet.
+message ProbeRequest {
+  // Smart account address.
+  string wallet = 1;
+}
+"""
+
+
+def test_a_streaming_method_without_an_http_rule_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "protos" / "yieldagent" / "v1" / "streaming_probe.proto"
+    source.parent.mkdir(parents=True)
+    source.write_text(STREAMING_PROTO)
+    google = Path(__import__("google.api", fromlist=["_"]).__path__[0]).parents[1]
+    descriptors = tmp_path / "probe.pb"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{tmp_path / 'protos'}",
+            f"-I{ROOT / 'protos'}",
+            f"-I{google}",
+            "--include_imports",
+            "--include_source_info",
+            f"--descriptor_set_out={descriptors}",
+            str(source),
+            *map(str, sorted((ROOT / "protos" / "yieldagent" / "v1").glob("*.proto"))),
+        ],
+        check=True,
+    )
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptors.read_bytes())
+    probe = next(f for f in files.file if f.name.endswith("streaming_probe.proto"))
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(probe.name)
+    except KeyError:
+        pool.Add(probe)
+    service = pool.FindServiceByName("yieldagent.v1.StreamingProbeService")
+    real = list(api_services())
+    monkeypatch.setattr(openapi, "api_services", lambda: iter([*real, service]))
+
+    document = build(generate(descriptors))
+
+    operations = _by_id(document)
+    assert "GetProbe" in operations
+    assert "WatchProbe" not in operations
+    assert list(document["paths"]["/api/v1/probes/{wallet}"]) == ["get"]

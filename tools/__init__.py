@@ -1,0 +1,1 @@
+"""Build-time tools: nothing here ships in the runtime package."""

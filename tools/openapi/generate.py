@@ -1,0 +1,565 @@
+"""The OpenAPI document of the partner REST API: generated from the protos, then made true.
+
+``tools.openapi.swagger`` runs protoc-gen-swagger, which knows the protos' http
+rules, comments and types but nothing of the edge in front of the transcoder. This
+module turns its Swagger 2.0 output into an OpenAPI 3.1 document of what the edge
+(Envoy, envoy/rest.lua, envoy/rest_check.lua) really answers, from the sources the
+edge itself uses: the method policies read from the proto options
+(``servicers.method_policy``), the error mapping (``servicers.errors``) and the
+request schema the edge enforces (``edge.request_schema``). No route is listed here.
+
+OpenAPI 3.1 rather than Swagger 2.0: its schemas are JSON Schema, which says
+"a string or null" (``optional`` fields, printed as ``null`` when unset) and
+"an integer or a decimal string" (amounts a request may send either way) plainly,
+and a 204 without a body is a response without content.
+
+Per operation it sets:
+
+- the success status (``http_success_code``: 201, or 204 without a body);
+- the JSON types the edge prints: 64-bit integers and ``json_integer`` amounts as
+  JSON integers, ``optional`` scalars as present and ``null`` when unset; every other
+  field is always printed (``always_print_primitive_fields``) but nested messages;
+- the request: path and query parameters where the http rule binds them (query
+  parameters of body-less POSTs too), the JSON body without the path's fields, a body
+  naming a repeated field as a bare JSON array;
+- security: the ``x-partner-name`` and ``x-partner-api-key`` headers where the method
+  names a ``partner_permission``, with 401, 403 and 429 (rate limited, with
+  ``Retry-After``); none on public methods;
+- ``Idempotency-Key`` and the ``Idempotent-Replayed`` answer where ``idempotent``;
+- error responses: every REST status of ``servicers.errors`` (a domain error of any
+  kind may reach any method), 409 with an optional ``Retry-After``, 500; all
+  ``{"detail": "...", "request_id": "..."}`` but 422, whose detail lists
+  ``{loc, msg, type}``;
+- the ``X-Request-Id`` header Envoy sets on every answer.
+
+``python -m tools.openapi.generate OUTPUT`` writes the document (``make openapi``);
+``--check`` fails when OUTPUT differs from what the protos give (``make check-protos``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from google.api import annotations_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+
+import yieldagent
+from tools.openapi.swagger import PLUGIN, generate, handed_over
+from yieldagent.domain.errors import (
+    AccessDenied,
+    AuthenticationFailed,
+    Conflict,
+    InvalidInput,
+    RateLimited,
+)
+from yieldagent.servicers.errors import STATUS_OF
+from yieldagent.servicers.idempotency import MAX_KEY_LENGTH
+from yieldagent.servicers.method_policy import (
+    SIXTY_FOUR_BIT,
+    MethodPolicy,
+    api_services,
+    policy_for,
+)
+from yieldagent.v1 import options_pb2, types_pb2
+
+TITLE = "yieldagent partner API"
+PARTNER_NAME_HEADER = "X-Partner-Name"
+PARTNER_KEY_HEADER = "X-Partner-API-Key"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+INTERNAL = 500
+_PARTNER_ERRORS = (AuthenticationFailed, AccessDenied, RateLimited)
+"""Errors only a call with partner credentials meets: its checks and its rate limit."""
+_RETRY_AFTER = {STATUS_OF[Conflict][1]: False, STATUS_OF[RateLimited][1]: True}
+"""Statuses that carry Retry-After, and whether always (409: only when passing)."""
+
+_INT32_RANGE = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+}
+
+_STATUS_TEXT = {
+    400: "Bad request: the request cannot be served as it is (an unknown protocol, say).",
+    401: "The partner headers are missing, or the name and key do not match.",
+    403: "Access denied: an inactive key, a permission the partner lacks, another "
+    "partner's wallet, or a deposit above the activation limit.",
+    404: "Not found: no such resource (or no such route).",
+    409: "Conflict with the resource's state. With `Retry-After`, the conflict is passing "
+    "(another call holds the wallet or the idempotency key): retry after that many seconds.",
+    422: "Invalid input: each item locates one field (`body`, `path`, `query` or `header`, "
+    "then its name).",
+    429: "Too many requests for this partner: retry after `Retry-After` seconds.",
+    500: "Internal server error.",
+    501: "Not implemented: the service does not offer this yet (on this chain, say).",
+    503: "A chain node, or the service behind the edge, is unavailable: retry later.",
+}
+
+
+def _option(options: Any, extension: Any) -> Any:
+    return options.Extensions[extension]
+
+
+# Messages ------------------------------------------------------------------
+
+
+def _definition_name(message: Descriptor) -> str:
+    """The plugin's name for a message: the package's last part, then the nesting."""
+    names = []
+    current: Descriptor | None = message
+    while current is not None:
+        names.append(current.name)
+        current = current.containing_type
+    return message.file.package.rsplit(".", 1)[-1] + "".join(reversed(names))
+
+
+def _walk(messages: Any) -> Iterator[Descriptor]:
+    for message in messages:
+        yield message
+        yield from _walk(message.nested_types)
+
+
+def _messages() -> dict[str, Descriptor]:
+    """Every API message by the plugin's definition name."""
+    found: dict[str, Descriptor] = {}
+    files = [types_pb2.DESCRIPTOR] + [s.file for s in api_services()]
+    for file in files:
+        for message in _walk(file.message_types_by_name.values()):
+            found[_definition_name(message)] = message
+    return found
+
+
+def _schema_name(definition: str) -> str:
+    return definition[len("v1") :] if definition.startswith("v1") else definition
+
+
+def _ref_target(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+# Schemas -------------------------------------------------------------------
+
+
+class _Schemas:
+    """Converts the plugin's definitions into components/schemas, per direction.
+
+    A message's schema depends on its direction: a response prints amounts as
+    integers, a request takes them as integers or decimal strings. A message used both
+    ways gets a second schema, suffixed ``Input``, for requests.
+    """
+
+    def __init__(self, definitions: dict[str, Any], messages: dict[str, Descriptor]) -> None:
+        self._definitions = definitions
+        self._messages = messages
+        self._names: dict[tuple[str, bool], str] = {}
+        self.components: dict[str, Any] = {}
+
+    def ref(self, definition: str, request: bool) -> dict[str, Any]:
+        """A ``$ref`` to the schema of a definition, converting it on first use."""
+        key = (definition, request)
+        if key not in self._names:
+            name = _schema_name(definition)
+            if (definition, not request) in self._names:
+                name += "Input" if request else "Output"
+            self._names[key] = name
+            self.components[name] = {}  # reserved first: a message may contain itself
+            self.components[name] = self.convert(definition, request)
+        return {"$ref": f"#/components/schemas/{self._names[key]}"}
+
+    def convert(
+        self, definition: str, request: bool, without: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """The JSON Schema of a definition, minus the fields in ``without``."""
+        source = self._definitions[definition]
+        message = self._messages[definition]
+        schema: dict[str, Any] = {"type": "object"}
+        if "description" in source:
+            schema["description"] = source["description"]
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for name, prop in source.get("properties", {}).items():
+            if name in without:
+                continue
+            member = message.fields_by_name[name]
+            properties[name] = self.field(member, prop, request)
+            if member.type != FieldDescriptor.TYPE_MESSAGE or member.is_repeated:
+                required.append(name)  # printed even when unset; optional ones as null
+        schema["properties"] = properties
+        if not request:
+            schema["required"] = required
+            schema["additionalProperties"] = False
+        return schema
+
+    def field(self, member: FieldDescriptor, prop: dict[str, Any], request: bool) -> dict[str, Any]:
+        """The JSON Schema of one field, from the plugin's property and the descriptor."""
+        description = prop.get("description")
+        integer = bool(_option(member.GetOptions(), options_pb2.json_integer))
+        entry = member.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            value = entry.fields_by_name["value"]
+            values = self.value(value, prop.get("additionalProperties", {}), request)
+            if integer and request:
+                values = _amount(request)
+            schema: dict[str, Any] = {"type": "object", "additionalProperties": values}
+        elif member.is_repeated:
+            schema = {"type": "array", "items": self.value(member, prop["items"], request)}
+        else:
+            schema = self.value(member, prop, request)
+            if member.has_presence and member.type != FieldDescriptor.TYPE_MESSAGE:
+                schema = _nullable(schema)
+        if description:
+            schema = {**schema, "description": description}
+        return schema
+
+    def value(self, member: FieldDescriptor, prop: dict[str, Any], request: bool) -> dict[str, Any]:
+        """The JSON Schema of one value of a field (an item, for a repeated one)."""
+        if "$ref" in prop:
+            return self.ref(_ref_target(prop["$ref"]), request)
+        if _option(member.GetOptions(), options_pb2.json_integer):
+            return _amount(request)
+        if member.type in SIXTY_FOUR_BIT:
+            return {"type": "integer", "format": "int64"}
+        schema = {k: v for k, v in prop.items() if k in ("type", "format", "enum", "default")}
+        if schema.get("format") in ("boolean", "string"):  # the plugin's, no JSON Schema format
+            del schema["format"]
+        if member.type in _INT32_RANGE and request:  # the edge refuses values beyond
+            low, high = _INT32_RANGE[member.type]
+            schema.update(type="integer", minimum=low, maximum=high)
+            schema.pop("format", None)
+        return schema
+
+
+def _amount(request: bool) -> dict[str, Any]:
+    """An arbitrary-precision integer: a JSON integer, or on requests a decimal string."""
+    if request:
+        return {"type": ["integer", "string"], "pattern": "^-?[0-9]+$"}
+    return {"type": "integer"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    kind = schema["type"]
+    return {**schema, "type": [*(kind if isinstance(kind, list) else [kind]), "null"]}
+
+
+# Operations ----------------------------------------------------------------
+
+
+def _rule(method: MethodDescriptor) -> tuple[str, str, str] | None:
+    """The http rule's verb, path template and body; None without a rule."""
+    rule = _option(method.GetOptions(), annotations_pb2.http)
+    verb = rule.WhichOneof("pattern")
+    if verb is None:
+        return None
+    if verb == "custom":
+        raise ValueError(f"{method.full_name}: custom http patterns are not supported")
+    return verb, getattr(rule, verb), rule.body
+
+
+def _text(comment: str) -> tuple[str, str]:
+    """A method comment as a summary (its first sentence) and a description."""
+    lines = [line for line in comment.splitlines() if not line.startswith("buf:lint:")]
+    text = " ".join(line.strip() for line in lines).strip()
+    summary = re.split(r"(?<=[.;:])\s", text, maxsplit=1)[0].rstrip(".;:")
+    return summary, text
+
+
+def _parameter(source: dict[str, Any], member: FieldDescriptor, schemas: _Schemas) -> Any:
+    prop = {k: v for k, v in source.items() if k in ("type", "format", "items", "enum")}
+    schema = schemas.field(member, prop, request=True)
+    schema.pop("description", None)
+    if source["in"] == "query":  # a query value cannot be null
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            schema["type"] = [k for k in kind if k != "null"]
+            if len(schema["type"]) == 1:
+                schema["type"] = schema["type"][0]
+    parameter: dict[str, Any] = {"name": source["name"], "in": source["in"]}
+    if source.get("description"):
+        parameter["description"] = source["description"]
+    parameter["required"] = bool(source.get("required", False))
+    parameter["schema"] = schema
+    return parameter
+
+
+def _error_statuses(policy: MethodPolicy) -> list[int]:
+    """The error statuses a method may answer, from the error mapping and its policy."""
+    statuses = {INTERNAL}
+    for kind, (_, status) in STATUS_OF.items():
+        if issubclass(kind, _PARTNER_ERRORS) and policy.permission is None:
+            continue
+        statuses.add(status)
+    return sorted(statuses)
+
+
+_REQUEST_ID = {"$ref": "#/components/headers/RequestId"}
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    schema = "ValidationError" if status == STATUS_OF[InvalidInput][1] else "Error"
+    response: dict[str, Any] = {
+        "description": _STATUS_TEXT.get(status, "Error."),
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+    }
+    response["headers"] = {"X-Request-Id": _REQUEST_ID}
+    if status in _RETRY_AFTER:
+        response["headers"] |= {
+            "Retry-After": {
+                "description": "Seconds after which a retry may succeed.",
+                "required": _RETRY_AFTER[status],
+                "schema": {"type": "integer", "minimum": 0},
+            }
+        }
+    return response
+
+
+def _operation(
+    method: MethodDescriptor,
+    policy: MethodPolicy,
+    source: dict[str, Any],
+    schemas: _Schemas,
+) -> dict[str, Any]:
+    rule = _rule(method)
+    assert rule is not None
+    _, template, body = rule
+    request = method.input_type
+    request_definition = _definition_name(request)
+    summary, description = _text(source.get("summary", "") + "\n" + source.get("description", ""))
+    operation: dict[str, Any] = {
+        "operationId": source["operationId"],
+        "summary": summary,
+        "description": description,
+        "tags": source.get("tags", []),
+    }
+    parameters = []
+    path_fields = frozenset(re.findall(r"{([^}=]+)", template))
+    request_body: dict[str, Any] | None = None
+    for parameter in source.get("parameters", []):
+        if parameter["in"] == "body":
+            if body != "*":  # a body bound to one message field: no API method has one
+                raise ValueError(f"{method.full_name}: body {body!r} is not supported")
+            schema = schemas.convert(request_definition, True, without=path_fields)
+            request_body = {"required": True, "content": {"application/json": {"schema": schema}}}
+            continue
+        if "." in parameter["name"]:  # a message field's fields, spelled out: none yet
+            raise ValueError(f"{method.full_name}: nested parameter {parameter['name']}")
+        member = request.fields_by_name[parameter["name"]]
+        if parameter["name"] == body:  # a repeated field as the body: a bare JSON array
+            schema = schemas.field(member, parameter, request=True)
+            request_body = {
+                "description": parameter.get("description", ""),
+                "required": True,
+                "content": {"application/json": {"schema": schema}},
+            }
+            continue
+        parameters.append(_parameter(parameter, member, schemas))
+    if policy.idempotent:
+        parameters.append(
+            {
+                "name": IDEMPOTENCY_HEADER,
+                "in": "header",
+                "description": "Makes a retry safe: the same key and request answer what the "
+                "first call answered, without executing again. Kept at least 24 hours, per "
+                "partner; the same key with another request answers 422.",
+                "required": False,
+                "schema": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_KEY_LENGTH,
+                    "pattern": "^[\\x20-\\x7e]+$",
+                },
+            }
+        )
+    if parameters:
+        operation["parameters"] = parameters
+    if request_body is not None:
+        operation["requestBody"] = request_body
+    operation["responses"] = _responses(method, policy, source, schemas)
+    if policy.permission is not None:
+        operation["security"] = [{"partnerName": [], "partnerKey": []}]
+        operation["description"] += f"\n\nNeeds the partner permission `{policy.permission}`."
+    else:
+        operation["security"] = []
+    return operation
+
+
+def _responses(
+    method: MethodDescriptor, policy: MethodPolicy, source: dict[str, Any], schemas: _Schemas
+) -> dict[str, Any]:
+    success: dict[str, Any] = {"description": "Success."}
+    if policy.success_status == 204:
+        success["description"] = "Success, with no body."
+    else:
+        reply = source["responses"]["200"]["schema"]
+        success["content"] = {
+            "application/json": {"schema": schemas.ref(_ref_target(reply["$ref"]), False)}
+        }
+    success["headers"] = {"X-Request-Id": _REQUEST_ID}
+    if policy.idempotent:
+        success["headers"] |= {
+            REPLAYED_HEADER: {
+                "description": "`true` when the answer is replayed for an Idempotency-Key.",
+                "schema": {"type": "string", "enum": ["true"]},
+            }
+        }
+    responses: dict[str, Any] = {str(policy.success_status): success}
+    for status in _error_statuses(policy):
+        responses[str(status)] = {"$ref": f"#/components/responses/{status}"}
+    return responses
+
+
+_REQUEST_ID_FIELD = {"type": "string", "description": "The request's id, as X-Request-Id."}
+
+
+def _components(schemas: _Schemas, statuses: set[int]) -> dict[str, Any]:
+    schemas.components["Error"] = {
+        "type": "object",
+        "description": "An error.",
+        "required": ["detail"],
+        "properties": {
+            "detail": {"type": "string", "description": "What went wrong."},
+            "request_id": _REQUEST_ID_FIELD,
+        },
+    }
+    schemas.components["ValidationError"] = {
+        "type": "object",
+        "description": "Invalid input: one item per refused field.",
+        "required": ["detail"],
+        "properties": {
+            "detail": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["loc", "msg", "type"],
+                    "properties": {
+                        "loc": {
+                            "type": "array",
+                            "description": "Where: body, path, query or header, then the "
+                            "field's name and, in a list, its index.",
+                            "items": {"type": ["string", "integer"]},
+                        },
+                        "msg": {"type": "string"},
+                        "type": {"type": "string"},
+                    },
+                },
+            },
+            "request_id": _REQUEST_ID_FIELD,
+        },
+    }
+    return {
+        "schemas": dict(sorted(schemas.components.items())),
+        "responses": {str(status): _error_response(status) for status in sorted(statuses)},
+        "headers": {
+            "RequestId": {
+                "description": "The request's id (the client's X-Request-Id, or one Envoy "
+                "made): in the service's logs and Envoy's access log.",
+                "required": True,
+                "schema": {"type": "string"},
+            }
+        },
+        "securitySchemes": {
+            "partnerName": {
+                "type": "apiKey",
+                "in": "header",
+                "name": PARTNER_NAME_HEADER,
+                "description": "The registered partner name; sent with the partner's key.",
+            },
+            "partnerKey": {
+                "type": "apiKey",
+                "in": "header",
+                "name": PARTNER_KEY_HEADER,
+                "description": "The partner's API key; from a server only, over HTTPS.",
+            },
+        },
+    }
+
+
+_DESCRIPTION = (
+    "The REST API partners call; every operation is also a gRPC method (see the protos). "
+    "Generated from the protos by protoc-gen-swagger, then shaped by tools.openapi.generate to "
+    "what the REST edge answers. Amounts are integers in the token's smallest unit. Errors "
+    'are `{"detail": "..."}`, or for 422 a list of `{loc, msg, type}`. Beyond the statuses '
+    "each operation lists, any path answers 404 when it matches no operation, 413 for a "
+    "body above 1 MiB, 415 for a gRPC content type and 431 for oversized headers."
+)
+
+
+def build(swagger: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document, from the plugin's merged Swagger 2.0 output."""
+    schemas = _Schemas(swagger["definitions"], _messages())
+    paths: dict[str, dict[str, Any]] = {}
+    statuses: set[int] = set()
+    listed = set()
+    for service in api_services():
+        for method in service.methods:
+            rule = _rule(method)
+            if rule is None:
+                continue  # no REST route (a streaming method, say)
+            if method.client_streaming or method.server_streaming:
+                raise ValueError(f"{method.full_name}: the edge serves no streaming method")
+            verb, template, body = rule
+            repeated = body not in ("", "*") and method.input_type.fields_by_name[body].is_repeated
+            shown, _ = handed_over(verb, body, repeated)
+            source = swagger["paths"][template][shown]
+            listed.add((template, shown))
+            policy = policy_for(method)
+            operation = _operation(method, policy, source, schemas)
+            statuses.update(_error_statuses(policy))
+            paths.setdefault(template, {})[verb] = operation
+    left = {(path, verb) for path, verbs in swagger["paths"].items() for verb in verbs} - listed
+    if left:
+        raise ValueError(f"operations without a method: {sorted(left)}")
+    used = {tag for verbs in paths.values() for op in verbs.values() for tag in op["tags"]}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": TITLE, "version": yieldagent.__version__, "description": _DESCRIPTION},
+        "tags": [_tag(tag) for tag in swagger.get("tags", []) if tag["name"] in used],
+        "paths": dict(sorted(paths.items())),
+        "components": _components(schemas, statuses),
+    }
+
+
+def _tag(tag: dict[str, str]) -> dict[str, str]:
+    """A service's tag, its comment joined into paragraphs."""
+    paragraphs = [" ".join(p.split()) for p in tag["description"].split("\n\n")]
+    return {"name": tag["name"], "description": "\n\n".join(p for p in paragraphs if p)}
+
+
+def render(document: dict[str, Any]) -> str:
+    """The document as committed: indented JSON, UTF-8, one trailing newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Writes (or with --check, verifies) the document."""
+    parser = argparse.ArgumentParser(prog="python -m tools.openapi.generate", description=__doc__)
+    parser.add_argument("output", type=Path, help="the document, e.g. envoy/openapi.json")
+    parser.add_argument("--descriptor", type=Path, default=Path("build/yieldagent.pb"))
+    parser.add_argument("--plugin", default=PLUGIN)
+    parser.add_argument("--check", action="store_true", help="fail if OUTPUT is stale")
+    args = parser.parse_args(argv)
+    text = render(build(generate(args.descriptor, args.plugin)))
+    if args.check:
+        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        if current != text:
+            print(
+                f"{args.output} is stale: run 'make protos' (or 'make openapi') and commit",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    args.output.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
