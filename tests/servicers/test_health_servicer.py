@@ -10,13 +10,14 @@ from sqlalchemy import Engine
 from support.grpc_testing_harness import call, serve
 from yieldagent import __version__
 from yieldagent.servicers.health import HealthcheckServicer
+from yieldagent.storage.db import ping
 from yieldagent.v1 import health_pb2
 
 SERVICE = health_pb2.DESCRIPTOR.services_by_name["HealthcheckService"]
 
 
 def test_a_healthy_service_reports_its_version_and_the_time(engine: Engine) -> None:
-    server = serve(HealthcheckServicer(engine), SERVICE)
+    server = serve(HealthcheckServicer(lambda: ping(engine)), SERVICE)
     response, _, code, _ = call(
         server, SERVICE.methods_by_name["Healthcheck"], health_pb2.HealthcheckRequest()
     )

@@ -21,11 +21,12 @@ from sqlalchemy import Engine
 
 from yieldagent.domain.errors import Conflict, InvalidInput, InvalidRequest
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.ports.storage import COMPLETED
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.idempotency import Idempotency, current_idempotency_key, fingerprint
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, load_policies
-from yieldagent.storage.idempotency import COMPLETED, IdempotencyStore
+from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.v1 import (
     smart_accounts_pb2,

@@ -12,13 +12,8 @@ import pytest
 from sqlalchemy import Engine
 
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
-from yieldagent.storage.idempotency import (
-    COMPLETED,
-    IN_PROGRESS,
-    IdempotencyStore,
-    KeyRecord,
-    StoredError,
-)
+from yieldagent.domain.ports.storage import COMPLETED, IN_PROGRESS, KeyRecord, StoredError
+from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.partners import PartnerStore
 
 T0 = 1_800_000_000.0

@@ -30,6 +30,7 @@ from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.servicers.wallets import WalletServicer
+from yieldagent.storage.db import ping
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.partners import PartnerStore
@@ -89,7 +90,7 @@ def build_server(
     server = grpc.aio.server(interceptors=[interceptor], options=_OPTIONS)
 
     api_health_pb2_grpc.add_HealthcheckServiceServicer_to_server(
-        HealthcheckServicer(engine), server
+        HealthcheckServicer(lambda: ping(engine)), server
     )
     catalog_pb2_grpc.add_CatalogServiceServicer_to_server(
         CatalogServicer(catalog, chains, RunStore(engine).paused, reports.holdings), server

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 
 from yieldagent.domain.partners.partners import Partner, authenticate
-from yieldagent.storage.partners import PartnerStore
+from yieldagent.domain.ports.storage import PartnerCredentials
 
 PARTNER_NAME_HEADER = "x-partner-name"
 API_KEY_HEADER = "x-partner-api-key"
@@ -24,7 +24,7 @@ class Authenticator:
     """Checks the partner credentials of a call; ``now`` (unix seconds) tells whether a
     previous key's grace period is over."""
 
-    def __init__(self, partners: PartnerStore, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, partners: PartnerCredentials, now: Callable[[], float] = time.time) -> None:
         self._partners = partners
         self._now = now
 

@@ -36,9 +36,9 @@ import grpc
 from google.protobuf.message import Message
 
 from yieldagent.domain.errors import Conflict, InvalidInput, YieldAgentError
+from yieldagent.domain.ports.storage import COMPLETED, IdempotencyStore, KeyRecord, StoredError
 from yieldagent.servicers import errors
 from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, Metadata, MethodPolicy
-from yieldagent.storage.idempotency import COMPLETED, IdempotencyStore, KeyRecord, StoredError
 
 log = logging.getLogger(__name__)
 

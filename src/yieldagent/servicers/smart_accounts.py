@@ -5,12 +5,8 @@ from __future__ import annotations
 import grpc
 
 from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.partners.smart_accounts import (
-    SmartAccountRepository,
-    account_key,
-    find_account,
-    open_account,
-)
+from yieldagent.domain.partners.smart_accounts import account_key, find_account, open_account
+from yieldagent.domain.ports.storage import SmartAccountRepository
 from yieldagent.servicers.auth import current_partner
 from yieldagent.v1 import smart_accounts_pb2 as pb
 from yieldagent.v1 import smart_accounts_pb2_grpc

@@ -22,11 +22,11 @@ from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
+from yieldagent.domain.ports.storage import EventFeed
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.paging import pagination_message, requested_page
-from yieldagent.storage.events import EventStore
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -104,7 +104,7 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         agent: Agent,
         reports: Reports,
         catalog: Catalog,
-        events: EventStore,
+        events: EventFeed,
     ) -> None:
         self._lifecycle = lifecycle
         self._agent = agent

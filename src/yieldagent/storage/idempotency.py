@@ -20,18 +20,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, and_, case, delete, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from yieldagent.domain.ports.storage import COMPLETED, IN_PROGRESS, KeyRecord, StoredError
 from yieldagent.storage.tables import IdempotencyKeyRow
 from yieldagent.storage.types import UtcDateTime
-
-IN_PROGRESS = "in_progress"
-COMPLETED = "completed"
 
 DEFAULT_TTL_SECONDS = 86_400.0
 PURGE_EVERY_SECONDS = 60.0
@@ -46,38 +43,6 @@ _CLEARED = {
     "rest_status": None,
     "rest_body": None,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class StoredError:
-    """A refusal as it was answered: gRPC code and message, the ``google.rpc.Status``
-    (with its details) and the REST status and JSON body."""
-
-    code: int
-    message: str
-    details: bytes
-    rest_status: int
-    rest_body: str
-
-
-@dataclass(frozen=True, slots=True)
-class KeyRecord:
-    """A key as stored."""
-
-    partner_id: int
-    key: str
-    method: str
-    fingerprint: str
-    state: str
-    owner: str
-    lease_until: float
-    response: bytes | None
-    error: StoredError | None
-    created_at: datetime
-
-    def lapsed(self, now: float) -> bool:
-        """Whether it is in progress under a lease nobody renewed in time."""
-        return self.state == IN_PROGRESS and self.lease_until < now
 
 
 def _record(row: Any) -> KeyRecord:

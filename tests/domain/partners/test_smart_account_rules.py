@@ -13,13 +13,13 @@ from yieldagent.domain.partners.smart_accounts import (
     MAX_AGENT_ID_LENGTH,
     AccountKey,
     SmartAccount,
-    SmartAccountRepository,
     account_key,
     check_owner,
     find_account,
     open_account,
     smart_account_address,
 )
+from yieldagent.domain.ports.storage import SmartAccountRepository
 
 OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 CHAINS = frozenset({1, 8453})

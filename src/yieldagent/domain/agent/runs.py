@@ -42,7 +42,7 @@ from yieldagent.domain.books.operations import (
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.valuation import Valuation, value, value_many
 from yieldagent.domain.books.wallet_states import WalletStatus, allowed, transition
-from yieldagent.domain.books.wallets import Wallet, WalletRepository
+from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict, InvalidRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
@@ -51,6 +51,7 @@ from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
 from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.storage import WalletRepository
 
 log = logging.getLogger(__name__)
 

@@ -34,13 +34,12 @@ from yieldagent.domain.books.operations import (
     SWAP,
     WITHDRAW_STEP,
     Operation,
-    OperationRepository,
     Step,
     attribute,
     mined_steps,
 )
 from yieldagent.domain.books.valuation import Valuation, value_many
-from yieldagent.domain.books.wallets import Journal, RewardRecord, Wallet, WalletRepository, require
+from yieldagent.domain.books.wallets import Journal, RewardRecord, Wallet, require
 from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound, YieldAgentError
 from yieldagent.domain.optimizer.rebalance import Costs
@@ -53,6 +52,7 @@ from yieldagent.domain.ports.chain import (
     TxReceipt,
 )
 from yieldagent.domain.ports.clock import Clock
+from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 
 _SENDS = {SUPPLY: "supply", WITHDRAW_STEP: "withdraw"}
 """The step actions a batch of sends carries (``BatchWrites``), as the port names them."""

@@ -34,7 +34,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from yieldagent.domain.books.operations import (
     COMPLETED,
@@ -56,6 +56,7 @@ from yieldagent.domain.books.wallets import (
     WithdrawalRecord,
 )
 from yieldagent.domain.dates import iso
+from yieldagent.domain.ports.storage import EventRepository
 
 ACTIVATED = "activated"
 DEPOSIT_CREDITED = "deposit_credited"
@@ -263,13 +264,6 @@ def may_change_status(journal: Journal) -> bool:
 
 
 # -- following a wallet ---------------------------------------------------------------------
-
-
-class EventRepository(Protocol):
-    """Where stored events are read."""
-
-    def after(self, wallet_id: int, cursor: int, limit: int) -> list[WalletEvent]:
-        """The wallet's events with an id above ``cursor``, oldest first, at most ``limit``."""
 
 
 Wait = Callable[[float], Awaitable[None]]

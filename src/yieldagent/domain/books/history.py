@@ -22,7 +22,6 @@ from yieldagent.domain.books.wallets import (
     RewardRecord,
     TransactionRecord,
     Wallet,
-    WalletRepository,
     WithdrawalRecord,
     require,
     wallet_not_found,
@@ -30,6 +29,7 @@ from yieldagent.domain.books.wallets import (
 from yieldagent.domain.catalog import Catalog, ChainInfo
 from yieldagent.domain.pagination import PageRequest, Pagination, pagination
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.storage import WalletRepository
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,26 +19,13 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Protocol
 
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.ports.clock import Clock
+from yieldagent.domain.ports.storage import LeaseStore
 
 POLL_SECONDS = 0.02
 """How often a waiting caller looks at a busy wallet's lease again."""
-
-
-class LeaseStore(Protocol):
-    """Where leases are kept."""
-
-    def acquire_lease(self, wallet_id: int, owner: str, until: float, now: float) -> bool:
-        """Takes the wallet's lease for ``owner`` unless someone else holds a live one."""
-
-    def renew_leases(self, wallet_ids: Sequence[int], owner: str, until: float) -> None:
-        """Extends to ``until`` the leases ``owner`` still holds among ``wallet_ids``."""
-
-    def release_lease(self, wallet_id: int, owner: str) -> None:
-        """Gives the lease back."""
 
 
 class Leases:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.errors import YieldAgentError, error_named
@@ -250,44 +250,3 @@ def outcome(operation: Operation) -> Mapping[str, Any]:
     if "error" in result:
         raise error_named(str(result["error"]), str(result.get("detail", operation.reason)))
     return result
-
-
-class OperationRepository(Protocol):
-    """Where operations are kept. Closing one happens with the wallet's commit
-    (``WalletRepository.commit``), so its books and its status never disagree."""
-
-    def start(self, operation: Operation) -> None:
-        """Stores a new operation (its intent), before any of its chain calls."""
-
-    def save(self, operation: Operation) -> None:
-        """Stores the operation's steps and status as they are now."""
-
-    def save_steps(self, operations: Sequence[Operation]) -> None:
-        """Stores the steps of these stored operations as they are now, in one
-        transaction (the marks of a round of mined steps)."""
-
-    def get(self, operation_id: str) -> Operation | None:
-        """The operation with this id."""
-
-    def by_key(self, key: str) -> Operation | None:
-        """The operation started with this idempotency key."""
-
-    def open_on(self, wallet_id: int) -> list[Operation]:
-        """The wallet's operations still open, oldest first."""
-
-    def open_on_many(self, wallet_ids: Sequence[int]) -> dict[int, list[Operation]]:
-        """``open_on`` of each of ``wallet_ids`` (each one a key), in one read."""
-
-    def abandoned(self, now: float) -> list[Operation]:
-        """Open operations whose wallet's lease has lapsed (their process died), and
-        waiting ones whose retry is due."""
-
-    def of_wallet(self, wallet_id: int) -> list[Operation]:
-        """A wallet's operations, oldest first."""
-
-    def release_key(self, operation_id: str) -> None:
-        """Frees the operation's idempotency key for a new attempt."""
-
-    def stuck(self, now: float) -> list[int]:
-        """Wallets left ``activating``, ``running`` or ``deactivating`` without a live
-        lease and without an open operation: the process died between two writes."""

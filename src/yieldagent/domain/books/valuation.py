@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
 
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Move, optimize
 from yieldagent.domain.optimizer.search import Candidate
-from yieldagent.domain.ports.chain import Block, ChainPort, Position
+from yieldagent.domain.ports.chain import BatchReads, Block, ChainPort
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +69,6 @@ async def value(
     names = sorted(set(positions) | set(wallet.selected_protocols) | set(protocols))
     quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
     return Valuation(idle, positions, quotes, moment_of(head.timestamp))
-
-
-@runtime_checkable
-class BatchReads(Protocol):
-    """A chain that reads many holders' funds at once (the simulated chain does)."""
-
-    async def holdings(
-        self, token: str, holders: Sequence[str]
-    ) -> dict[str, tuple[int, list[Position]]]:
-        """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
 
 
 async def value_many(

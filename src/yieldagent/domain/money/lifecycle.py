@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from yieldagent.domain.books.books import Books, Policy
-from yieldagent.domain.books.operations import OperationRepository
 from yieldagent.domain.books.reconciliation import Reconciler, Repair
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
-from yieldagent.domain.books.wallets import Journal, Wallet, WalletRepository
+from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
@@ -32,6 +31,7 @@ from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import WithdrawalResult, Withdrawals
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.clock import Clock
+from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 
 SNAPSHOT_SECONDS = 3600
 """At most one periodic performance point per wallet per hour of chain time."""

@@ -8,7 +8,6 @@ distinct smart account per agent.
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Protocol
 
 from eth_abi.abi import encode
 from eth_utils.address import to_canonical_address, to_checksum_address
@@ -16,6 +15,7 @@ from eth_utils.crypto import keccak
 
 from yieldagent.domain.addresses import is_address
 from yieldagent.domain.errors import AccessDenied, FieldViolation, InvalidInput, NotFound
+from yieldagent.domain.ports.storage import SmartAccountRepository
 
 DEFAULT_AGENT_ID = "yield-agent"
 """Agent id used when the caller does not name one."""
@@ -124,16 +124,6 @@ class AccountKey:
     chain_id: int
     eoa: str
     agent_id: str
-
-
-class SmartAccountRepository(Protocol):
-    """Where smart accounts are recorded."""
-
-    def get(self, chain_id: int, eoa: str, agent_id: str) -> SmartAccount | None:
-        """The recorded account for the key, if any."""
-
-    def record(self, account: SmartAccount) -> SmartAccount:
-        """Records ``account`` unless its key exists; returns the stored record."""
 
 
 MAX_AGENT_ID_LENGTH = 128

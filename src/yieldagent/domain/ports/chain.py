@@ -241,3 +241,13 @@ class BatchHistory(Protocol):
 
     async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
         """``history(holder, since_block)`` of each of ``holders`` (each one a key)."""
+
+
+@runtime_checkable
+class BatchReads(Protocol):
+    """A chain that reads many holders' funds at once (the simulated chain does)."""
+
+    async def holdings(
+        self, token: str, holders: Sequence[str]
+    ) -> dict[str, tuple[int, list[Position]]]:
+        """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
