@@ -26,6 +26,7 @@ CHROMIUM := /usr/bin/chromium
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
 .PHONY: run test evm crash lint format protos check-protos openapi docs fuzz stubs check-stubs \
+	check-breaking \
 	bench install clean devnet docs-site
 
 run: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
@@ -168,10 +169,26 @@ $(STUBS_NPM): $(STUBS_TS_DIR)/package.json $(STUBS_TS_DIR)/package-lock.json
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
 
+# buf breaking: the protos against those of the previous commit (BREAKING_AGAINST), each
+# built into a descriptor set as Envoy's is, so a change that would break a generated
+# client fails. A shallow clone without that commit is deepened once, else refused.
+BREAKING_AGAINST ?= HEAD~1
+PREVIOUS := build/previous
+check-breaking: $(VENV)/.installed $(DESCRIPTOR) $(BUF)
+	@git rev-parse -q --verify "$(BREAKING_AGAINST)^{commit}" >/dev/null || \
+		git fetch -q --deepen=1 origin >/dev/null 2>&1 || true
+	rm -rf $(PREVIOUS) && mkdir -p $(PREVIOUS)
+	git archive "$(BREAKING_AGAINST)" protos | tar -x -C $(PREVIOUS)
+	$(PY) -m grpc_tools.protoc -I$(PREVIOUS)/protos -I$(GOOGLEAPIS) --include_imports \
+		--descriptor_set_out=$(PREVIOUS)/yieldagent.pb $$(cd $(PREVIOUS) && ls protos/yieldagent/v1/*.proto | sed 's|^protos/||')
+	$(BUF) breaking $(DESCRIPTOR)#format=binpb --against $(PREVIOUS)/yieldagent.pb#format=binpb \
+		--path yieldagent
+
 lint: $(VENV)/.bench-installed $(DESCRIPTOR) $(BUF) $(REDOC_STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks tools
 	$(VENV)/bin/ruff format --check src tests benchmarks tools
 	$(VENV)/bin/mypy
+	PYTHONPATH=src $(VENV)/bin/lint-imports --no-logo
 	$(BUF) lint $(DESCRIPTOR)#format=binpb --path yieldagent
 	$(VENV)/bin/envoy --mode validate -c envoy/envoy.yaml --log-level error
 

@@ -46,6 +46,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.aggregates import Totals
+from yieldagent.domain.books.effects import recompute
 from yieldagent.domain.books.history import Reports, Statistics, percentages
 from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord
@@ -53,7 +54,7 @@ from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Constraints
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.stats import StatsServicer
-from yieldagent.storage.aggregates import rebuild
+from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
@@ -298,7 +299,7 @@ def measure(url: str, label: str, wallets: int) -> None:
     inserted = time.perf_counter() - start
     start = time.perf_counter()
     with engine.begin() as connection:
-        rebuild(connection)
+        replace_totals(connection, recompute(wallet_facts(connection)))
     rebuilt = time.perf_counter() - start
     store = WalletStore(engine)
     reports = Reports(store, chains, catalog)

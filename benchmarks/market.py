@@ -23,7 +23,7 @@ from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, PoolState, advance, copy_pool, quote_of
-from yieldagent.domain.ports.chain import Send
+from yieldagent.domain.ports.chain import ChainKind, Send
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
 
@@ -110,7 +110,13 @@ def supplies_stored(url: str, label: str, holders: int = 500, sends: int = 1000)
     for holder in addresses:
         market.deposit_from(BASE, usdc.address, holder, holder, 100 * 10**6)
     batch = [
-        Send("supply", addresses[i % holders], protocols[i % len(protocols)], usdc.address, 10**6)
+        Send(
+            ChainKind.SUPPLY,
+            addresses[i % holders],
+            protocols[i % len(protocols)],
+            usdc.address,
+            10**6,
+        )
         for i in range(sends)
     ]
     start = time.perf_counter()

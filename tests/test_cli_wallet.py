@@ -15,8 +15,13 @@ from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
 from yieldagent.domain.books.accounting import WithdrawalSplit
-from yieldagent.domain.books.operations import EXECUTING, PAYOUT, WITHDRAW, Operation, Step
-from yieldagent.domain.money.withdrawals import split_json
+from yieldagent.domain.books.operations import (
+    Operation,
+    OperationKind,
+    OperationStatus,
+    Step,
+    StepAction,
+)
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
@@ -102,12 +107,12 @@ def _crashed_withdrawal(tmp_path: Path, wallet: str) -> str:
             "crashed-withdrawal",
             stored.id,
             BASE,
-            WITHDRAW,
-            EXECUTING,
-            (Step(PAYOUT, USDC, split.to_user, recipient=stored.eoa, split=split),),
+            OperationKind.WITHDRAW,
+            OperationStatus.EXECUTING,
+            (Step(StepAction.PAYOUT, USDC, split.to_user, recipient=stored.eoa, split=split),),
             head,
             "dead-process",
-            {"amount": str(split.amount), "split": split_json(split)},
+            {"amount": str(split.amount), "split": split.as_json()},
         )
         OperationStore(engine).start(operation)
         assert store.acquire_lease(stored.id, "dead-process", 0.0, 0.0)  # lapsed at once

@@ -53,6 +53,7 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
+from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import (
     ChainUnavailable,
@@ -66,7 +67,6 @@ from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.observability.logs import configure_logging
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.compose import build_agent, build_lifecycle, run_service
-from yieldagent.storage.aggregates import disagreeing_chains, rebuild
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
@@ -109,13 +109,12 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
 def _cmd_totals(settings: Settings, args: argparse.Namespace) -> None:
     engine = create_db_engine(settings.database_url)
     migrate(engine)
+    wallets = WalletStore(engine)
     if args.action == "rebuild":
-        with engine.begin() as connection:
-            rebuild(connection)
+        rebuild_totals(wallets)
         _print({"rebuilt": True})
         return
-    with engine.connect() as connection:
-        disagreeing = disagreeing_chains(connection)
+    disagreeing = disagreeing_chains(wallets)
     _print({"consistent": not disagreeing, "chains": disagreeing})
 
 

@@ -24,7 +24,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
-from yieldagent.domain.ports.chain import Send, TxReceipt
+from yieldagent.domain.ports.chain import ChainKind, Send, TxReceipt
 from yieldagent.storage import simulation
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
@@ -62,7 +62,7 @@ def sends(draw: st.DrawFn) -> Send:
     action = draw(st.sampled_from(("supply", "withdraw")))
     usual = st.integers(1, (1_500 if action == "supply" else 300) * UNIT)
     return Send(
-        action,
+        ChainKind(action),
         draw(_mostly(st.sampled_from(HOLDERS), st.just(STRANGER))),
         draw(_mostly(st.sampled_from(PROTOCOLS), st.just("nowhere"))),
         draw(_mostly(st.just(USDC), st.just(OTHER_TOKEN))),
@@ -211,7 +211,7 @@ def test_histories_of_no_holders_and_sends_of_nothing(market: SimulatedMarket) -
 
 def test_an_unknown_action_is_a_mistake_not_a_refusal(market: SimulatedMarket) -> None:
     with pytest.raises(ValueError, match="unknown action"):
-        market.send_many(BASE, [Send("borrow", HOLDERS[0], "aave", USDC, UNIT)])
+        market.send_many(BASE, [Send("borrow", HOLDERS[0], "aave", USDC, UNIT)])  # type: ignore[arg-type]
 
 
 async def test_a_batch_supplies_then_withdraws_whole_what_it_supplied(
@@ -219,8 +219,8 @@ async def test_a_batch_supplies_then_withdraws_whole_what_it_supplied(
 ) -> None:
     holder, chain = HOLDERS[0], SimulatedChain(market, BASE)
     market.deposit_from(BASE, USDC, USER, holder, 100 * UNIT)
-    supply = Send("supply", holder, "aave", USDC, 40 * UNIT)
-    whole = Send("withdraw", holder, "aave", USDC, 0, whole=True)
+    supply = Send(ChainKind.SUPPLY, holder, "aave", USDC, 40 * UNIT)
+    whole = Send(ChainKind.WITHDRAW, holder, "aave", USDC, 0, whole=True)
 
     supplied, withdrawn, nothing_left = await chain.send_many([supply, whole, whole])
 

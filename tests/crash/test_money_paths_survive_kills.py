@@ -92,16 +92,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
-from yieldagent.domain.books.operations import (
-    ACTIVATE,
-    CLAIM,
-    COMPLETED,
-    DEACTIVATE,
-    OPEN,
-    TOP_UP,
-    WITHDRAW,
-    scoped,
-)
+from yieldagent.domain.books.operations import OPEN, OperationKind, OperationStatus, scoped
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.storage.runs import RunStore
@@ -331,7 +322,7 @@ class Activation(MoneyPath):
             selected_protocols=PROTOCOLS,
             tx_hash=tx_hash,
         )
-        return Call(ACTIVATE, "WalletService/ActivateWallet", request, address, eoa)
+        return Call(OperationKind.ACTIVATE, "WalletService/ActivateWallet", request, address, eoa)
 
     def check(self, world: CrashWorld, call: Call, added: Moves, answer: Any) -> list[str]:
         problems = _expect(added)
@@ -357,7 +348,7 @@ class TopUp(OneWallet):
         amount = rng.randrange(1, 50) * 1000 * USDC
         tx_hash = top_up_deposit(world.market, address, amount, eoa)
         request = wallets_pb2.TopUpRequest(chain_id=BASE, wallet=address, tx_hash=tx_hash)
-        return Call(TOP_UP, "WalletService/TopUp", request, address, eoa)
+        return Call(OperationKind.TOP_UP, "WalletService/TopUp", request, address, eoa)
 
     def check(self, world: CrashWorld, call: Call, added: Moves, answer: Any) -> list[str]:
         problems = _expect(added)
@@ -381,7 +372,7 @@ class Withdrawal(OneWallet):
         address, eoa = self.account(index)
         amount = rng.randrange(1_000, 20_000) * USDC + rng.randrange(USDC)
         request = wallets_pb2.WithdrawRequest(chain_id=BASE, wallet=address, amount=str(amount))
-        return Call(WITHDRAW, "WalletService/Withdraw", request, address, eoa, amount)
+        return Call(OperationKind.WITHDRAW, "WalletService/Withdraw", request, address, eoa, amount)
 
     def check(self, world: CrashWorld, call: Call, added: Moves, answer: Any) -> list[str]:
         (detail,) = answer.withdraw_details
@@ -425,7 +416,9 @@ class Deactivation(MoneyPath):
         request = wallets_pb2.DeactivateWalletRequest(
             chain_id=BASE, wallet=address, transfer=self.transfer
         )
-        return Call(DEACTIVATE, "WalletService/DeactivateWallet", request, address, eoa)
+        return Call(
+            OperationKind.DEACTIVATE, "WalletService/DeactivateWallet", request, address, eoa
+        )
 
     def check(self, world: CrashWorld, call: Call, added: Moves, answer: Any) -> list[str]:
         wallet = _stored(world, call.address)
@@ -472,7 +465,7 @@ class Claim(OneWallet):
         address, eoa = self.account(index)
         world.market.advance(rng.randint(1, 5) * DAY)
         request = rewards_pb2.ClaimRewardsRequest(chain_id=BASE, wallet=address)
-        return Call(CLAIM, "RewardService/ClaimRewards", request, address, eoa)
+        return Call(OperationKind.CLAIM, "RewardService/ClaimRewards", request, address, eoa)
 
     def check(self, world: CrashWorld, call: Call, added: Moves, answer: Any) -> list[str]:
         if self.staked:
@@ -702,7 +695,7 @@ def _check_round(crashes: Crashes, round_: Round, answer: Any, before: Moves) ->
         f"{crashes.servers.logs()}"
     )
     ended = crashes.row(round_)
-    assert ended is not None and ended.status == COMPLETED, (
+    assert ended is not None and ended.status == OperationStatus.COMPLETED, (
         f"{context}: {_describe(ended)} ({ended.reason if ended else ''})"
     )
     added = moves(world.market, round_.call.address, round_.call.eoa).since(before)
@@ -783,7 +776,9 @@ def test_sigterm_lets_a_withdrawal_in_progress_finish(database_url: str, tmp_pat
         request = wallets_pb2.WithdrawRequest(
             chain_id=BASE, wallet=wallet.address, amount=str(amount)
         )
-        call = Call(WITHDRAW, "WalletService/Withdraw", request, wallet.address, wallet.eoa)
+        call = Call(
+            OperationKind.WITHDRAW, "WalletService/Withdraw", request, wallet.address, wallet.eoa
+        )
         future = send(channel, call, world.credentials("sigterm"))
         assert wait_until(lambda: _key_in_progress(world, "sigterm"), 30)
 
@@ -802,8 +797,10 @@ def test_sigterm_lets_a_withdrawal_in_progress_finish(database_url: str, tmp_pat
         assert [(p.tx_hash, p.amount) for p in added.payouts] == [(detail.tx_hash, amount - fee)]
         assert [f.amount for f in added.fees] == [fee]
         assert fee > 0
-        ended = operation_row(world.engine, scoped(world.partner_id, WITHDRAW, "sigterm") or "")
-        assert ended is not None and ended.status == COMPLETED
+        ended = operation_row(
+            world.engine, scoped(world.partner_id, OperationKind.WITHDRAW, "sigterm") or ""
+        )
+        assert ended is not None and ended.status == OperationStatus.COMPLETED
         assert open_operations(world.engine) == []
         assert unsettled_wallets(world.engine) == []
         books = book_disagreements(world.engine, world.market, [wallet])

@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from support.books import recomputed_totals, total_disagreements
+from support.wallet_setup import committing
 from yieldagent.catalog import load_catalog
 from yieldagent.domain.books.aggregates import STRIPES, Totals, apr_units, mean_apr
+from yieldagent.domain.books.effects import recompute
 from yieldagent.domain.books.history import (
     ProtocolShare,
     Share,
@@ -35,7 +37,7 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import smart_account_address
-from yieldagent.storage.aggregates import rebuild
+from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.db import alembic_config, create_db_engine
 from yieldagent.storage.tables import ChainTotalsRow
 from yieldagent.storage.wallets import WalletStore
@@ -217,16 +219,16 @@ def test_totals_equal_a_recomputation_after_any_commits(
         index = step["wallet"]
         if index not in wallets:
             token = WELL if index == 3 else USDC
-            wallets[index] = store.create(_journal(_new_wallet(owner, token), step))
+            wallets[index] = committing(engine).create(_journal(_new_wallet(owner, token), step))
         else:
-            store.commit(_journal(wallets[index], step))
+            committing(engine).commit(_journal(wallets[index], step))
         assert total_disagreements(store, BASE) == []
     _same_statistics(
         statistics(load_catalog().chain(BASE), store.totals(BASE)), _slow_statistics(store, BASE)
     )
     kept = _stripes(engine)
     with engine.begin() as connection:
-        rebuild(connection)
+        replace_totals(connection, recompute(wallet_facts(connection)))
     assert _stripes(engine) == kept
 
 
@@ -235,11 +237,15 @@ def test_the_first_deposit_is_the_earliest_then_the_first_booked(
 ) -> None:
     store = WalletStore(engine)
     wallet = _new_wallet(partner[0].id)
-    store.create(Journal(wallet, deposits=[DepositRecord(5, USDC, _tx(), 1, T0)]))
-    store.commit(Journal(wallet, deposits=[DepositRecord(7, USDC, _tx(), 1, T0)]))  # a tie
+    committing(engine).create(Journal(wallet, deposits=[DepositRecord(5, USDC, _tx(), 1, T0)]))
+    committing(engine).commit(
+        Journal(wallet, deposits=[DepositRecord(7, USDC, _tx(), 1, T0)])
+    )  # a tie
     assert store.totals(BASE).tokens[USDC].first_deposited == 5
     earlier = T0 - timedelta(microseconds=1)
-    store.commit(Journal(wallet, deposits=[DepositRecord(11, USDC, _tx(), 1, earlier)]))
+    committing(engine).commit(
+        Journal(wallet, deposits=[DepositRecord(11, USDC, _tx(), 1, earlier)])
+    )
     totals = store.totals(BASE).tokens[USDC]
     assert (totals.first_wallets, totals.first_deposited, totals.deposited) == (1, 11, 23)
     assert total_disagreements(store, BASE) == []
@@ -264,11 +270,13 @@ def test_the_migration_backfills_what_the_commits_keep(
     owner = partner[0].id
     for n in range(STRIPES + 3):
         wallet = _new_wallet(owner)
-        store.create(Journal(wallet, deposits=[DepositRecord(10**6 * (n + 1), USDC, _tx(), 1, T0)]))
+        committing(engine).create(
+            Journal(wallet, deposits=[DepositRecord(10**6 * (n + 1), USDC, _tx(), 1, T0)])
+        )
         wallet.status = WalletStatus.DEACTIVATED if n % 4 == 0 else WalletStatus.ACTIVATED
         wallet.allocation = {"aave": 10**6 * n, "compound": 0}
         wallet.current_apr = 4.2 + n / 7
-        store.commit(
+        committing(engine).commit(
             Journal(wallet, transactions=[TransactionRecord("deposit", USDC, 1, _tx(), T0)])
         )
     kept = _stripes(engine)
@@ -292,10 +300,11 @@ def test_concurrent_commits_from_two_engines_keep_the_totals_exact(
     for _ in range(2 * STRIPES):
         wallet = _new_wallet(owner)
         wallet.status = WalletStatus.ACTIVATED
-        ids.append(setup.create(Journal(wallet)).id)
+        ids.append(committing(engine).create(Journal(wallet)).id)
     errors: list[BaseException] = []
 
-    def work(store: WalletStore, mine: list[int], seed: int) -> None:
+    def work(store_engine: Engine, mine: list[int], seed: int) -> None:
+        store = WalletStore(store_engine)
         try:
             for round_ in range(6):
                 for wallet_id in mine:
@@ -311,17 +320,14 @@ def test_concurrent_commits_from_two_engines_keep_the_totals_exact(
                             transactions=[TransactionRecord("deposit", USDC, 1, _tx(), T0)],
                         )
                         try:
-                            store.commit(journal)
+                            committing(store_engine).commit(journal)
                             break
                         except Conflict:
                             continue
         except BaseException as error:
             errors.append(error)
 
-    threads = [
-        threading.Thread(target=work, args=(WalletStore(engines[n % 2]), ids[n::4], n))
-        for n in range(4)
-    ]
+    threads = [threading.Thread(target=work, args=(engines[n % 2], ids[n::4], n)) for n in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:

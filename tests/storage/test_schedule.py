@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from support.agent_setup import schedule_row
+from support.wallet_setup import committing
 from yieldagent.domain.agent.runs import RunEnd
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
@@ -132,13 +133,13 @@ def test_the_schedule_is_active_exactly_while_the_wallet_is_activated(
     for statuses in changes:
         if len(statuses) == 1:
             wallet = replace(wallet, status=statuses[0])
-            store.commit(Journal(wallet))
+            committing(engine).commit(Journal(wallet))
         else:
             journals = []
             for n, status in enumerate(statuses):
                 journals.append(Journal(replace(wallet, status=status, version=wallet.version + n)))
             journals.append(Journal(replace(other, status=statuses[-1])))
-            assert store.commit_many(journals) == [True] * len(journals)
+            assert committing(engine).commit_many(journals) == [True] * len(journals)
             wallet = replace(wallet, status=statuses[-1], version=wallet.version + len(statuses))
             other = replace(other, status=statuses[-1], version=other.version + 1)
         stored = store.get_by_id(wallet.id)

@@ -20,17 +20,16 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
+from support.wallet_setup import committing
+from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.aggregates import STRIPES
 from yieldagent.domain.books.apr import PerformancePoint
 from yieldagent.domain.books.operations import (
-    COMPLETED,
-    EXECUTING,
-    FAILED,
-    RUN,
-    SUPPLY,
-    WAITING,
     Operation,
+    OperationKind,
+    OperationStatus,
     Step,
+    StepAction,
 )
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import (
@@ -99,7 +98,7 @@ def _tx(example: int, n: int) -> str:
 def _operation(wallet: Wallet, name: str, status: str, done: int) -> Operation:
     steps = tuple(
         Step(
-            SUPPLY,
+            StepAction.DEPOSIT,
             USDC,
             1_000 + i,
             protocol=PROTOCOLS[i],
@@ -113,14 +112,16 @@ def _operation(wallet: Wallet, name: str, status: str, done: int) -> Operation:
         id=name,
         wallet_id=wallet.id,
         chain_id=wallet.chain_id,
-        kind=RUN,
-        status=status,
+        kind=OperationKind.RUN,
+        status=OperationStatus(status),
         steps=steps,
         start_block=99,
         owner=AGENT,
         params={"reason": "idle"},
-        result=None if status in (EXECUTING, WAITING) else {"moved": "2001"},
-        retry_at=5.0 if status == WAITING else None,
+        result=None
+        if status in (OperationStatus.EXECUTING, OperationStatus.WAITING)
+        else {"moved": "2001"},
+        retry_at=5.0 if status == OperationStatus.WAITING else None,
     )
 
 
@@ -147,7 +148,14 @@ journal_steps = st.fixed_dictionaries(
             st.none(),
             st.tuples(
                 st.integers(0, 1),
-                st.sampled_from([EXECUTING, WAITING, COMPLETED, FAILED]),
+                st.sampled_from(
+                    [
+                        OperationStatus.EXECUTING,
+                        OperationStatus.WAITING,
+                        OperationStatus.COMPLETED,
+                        OperationStatus.FAILED,
+                    ]
+                ),
                 st.integers(0, 2),
             ),
         ),
@@ -185,7 +193,9 @@ class Side:
                 for k, d in deposits
             ]
             self.wallets.append(
-                self.store.create(Journal(wallet, deposits=booked, owner=AGENT), 2e9)
+                committing(self.store._engine).create(
+                    Journal(wallet, deposits=booked, owner=AGENT), 2e9
+                )
             )
 
     def journals(self, steps: list[dict[str, Any]]) -> list[Journal]:
@@ -221,7 +231,9 @@ class Side:
                 for k, amount, d in step["deposits"]
             ],
             withdrawals=[
-                WithdrawalRecord(USDC, 7, 5, 2, 0, 7.0, 7.0, _tx(self.example, k), 61, at)
+                WithdrawalRecord(
+                    USDC, WithdrawalSplit(7, 5, 2, 0), 7.0, 7.0, _tx(self.example, k), 61, at
+                )
                 for k in step["withdrawals"]
             ],
             transactions=[
@@ -237,7 +249,7 @@ class Side:
 def _fill_to(store: WalletStore, partner_id: int, stripe: int) -> None:
     """Stores wallets on another chain until the next id falls on ``stripe``."""
     while True:
-        made = store.create(
+        made = committing(store._engine).create(
             Journal(_wallet(partner_id, FILLER, next(_serial) + 10**9, WalletStatus.ACTIVATING))
         )
         if (made.id + 1) % STRIPES == stripe:
@@ -344,12 +356,12 @@ def test_a_batch_stores_what_its_journals_committed_one_by_one_store(
     assert [w.id % STRIPES for w in singly.wallets] == [w.id % STRIPES for w in batched.wallets]
 
     journals = batched.journals(example["journals"])
-    answers = store.commit_many(journals)
+    answers = committing(store._engine).commit_many(journals)
     one_by_one = []
     mirrored = singly.journals(example["journals"])
     for journal in mirrored:
         try:
-            store.commit(journal)
+            committing(store._engine).commit(journal)
         except Conflict:
             one_by_one.append(False)
         else:
@@ -364,7 +376,9 @@ def test_a_batch_stores_what_its_journals_committed_one_by_one_store(
 def _stored_wallets(store: WalletStore, owner: int, count_: int) -> list[Wallet]:
     n = next(_serial)
     return [
-        store.create(Journal(_wallet(owner, BATCHED, n * 10 + i, WalletStatus.ACTIVATED)))
+        committing(store._engine).create(
+            Journal(_wallet(owner, BATCHED, n * 10 + i, WalletStatus.ACTIVATED))
+        )
         for i in range(count_)
     ]
 
@@ -374,14 +388,14 @@ def test_a_chain_event_already_booked_sinks_only_its_own_journal(
 ) -> None:
     first, second, third = _stored_wallets(store, owner, 3)
     booked = DepositRecord(10, USDC, _tx(0, 1), 5, T0)
-    store.commit(Journal(first, deposits=[booked]))
+    committing(store._engine).commit(Journal(first, deposits=[booked]))
     journals = [
         Journal(replace(first, idle=1), deposits=[replace(booked, tx_hash=_tx(0, 2))]),
         Journal(replace(second, idle=2), deposits=[booked]),  # booked by the first wallet
         Journal(replace(third, idle=3), deposits=[replace(booked, tx_hash=_tx(0, 3))]),
     ]
 
-    assert store.commit_many(journals) == [True, False, True]
+    assert committing(store._engine).commit_many(journals) == [True, False, True]
 
     assert [j.wallet.version for j in journals] == [2, 0, 1]
     assert [store.get_by_id(w.id).idle for w in (first, second, third)] == [1, 0, 3]  # type: ignore[union-attr]
@@ -392,17 +406,19 @@ def test_a_chain_event_already_booked_sinks_only_its_own_journal(
 
 
 def test_a_batch_of_nothing_writes_nothing(store: WalletStore) -> None:
-    assert store.commit_many([]) == []
+    assert committing(store._engine).commit_many([]) == []
 
 
 def test_booked_many_answers_what_booked_answers(store: WalletStore, owner: int) -> None:
     wallets = _stored_wallets(store, owner, 3)
     for n, wallet in enumerate(wallets):
-        store.commit(
+        committing(store._engine).commit(
             Journal(
                 replace(wallet),
                 deposits=[DepositRecord(1, USDC, _tx(n, 1), 10 * n, T0)],
-                withdrawals=[WithdrawalRecord(USDC, 1, 1, 0, 0, 1.0, 1.0, _tx(n, 2), 20, T0)],
+                withdrawals=[
+                    WithdrawalRecord(USDC, WithdrawalSplit(1, 1, 0, 0), 1.0, 1.0, _tx(n, 2), 20, T0)
+                ],
                 transactions=[
                     TransactionRecord("deposit", USDC, 1, _tx(n, 3), T0, block_number=30),
                     TransactionRecord("deposit", USDC, 1, _tx(n, 4), T0),  # no block known
@@ -425,7 +441,14 @@ def test_open_on_many_answers_what_open_on_answers(
 ) -> None:
     operations = OperationStore(engine)
     wallets = _stored_wallets(store, owner, 3)
-    for n, status in enumerate((EXECUTING, WAITING, COMPLETED, EXECUTING)):
+    for n, status in enumerate(
+        (
+            OperationStatus.EXECUTING,
+            OperationStatus.WAITING,
+            OperationStatus.COMPLETED,
+            OperationStatus.EXECUTING,
+        )
+    ):
         wallet = wallets[n % 2]
         operations.start(_operation(wallet, f"op-{next(_serial)}-{n}", status, 0))
     ids = [w.id for w in wallets] + [10**9]

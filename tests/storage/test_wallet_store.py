@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import Engine
 
+from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.apr import PerformancePoint
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import (
@@ -216,7 +217,9 @@ def test_commit_refuses_when_the_status_changed_meanwhile(
     journal = Journal(
         stale,
         deposits=[_deposit(1, day(1))],
-        withdrawals=[WithdrawalRecord(USDC, 5, 4, 1, 0, 5e-6, 5e-6, tx(2), 9, day(1))],
+        withdrawals=[
+            WithdrawalRecord(USDC, WithdrawalSplit(5, 4, 1, 0), 5e-6, 5e-6, tx(2), 9, day(1))
+        ],
         transactions=[_transaction(3, day(1))],
         rewards=[_reward(4, day(1))],
         points=[PerformancePoint(day(1), 10, 5)],
@@ -240,8 +243,10 @@ def test_commit_of_an_unknown_wallet_is_a_conflict(store: WalletStore, wallet: W
 def test_records_round_trip_in_order(store: WalletStore, owner: int) -> None:
     deposits = [_deposit(3, day(3), 2**80), _deposit(1, day(1)), _deposit(2, day(1))]
     withdrawals = [
-        WithdrawalRecord(USDC, 2**70, 2**70 - 9, 9, 1, 1.5e15, 1.5e15, tx(20), 7, day(4)),
-        WithdrawalRecord(USDC, 10, 10, 0, 0, 1e-5, 1e-5, None, None, day(2)),
+        WithdrawalRecord(
+            USDC, WithdrawalSplit(2**70, 2**70 - 9, 9, 1), 1.5e15, 1.5e15, tx(20), 7, day(4)
+        ),
+        WithdrawalRecord(USDC, WithdrawalSplit(10, 10, 0, 0), 1e-5, 1e-5, None, None, day(2)),
     ]
     transactions = [
         TransactionRecord(

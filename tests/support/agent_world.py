@@ -33,7 +33,7 @@ from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
 from yieldagent.chain.simulated.pools import PoolState, advance, deposit, quote_of, value_of
-from yieldagent.domain.books.events import derive
+from yieldagent.domain.books.effects import derive, recompute
 from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
@@ -41,7 +41,7 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.optimizer.search import Candidate, allocate
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
-from yieldagent.storage.aggregates import rebuild
+from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import record_events
 from yieldagent.storage.partners import PartnerStore
@@ -278,7 +278,8 @@ def bulk_activated(
                 )
             session.add(PerformancePointRow(wallet_id=row.id, value=0, flow=item.amount, at=moment))
         session.flush()
-        rebuild(session.connection())  # the chain totals, as the ledger's commits keep them
+        # the chain totals, as the ledger's commits keep them
+        replace_totals(session.connection(), recompute(wallet_facts(session.connection())))
         session.commit()
         ids = [row.id for row in rows]
     store = WalletStore(world.engine)

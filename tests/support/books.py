@@ -76,6 +76,7 @@ from sqlalchemy import Engine
 from support.wallet_setup import FEE
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.books.aggregates import Totals, apr_units
+from yieldagent.domain.books.effects import run_moves
 from yieldagent.domain.books.events import (
     ACTIVATED,
     DEACTIVATED,
@@ -84,7 +85,6 @@ from yieldagent.domain.books.events import (
     REWARD_CLAIMED,
     RUN_COMPLETED,
     WITHDRAWN,
-    run_moves,
 )
 from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Wallet, WithdrawalRecord

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.books.effects import Commits
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
@@ -200,3 +201,9 @@ def snapshot(engine: Engine, market: SimulatedMarket, address: str, eoa: str = E
         fee_balance=market.balance(BASE, BASE_USDC, FEE),
         positions=positions(market, address),
     )
+
+
+def committing(engine: Engine) -> Commits:
+    """Commits as the books do: each journal with its events, its change of the chain's
+    totals and its schedule flag (``domain.books.effects``), then stored."""
+    return Commits(WalletStore(engine), OperationStore(engine))

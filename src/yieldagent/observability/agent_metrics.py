@@ -14,12 +14,12 @@ from collections.abc import Iterable
 
 from yieldagent.domain.agent.rounds import RunOutcome
 from yieldagent.domain.agent.runs import Agent
-from yieldagent.domain.books.operations import COMPLETED, RUN, SUPPLY, WITHDRAW_STEP
+from yieldagent.domain.books.operations import OperationKind, OperationStatus, StepAction
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.errors import YieldAgentError
 from yieldagent.observability.metrics import record_run
 
-_MOVES = frozenset({SUPPLY, WITHDRAW_STEP})
+_MOVES = frozenset({StepAction.DEPOSIT, StepAction.WITHDRAW})
 
 
 class MeasuredAgent(Agent):
@@ -55,7 +55,11 @@ class MeasuredAgent(Agent):
         if outcome is None:
             record_run("error")
         elif outcome.ran:
-            moved = self._moved(chain_id, outcome) if outcome.status == COMPLETED else ()
+            moved = (
+                self._moved(chain_id, outcome)
+                if outcome.status == OperationStatus.COMPLETED
+                else ()
+            )
             record_run(outcome.status, moved)
 
     @staticmethod
@@ -70,5 +74,5 @@ class MeasuredAgent(Agent):
 def count_recovered(repairs: Iterable[Repair]) -> None:
     """Counts the runs reconciliation closed after a crash."""
     for repair in repairs:
-        if repair.kind == RUN and repair.operation is not None:
+        if repair.kind == OperationKind.RUN and repair.operation is not None:
             record_run("recovered")

@@ -12,7 +12,7 @@ from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
 from yieldagent.domain.optimizer.search import Candidate
-from yieldagent.domain.ports.chain import ChainPort, ContractCall
+from yieldagent.domain.ports.chain import ChainKind, ChainPort, ContractCall
 from yieldagent.servicers.wallets import raw_constraints
 from yieldagent.v1 import optimizer_pb2, optimizer_pb2_grpc
 
@@ -53,7 +53,7 @@ class OptimizerServicer(optimizer_pb2_grpc.OptimizerServiceServicer):
         chain = self._chains[request.chain_id]
         quotes = {q.protocol: q for q in await chain.quotes(address, [*protocols, *current])}
         candidates = [Candidate(p, quotes[p], current.get(p, 0)) for p in protocols]
-        gas = await chain.gas_cost("supply")
+        gas = await chain.gas_cost(ChainKind.SUPPLY)
         plan = optimize(
             current,
             idle,

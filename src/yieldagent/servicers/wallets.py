@@ -21,7 +21,7 @@ from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
-from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle, WithdrawalResult
+from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle
 from yieldagent.domain.ports.storage import EventFeed
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.events import wallet_event
@@ -188,26 +188,13 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     ) -> wallets_pb2.WithdrawResponse:
         address = parse_address(request.wallet, ("wallet",))
         amount = parse_amount(request.amount, ("amount",))
-        result: WithdrawalResult = await self._lifecycle.withdraw(
+        record = await self._lifecycle.withdraw(
             current_partner().id, request.chain_id, address, amount, current_idempotency_key()
         )
-        split = result.split
-        record = WithdrawalRecord(
-            result.token,
-            split.amount,
-            split.principal,
-            split.yield_,
-            split.fee,
-            result.value,
-            result.value_in_usd,
-            result.tx_hash,
-            result.block_number,
-            result.date,
-        )
         return wallets_pb2.WithdrawResponse(
-            date=iso(result.date),
-            total_value=result.value,
-            total_value_in_usd=result.value_in_usd,
+            date=iso(record.date),
+            total_value=record.value,
+            total_value_in_usd=record.value_in_usd,
             withdraw_details=[withdraw_detail(record)],
         )
 

@@ -1,5 +1,6 @@
-"""Chain totals (``domain.books.aggregates``): applied in the transaction of each wallet commit,
-read in two small queries whatever the number of wallets, and rebuilt from the ledger.
+"""Chain totals (``domain.books.aggregates``): each commit's change (derived by the books,
+``domain.books.effects``) applied in the commit's transaction, read in two small queries
+whatever the number of wallets, and replaced by a recomputation on an operator's request.
 
 One table, ``chain_totals``, holds both kinds of key: a token's totals (``protocol``
 empty) and a token's totals in one protocol (``wallets`` and ``amount`` only), so a
@@ -36,25 +37,29 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, sele
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from yieldagent.domain.books.aggregates import (
-    STRIPES,
     FirstDeposit,
     Standing,
+    StoredWallet,
     TokenTotals,
     Totals,
-    contribution,
-    first_of,
-    history,
-    merged,
+    WalletFacts,
 )
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord
 from yieldagent.storage.db import chunks, one_of
-from yieldagent.storage.tables import ChainTotalsRow, DepositRow, TransactionRow, WalletRow
+from yieldagent.storage.tables import (
+    ChainTotalsRow,
+    DepositRow,
+    TransactionRow,
+    WalletRow,
+    WalletScheduleRow,
+)
 
 _totals = ChainTotalsRow.__table__  # type: ignore[attr-defined]
 _wallets = WalletRow.__table__  # type: ignore[attr-defined]
 _deposits = DepositRow.__table__  # type: ignore[attr-defined]
 _transactions = TransactionRow.__table__  # type: ignore[attr-defined]
+_schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
 
 _KEYS = ("chain_id", "token", "protocol", "stripe")
 _FIGURES = (
@@ -73,15 +78,20 @@ protocol row's ``wallets`` and ``amount`` columns."""
 _TOKEN_FIGURES = tuple((f.name, _STORED_AS.get(f.name, f.name)) for f in fields(TokenTotals))
 assert {column for _, column in _TOKEN_FIGURES} == set(_FIGURES)
 
-_STANDINGS = select(
-    _wallets.c.id,
-    _wallets.c.version,
-    _wallets.c.status,
-    _wallets.c.token,
-    _wallets.c.idle,
-    _wallets.c.allocation,
-    _wallets.c.current_apr,
-).where(one_of(_wallets.c.id, "wallet_ids"))
+_STANDINGS = (
+    select(
+        _wallets.c.id,
+        _wallets.c.version,
+        _wallets.c.status,
+        _wallets.c.token,
+        _wallets.c.idle,
+        _wallets.c.allocation,
+        _wallets.c.current_apr,
+        _schedule.c.lease_owner,
+    )
+    .select_from(_wallets.outerjoin(_schedule, _schedule.c.wallet_id == _wallets.c.id))
+    .where(one_of(_wallets.c.id, "wallet_ids"))
+)
 _ranked = (
     select(
         _deposits.c.wallet_id,
@@ -119,14 +129,12 @@ def _standing(row: Any) -> Standing:
     )
 
 
-def stored_standings(
-    connection: Connection, wallet_ids: Sequence[int]
-) -> dict[int, tuple[int, Standing]]:
-    """The stored wallets' versions and standings, by id, read in the caller's transaction."""
-    found: dict[int, tuple[int, Standing]] = {}
+def stored_wallets(connection: Connection, wallet_ids: Sequence[int]) -> dict[int, StoredWallet]:
+    """The stored wallets' versions, standings and lease owners, by id."""
+    found: dict[int, StoredWallet] = {}
     for ids in chunks(wallet_ids):
         for row in connection.execute(_STANDINGS, {"wallet_ids": ids}):
-            found[row.id] = (row.version, _standing(row))
+            found[row.id] = StoredWallet(row.version, _standing(row), row.lease_owner)
     return found
 
 
@@ -253,9 +261,8 @@ def chain_totals(connection: Connection, chain_id: int) -> Totals:
     return _totals_of(connection.execute(_CHAIN_ROWS, {"chain_id": chain_id}))
 
 
-def recompute(connection: Connection) -> dict[tuple[int, int], Totals]:
-    """Every chain's totals the slow way, from every wallet and its history, by
-    (chain id, stripe)."""
+def wallet_facts(connection: Connection) -> list[WalletFacts]:
+    """Every stored wallet's standing and history, as its chain's totals count them."""
     counts: dict[int, int] = dict(
         connection.execute(
             select(_transactions.c.wallet_id, func.count()).group_by(_transactions.c.wallet_id)
@@ -270,46 +277,40 @@ def recompute(connection: Connection) -> dict[tuple[int, int], Totals]:
         deposits[row.wallet_id].append(
             DepositRecord(row.amount, row.token, None, None, _utc(row.date))
         )
-    totals: dict[tuple[int, int], Totals] = defaultdict(Totals)
-    for row in connection.execute(
-        select(
-            _wallets.c.id,
-            _wallets.c.chain_id,
-            _wallets.c.status,
-            _wallets.c.token,
-            _wallets.c.idle,
-            _wallets.c.allocation,
-            _wallets.c.current_apr,
+    return [
+        WalletFacts(
+            row.chain_id,
+            row.id,
+            _standing(row),
+            tuple(deposits.get(row.id, ())),
+            counts.get(row.id, 0),
         )
-    ):
-        into = totals[(row.chain_id, row.id % STRIPES)]
-        contribution(_standing(row), into)
-        booked = deposits.get(row.id, [])
-        history(row.token, booked, counts.get(row.id, 0), first_of(None, booked), into)
-    return {key: part.pruned() for key, part in totals.items()}
+        for row in connection.execute(
+            select(
+                _wallets.c.id,
+                _wallets.c.chain_id,
+                _wallets.c.status,
+                _wallets.c.token,
+                _wallets.c.idle,
+                _wallets.c.allocation,
+                _wallets.c.current_apr,
+            )
+        )
+    ]
 
 
-def rebuild(connection: Connection) -> None:
-    """Replaces every chain's totals with a recomputation from the ledger (the migration
-    that introduced them; an operator's repair). Run it while no replica commits."""
+def replace_totals(connection: Connection, totals: Mapping[tuple[int, int], Totals]) -> None:
+    """Replaces every chain's stored totals with ``totals`` (by chain id and stripe)."""
     connection.execute(delete(_totals))
     rows = [
         row
-        for (chain_id, stripe), totals in sorted(recompute(connection).items())
-        for row in _rows(chain_id, stripe, totals)
+        for (chain_id, stripe), part in sorted(totals.items())
+        for row in _rows(chain_id, stripe, part)
     ]
     if rows:
         connection.execute(insert(_totals), rows)
 
 
-def disagreeing_chains(connection: Connection) -> list[int]:
-    """The chains whose stored totals differ from a recomputation (an operator's check)."""
-    recomputed: dict[int, list[Totals]] = defaultdict(list)
-    for (chain_id, _), totals in recompute(connection).items():
-        recomputed[chain_id].append(totals)
-    stored = {row.chain_id for row in connection.execute(select(_totals.c.chain_id).distinct())}
-    return sorted(
-        chain_id
-        for chain_id in stored | set(recomputed)
-        if chain_totals(connection, chain_id) != merged(recomputed.get(chain_id, []))
-    )
+def totalled_chains(connection: Connection) -> list[int]:
+    """The chains that have stored totals."""
+    return sorted(row.chain_id for row in connection.execute(select(_totals.c.chain_id).distinct()))

@@ -22,14 +22,15 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, select, text
 from sqlmodel import Session
 
-from yieldagent.domain.books.events import EventDraft, WalletEvent, follow
+from yieldagent.domain.books.events import EventDraft, WalletEvent
+from yieldagent.domain.ports.storage import EventRepository
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, WebhookDeliveryRow
 
@@ -113,6 +114,34 @@ def record_events(executor: Session | Connection, drafts: Sequence[EventDraft]) 
     ]
     connection.execute(_INSERT_DELIVERIES, deliveries)
     return len(rows)
+
+
+Wait = Callable[[float], Awaitable[None]]
+"""Returns when new events may have been stored, or after the given seconds at most."""
+
+
+async def follow(
+    events: EventRepository,
+    wallet_id: int,
+    cursor: int,
+    wait: Wait,
+    poll_seconds: float,
+    closing: Callable[[], bool] = lambda: False,
+    batch: int = 100,
+) -> AsyncIterator[WalletEvent]:
+    """The wallet's events after ``cursor``: first those stored, then new ones as they
+    are stored, until ``closing`` turns true. Between reads it waits for a notice of new
+    events (``wait``), or ``poll_seconds`` at most, so events another process stores
+    arrive within that bound."""
+    while not closing():
+        found = events.after(wallet_id, cursor, batch)
+        for event in found:
+            cursor = event.id
+            yield event
+        if len(found) < batch:
+            await wait(poll_seconds)
+        else:
+            await asyncio.sleep(0)
 
 
 class EventSignal:

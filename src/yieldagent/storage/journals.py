@@ -1,21 +1,25 @@
 """Writing journals (``domain.books.wallets.Journal``): the transaction behind
 ``WalletStore.commit``, ``commit_many`` and ``create``.
 
+A journal arrives complete: the wallet's new state, its records, its operation, and what
+the books derived from it (its events, its change of the chain's totals, whether the
+wallet's schedule turns on or off: ``domain.books.effects``). This module only writes it.
+
 Journals are written together in one transaction, in a number of statements that does not
 grow with theirs (SQLite: plus one UPDATE per wallet): one lock of the wallets' schedule
-rows per lease owner; one read of the wallets' stored versions and standings (and of the
-first deposits of those the journals credit); the conditional UPDATE of the wallets
-(PostgreSQL: one statement for all of them, from one JSON document, ``storage.bulk``);
-the schedule's ``active`` flags of the wallets whose status turned to or from activated;
-one insert per kind of record; one read and up to two writes for the operations; the
-chain totals, once, with the summed changes of every journal written (by stripe); and the
-events in bulk.
+rows per lease owner; the conditional UPDATE of the wallets (PostgreSQL: one statement for
+all of them, from one JSON document, ``storage.bulk``); the schedule's ``active`` flags
+that change; one insert per kind of record; one read and up to two writes for the
+operations; the chain totals, once, with the summed changes of every journal written (by
+stripe); and the events in bulk.
 
 A journal whose owner no longer holds its wallet's lease (``storage.schedule.hold``), or
 whose wallet is no longer at the version it was read at, is skipped: nothing of it is
 written. The journals of one wallet are taken in turns (its first journal in the first
-UPDATE, its second in the next, and so on), and each one sees the wallet as the previous
-one left it, so a batch writes exactly what committing its journals one by one would
+UPDATE, its second in the next, and so on), each conditional on the version the previous
+one leaves; once one of a wallet's journals is not written, its later ones are not either
+(their effects were derived from the state it would have left). So a batch writes
+exactly what committing its journals one by one would
 (``tests/storage/test_wallet_batches.py``).
 
 Locks: a batch takes its wallets' schedule rows first, then the wallets' rows, then the
@@ -27,19 +31,19 @@ wallet, its lease being held by one process.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Integer, String, TextClause, bindparam, select, text, update
 from sqlalchemy.sql.dml import Update
 
-from yieldagent.domain.books.aggregates import STRIPES, Totals, changes, first_of, standing
-from yieldagent.domain.books.events import derive, may_change_status
+from yieldagent.domain.books.aggregates import STRIPES, Totals
 from yieldagent.domain.books.operations import Operation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
-from yieldagent.storage.aggregates import apply_changes, first_deposits, stored_standings
+from yieldagent.storage.aggregates import apply_changes
 from yieldagent.storage.bulk import document, insert_many, recordset, update_many
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.events import record_events
@@ -152,87 +156,42 @@ def write(
     stored status is that): which were written, and how many events they recorded.
     Raises IntegrityError when a record was already booked; the caller rolls back."""
     held = hold(connection, [(j.wallet.id, j.owner) for j in journals])
-    current = stored_standings(connection, sorted({j.wallet.id for j in journals}))
-    firsts = first_deposits(connection, sorted({j.wallet.id for j in journals if j.deposits}))
     written = [False] * len(journals)
-    statuses: dict[int, WalletStatus | None] = {}
-    deltas: dict[tuple[int, int], Totals] = {}
-
-    def version_of(journal: Journal) -> int | None:
-        known = current.get(journal.wallet.id)
-        return None if known is None else known[0]
-
-    activated = {w: known[1].status == WalletStatus.ACTIVATED for w, known in current.items()}
+    refused: set[int] = set()  # wallets one of whose journals was not written
     for turn in _turns(journals):
-        # a wallet no longer at the journal's version (its UPDATE would refuse it), or
-        # whose lease the journal's owner lost: skipped
+        # a wallet's later journal was derived from the state its earlier one leaves
         ready = [
             i
             for i in turn
-            if journals[i].wallet.version == version_of(journals[i])
-            and (journals[i].wallet.id, journals[i].owner) in held
+            if (journals[i].wallet.id, journals[i].owner) in held
+            and journals[i].wallet.id not in refused
         ]
         updated = _update(connection, [journals[i] for i in ready], expected)
-        for index in ready:
-            journal = journals[index]
-            wallet = journal.wallet
-            if wallet.id not in updated:
-                continue
-            before = current[wallet.id][1]
-            first = firsts.get(wallet.id)
-            _add(deltas, wallet, changes(before, journal, first))
-            current[wallet.id] = (wallet.version + 1, standing(wallet))
-            if (now_first := first_of(first, journal.deposits)) is not None:
-                firsts[wallet.id] = now_first
-            statuses[index] = before.status if may_change_status(journal) else None
-            written[index] = True
+        for index in turn:
+            written[index] = index in ready and journals[index].wallet.id in updated
+            if not written[index]:
+                refused.add(journals[index].wallet.id)
+    chosen = [journal for journal, done in zip(journals, written, strict=True) if done]
     # the schedule follows the status (the last written journal of each wallet tells)
-    now_activated = {
-        journal.wallet.id: journal.wallet.status == WalletStatus.ACTIVATED
-        for journal, done in zip(journals, written, strict=True)
-        if done
-    }
-    follow_statuses(
-        connection, {w: on for w, on in now_activated.items() if on != activated.get(w)}
-    )
-    chosen = [journals[i] for i in sorted(statuses)]
-    recorded = book(connection, chosen, [statuses[i] for i in sorted(statuses)], deltas)
-    return written, recorded
+    follow_statuses(connection, {j.wallet.id: j.schedule for j in chosen if j.schedule is not None})
+    return written, book(connection, chosen)
 
 
-def book(
-    connection: Connection,
-    journals: Sequence[Journal],
-    statuses: Sequence[WalletStatus | None],
-    deltas: Mapping[tuple[int, int], Totals],
-) -> int:
-    """Writes the records, operations, totals and events of ``journals`` (whose wallets
-    are written), in order; ``statuses`` are their wallets' statuses before (where the
-    events need them), ``deltas`` the totals' changes by (chain id, stripe). Returns how
-    many events were recorded."""
-    previous = _save_operations(connection, journals)
+def book(connection: Connection, journals: Sequence[Journal]) -> int:
+    """Writes the records, operations, totals' changes and events of ``journals`` (whose
+    wallets are written), in order. Returns how many events were recorded."""
+    _save_operations(connection, journals)
     _insert_records(connection, journals)
-    apply_changes(connection, deltas)
-    drafts = [
-        draft
-        for journal, status, operation in zip(journals, statuses, previous, strict=True)
-        for draft in derive(journal, status, operation)
-    ]
-    return record_events(connection, drafts)
-
-
-def new_wallet_changes(journal: Journal) -> dict[tuple[int, int], Totals]:
-    """The totals' changes of a new wallet's journal, by (chain id, stripe)."""
     deltas: dict[tuple[int, int], Totals] = {}
-    _add(deltas, journal.wallet, changes(None, journal))
-    return deltas
-
-
-def _add(deltas: dict[tuple[int, int], Totals], wallet: Wallet, delta: Totals) -> None:
-    """Adds a wallet's change to its stripe's (keeping every key a journal touched, even
-    when the sum is 0, so the rows written are those of one-by-one commits)."""
-    if delta.tokens or delta.protocols:
-        deltas.setdefault((wallet.chain_id, wallet.id % STRIPES), Totals()).add(delta)
+    for journal in journals:
+        if journal.totals:
+            key = (journal.wallet.chain_id, journal.wallet.id % STRIPES)
+            deltas.setdefault(key, Totals()).add(journal.totals)
+    apply_changes(connection, deltas)
+    return record_events(
+        connection,
+        [replace(e, wallet_id=j.wallet.id) for j in journals for e in j.events],
+    )
 
 
 def _turns(journals: Sequence[Journal]) -> list[list[int]]:
@@ -285,25 +244,21 @@ def _update_postgresql(
     return set(found.scalars())
 
 
-def _save_operations(connection: Connection, journals: Sequence[Journal]) -> list[str | None]:
-    """Stores the journals' operations (new ones' intents; known ones' steps and status);
-    returns, by journal, its operation's stored status before (None: new, or none)."""
+def _save_operations(connection: Connection, journals: Sequence[Journal]) -> None:
+    """Stores the journals' operations (new ones' intents; known ones' steps and status)."""
     operations = [j.operation for j in journals if j.operation is not None]
     if not operations:
-        return [None] * len(journals)
+        return
     known: dict[str, str] = {}
     for ids in chunks(sorted({o.id for o in operations})):
         for row in connection.execute(_OPERATION_STATUSES, {"ids": ids}):
             known[row.id] = row.status
-    previous: list[str | None] = []
     new: list[dict[str, Any]] = []
     changed: list[dict[str, Any]] = []
     for journal in journals:
         operation: Operation | None = journal.operation
         if operation is None:
-            previous.append(None)
             continue
-        previous.append(known.get(operation.id))
         if operation.id in known:
             changed.append({"id": operation.id, **operation_values(operation)})
         else:
@@ -311,7 +266,6 @@ def _save_operations(connection: Connection, journals: Sequence[Journal]) -> lis
         known[operation.id] = operation.status
     insert_many(connection, _operations, new)
     update_many(connection, _operations, ("id",), changed)
-    return previous
 
 
 def _insert_records(connection: Connection, journals: Sequence[Journal]) -> None:

@@ -17,13 +17,23 @@ from sqlalchemy import select as select_core
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
-from yieldagent.domain.books.operations import OPEN, WAITING, Operation, Step
+from yieldagent.domain.books.operations import (
+    OPEN,
+    Operation,
+    OperationKind,
+    OperationStatus,
+    Step,
+    StepAction,
+)
 from yieldagent.storage.bulk import update_many
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow
 
 _STUCK_STATES = ("activating", "running", "deactivating")
 _operations = OperationRow.__table__  # type: ignore[attr-defined]
+_STATUSES = select_core(_operations.c.id, _operations.c.status).where(
+    one_of(_operations.c.id, "ids")
+)
 _OPEN_ON = (
     select_core(_operations)
     .where(
@@ -44,7 +54,7 @@ def _split(data: dict[str, str] | None) -> WithdrawalSplit | None:
 
 def _step(data: dict[str, Any]) -> Step:
     return Step(
-        action=data["action"],
+        action=StepAction(data["action"]),
         token=data.get("token", ""),
         amount=int(data["amount"]),
         protocol=data.get("protocol", ""),
@@ -100,8 +110,8 @@ def operation_of(row: Any) -> Operation:
         id=row.id,
         wallet_id=row.wallet_id,
         chain_id=row.chain_id,
-        kind=row.kind,
-        status=row.status,
+        kind=OperationKind(row.kind),
+        status=OperationStatus(row.status),
         steps=tuple(_step(s) for s in json.loads(row.steps)),
         start_block=row.start_block,
         owner=row.owner,
@@ -216,11 +226,21 @@ class OperationStore:
                     found[row.wallet_id].append(operation_of(row))
         return found
 
+    def statuses(self, operation_ids: Sequence[str]) -> dict[str, OperationStatus]:
+        found: dict[str, OperationStatus] = {}
+        with self._engine.connect() as connection:
+            for ids in chunks(sorted(set(operation_ids))):
+                for row in connection.execute(_STATUSES, {"ids": ids}):
+                    found[row.id] = OperationStatus(row.status)
+        return found
+
     def abandoned(self, now: float) -> list[Operation]:
         lapsed = or_(
             col(WalletScheduleRow.lease_owner).is_(None), col(WalletScheduleRow.lease_until) < now
         )
-        due = or_(col(OperationRow.status) != WAITING, col(OperationRow.retry_at) <= now)
+        due = or_(
+            col(OperationRow.status) != OperationStatus.WAITING, col(OperationRow.retry_at) <= now
+        )
         with Session(self._engine) as session:
             rows = session.exec(
                 select(OperationRow)
@@ -282,7 +302,7 @@ class OperationStore:
         with Session(self._engine) as session:
             rows = session.exec(
                 select(OperationRow).where(
-                    OperationRow.status == WAITING, col(OperationRow.retry_at) > now
+                    OperationRow.status == OperationStatus.WAITING, col(OperationRow.retry_at) > now
                 )
             ).all()
             return [operation_of(row) for row in rows]

@@ -29,7 +29,7 @@ from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from yieldagent.domain.agent.runs import RunEnd
-from yieldagent.domain.books.operations import RUN, Operation
+from yieldagent.domain.books.operations import Operation, OperationKind
 from yieldagent.storage.bulk import document, recordset
 from yieldagent.storage.db import chunks
 from yieldagent.storage.operations import operation_of
@@ -197,7 +197,7 @@ class RunStore:
         with Session(self._engine) as session:
             rows = session.exec(
                 orm_select(OperationRow)
-                .where(OperationRow.wallet_id == wallet_id, OperationRow.kind == RUN)
+                .where(OperationRow.wallet_id == wallet_id, OperationRow.kind == OperationKind.RUN)
                 .order_by(col(OperationRow.started_at))
             ).all()
             return [operation_of(row) for row in rows]

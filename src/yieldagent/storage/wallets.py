@@ -14,7 +14,8 @@ from sqlalchemy import select as select_core
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from yieldagent.domain.books.aggregates import Totals
+from yieldagent.domain.books.accounting import WithdrawalSplit
+from yieldagent.domain.books.aggregates import FirstDeposit, StoredWallet, Totals, WalletFacts
 from yieldagent.domain.books.apr import PerformancePoint
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import (
@@ -30,10 +31,17 @@ from yieldagent.domain.errors import Conflict
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.storage import schedule
-from yieldagent.storage.aggregates import read_totals
+from yieldagent.storage.aggregates import (
+    first_deposits,
+    read_totals,
+    replace_totals,
+    stored_wallets,
+    totalled_chains,
+    wallet_facts,
+)
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.events import signal_for
-from yieldagent.storage.journals import book, new_wallet_changes, wallet_values, write
+from yieldagent.storage.journals import book, wallet_values, write
 from yieldagent.storage.tables import (
     DepositRow,
     PerformancePointRow,
@@ -115,10 +123,7 @@ def _deposit(r: Any) -> DepositRecord:
 def _withdrawal(r: Any) -> WithdrawalRecord:
     return WithdrawalRecord(
         r.token,
-        r.amount,
-        r.principal,
-        r._mapping["yield"],
-        r.fee,
+        WithdrawalSplit(r.amount, r.principal, r._mapping["yield"], r.fee),
         r.value,
         r.value_in_usd,
         r.tx_hash,
@@ -306,7 +311,7 @@ class WalletStore:
                 schedule.enroll(connection, wallet.id, wallet.status, journal.owner, lease_until)
                 if journal.operation is not None:
                     journal.operation = replace(journal.operation, wallet_id=wallet.id)
-                recorded = book(connection, [journal], [None], new_wallet_changes(journal))
+                recorded = book(connection, [journal])
         except IntegrityError:
             raise Conflict("This wallet was activated concurrently; retry") from None
         if recorded:
@@ -429,6 +434,30 @@ class WalletStore:
                 )
                 for r in rows
             ]
+
+    def stored(self, wallet_ids: Sequence[int]) -> dict[int, StoredWallet]:
+        if not wallet_ids:
+            return {}
+        with self._engine.connect() as connection:
+            return stored_wallets(connection, wallet_ids)
+
+    def first_deposits(self, wallet_ids: Sequence[int]) -> dict[int, FirstDeposit]:
+        if not wallet_ids:
+            return {}
+        with self._engine.connect() as connection:
+            return first_deposits(connection, wallet_ids)
+
+    def facts(self) -> list[WalletFacts]:
+        with self._engine.connect() as connection:
+            return wallet_facts(connection)
+
+    def totalled_chains(self) -> list[int]:
+        with self._engine.connect() as connection:
+            return totalled_chains(connection)
+
+    def replace_totals(self, totals: Mapping[tuple[int, int], Totals]) -> None:
+        with self._engine.begin() as connection:
+            replace_totals(connection, totals)
 
     def totals(self, chain_id: int) -> Totals:
         return read_totals(self._engine, chain_id)

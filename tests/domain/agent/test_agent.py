@@ -42,13 +42,20 @@ from support.wallet_setup import (
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.books.operations import Operation, Step
+from yieldagent.domain.books.operations import (
+    Move,
+    Operation,
+    OperationKind,
+    OperationStatus,
+    Step,
+    StepAction,
+)
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import AccessDenied, Conflict
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.rebalance import Move, Thresholds
+from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.ports.chain import ChainPort, GasCost
 from yieldagent.service.clock import SYSTEM_CLOCK
@@ -133,7 +140,7 @@ async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_th
     assert {m.protocol for m in run.moves if m.action == "withdraw"} == left
     assert [m.action for m in run.moves][-1] == "deposit"
     assert sum(m.amount for m in run.moves if m.action == "withdraw") == total
-    assert run.moves[-1] == Move("deposit", "aave", total)
+    assert run.moves[-1] == Move(StepAction.DEPOSIT, "aave", total)
     moves = run_transactions(engine, wallet.id, outcome.run_id)
     assert [(t.action, t.protocol, t.amount) for t in moves] == [
         (m.action, m.protocol, m.amount) for m in run.moves
@@ -333,7 +340,7 @@ async def test_a_paused_protocol_is_left_at_the_next_run_even_when_moving_does_n
     assert idle_of(market, wallet.address) == 0
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
     [exit_] = [m for m in runs.runs_of(wallet.id)[-1].moves if m.protocol == paused]
-    assert exit_ == Move("withdraw", paused, wallet.allocation[paused])
+    assert exit_ == Move(StepAction.WITHDRAW, paused, wallet.allocation[paused])
     assert (await agent.run(BASE, wallet.address)).status == "no_action"
     assert paused not in positions(market, wallet.address)
 
@@ -790,12 +797,21 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
     source = sorted(wallet.allocation)[0]
     amount = wallet.allocation[source]
     plan = (
-        Step("withdraw", BASE_USDC, amount, protocol=source),
-        Step("deposit", BASE_USDC, amount, protocol="aave"),
+        Step(StepAction.WITHDRAW, BASE_USDC, amount, protocol=source),
+        Step(StepAction.DEPOSIT, BASE_USDC, amount, protocol="aave"),
     )
     head = await chains[BASE].head()
     runs, store = RunStore(engine), WalletStore(engine)
-    run = Operation("crashed-run", wallet.id, BASE, "run", "executing", plan, head.number, "dead")
+    run = Operation(
+        "crashed-run",
+        wallet.id,
+        BASE,
+        OperationKind.RUN,
+        OperationStatus.EXECUTING,
+        plan,
+        head.number,
+        "dead",
+    )
     OperationStore(engine).start(run)
     store.commit(Journal(replace(wallet, status=WalletStatus.RUNNING)))
     expire_lease(engine, wallet.id)

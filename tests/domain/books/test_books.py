@@ -55,9 +55,9 @@ from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.wallet_states import WalletStatus
-from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.books.wallets import Wallet, WithdrawalRecord
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
-from yieldagent.domain.money.lifecycle import Lifecycle, WithdrawalResult
+from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.storage.runs import RunStore
@@ -92,7 +92,7 @@ async def restarted(engine: Engine, chains: Chains) -> Lifecycle:
 
 async def withdraw(
     lifecycle: Lifecycle, partner_id: int, address: str, amount: int, key: str
-) -> WithdrawalResult:
+) -> WithdrawalRecord:
     """A withdrawal under the idempotency key ``key``."""
     return await lifecycle.withdraw(partner_id, BASE, address, amount, key=key)
 

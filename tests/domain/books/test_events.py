@@ -9,20 +9,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from yieldagent.domain.books.events import WalletEvent, derive, follow, may_change_status, run_moves
+from yieldagent.domain.books.accounting import WithdrawalSplit
+from yieldagent.domain.books.effects import derive, may_change_status, run_moves
+from yieldagent.domain.books.events import WalletEvent
 from yieldagent.domain.books.operations import (
-    COMPLETED,
-    DEACTIVATE,
-    EXECUTING,
-    FAILED,
-    NO_ACTION,
-    RECOVERED,
-    RUN,
-    SUPPLY,
-    WAITING,
-    WITHDRAW_STEP,
     Operation,
+    OperationKind,
+    OperationStatus,
     Step,
+    StepAction,
 )
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import (
@@ -34,6 +29,7 @@ from yieldagent.domain.books.wallets import (
 )
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.ports.chain import TxReceipt
+from yieldagent.storage.events import follow
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
@@ -64,22 +60,34 @@ def wallet(status: WalletStatus = WalletStatus.ACTIVATED) -> Wallet:
 
 
 def step(action: str, protocol: str, amount: int, mined: bool = True) -> Step:
-    planned = Step(action, TOKEN, amount, protocol=protocol)
+    planned = Step(StepAction(action), TOKEN, amount, protocol=protocol)
     return planned.mined(TxReceipt("0x" + "11" * 32, 9, 0)) if mined else planned
 
 
-def run(status: str, steps: tuple[Step, ...], kind: str = RUN) -> Operation:
-    return Operation("op-1", 7, 8453, kind, status, steps, 1, "owner", reason="better APR")
+def run(status: str, steps: tuple[Step, ...], kind: str = OperationKind.RUN) -> Operation:
+    return Operation(
+        "op-1",
+        7,
+        8453,
+        OperationKind(kind),
+        OperationStatus(status),
+        steps,
+        1,
+        "owner",
+        reason="better APR",
+    )
 
 
-MOVES = (step(WITHDRAW_STEP, "moonwell", 40), step(SUPPLY, "aave", 40))
+MOVES = (step(StepAction.WITHDRAW, "moonwell", 40), step(StepAction.DEPOSIT, "aave", 40))
 
 
 def test_records_become_events_in_journal_order_with_exact_amounts() -> None:
     journal = Journal(
         wallet(),
         deposits=[DepositRecord(HUGE, TOKEN, "0xd1", 5, MOMENT, 2)],
-        withdrawals=[WithdrawalRecord(TOKEN, 100, 90, 10, 1, 0.0, 0.0, "0xw1", 6, MOMENT, 0)],
+        withdrawals=[
+            WithdrawalRecord(TOKEN, WithdrawalSplit(100, 90, 10, 1), 0.0, 0.0, "0xw1", 6, MOMENT, 0)
+        ],
         rewards=[RewardRecord("0xwell", "WELL", 77, 18, 0.5, "0xr1", True, MOMENT)],
     )
     drafts = derive(journal, WalletStatus.ACTIVATED, None)
@@ -131,19 +139,23 @@ def test_an_activation_says_where_the_funds_went_and_whether_it_is_a_reactivatio
 
 
 def test_a_deactivation_tells_whether_the_funds_were_paid_out() -> None:
-    kept = run(COMPLETED, (), kind=DEACTIVATE)
+    kept = run(OperationStatus.COMPLETED, (), kind=OperationKind.DEACTIVATE)
     kept = replace(kept, params={"transfer": False})
     journal = Journal(wallet(WalletStatus.DEACTIVATED), operation=kept)
 
-    [event] = derive(journal, WalletStatus.DEACTIVATING, EXECUTING)
+    [event] = derive(journal, WalletStatus.DEACTIVATING, OperationStatus.EXECUTING)
     assert event.data == {"token": TOKEN, "transfer": False, "idle": "5"}
 
 
-@pytest.mark.parametrize("outcome", [COMPLETED, FAILED, RECOVERED])
+@pytest.mark.parametrize(
+    "outcome", [OperationStatus.COMPLETED, OperationStatus.FAILED, OperationStatus.RECOVERED]
+)
 def test_a_run_that_moved_funds_is_announced_when_it_ends(outcome: str) -> None:
-    operation = run(outcome, (*MOVES, step(SUPPLY, "compound", 9, mined=False)))
+    operation = run(outcome, (*MOVES, step(StepAction.DEPOSIT, "compound", 9, mined=False)))
 
-    [event] = derive(Journal(wallet(), operation=operation), WalletStatus.RUNNING, EXECUTING)
+    [event] = derive(
+        Journal(wallet(), operation=operation), WalletStatus.RUNNING, OperationStatus.EXECUTING
+    )
 
     assert event.kind == "run_completed" and event.amount == 40
     assert event.data["outcome"] == outcome and event.data["reason"] == "better APR"
@@ -168,12 +180,18 @@ def test_a_run_that_moved_funds_is_announced_when_it_ends(outcome: str) -> None:
 @pytest.mark.parametrize(
     ("operation", "previous"),
     [
-        (run(EXECUTING, MOVES), None),  # stored as planned
-        (run(COMPLETED, ()), EXECUTING),  # moved nothing
-        (run(NO_ACTION, ()), None),
-        (run(COMPLETED, MOVES), COMPLETED),  # had ended before: stored again
-        (run(COMPLETED, MOVES, kind="withdraw"), EXECUTING),  # not a run
-        (run(WAITING, MOVES), EXECUTING),
+        (run(OperationStatus.EXECUTING, MOVES), None),  # stored as planned
+        (run(OperationStatus.COMPLETED, ()), OperationStatus.EXECUTING),  # moved nothing
+        (run(OperationStatus.NO_ACTION, ()), None),
+        (
+            run(OperationStatus.COMPLETED, MOVES),
+            OperationStatus.COMPLETED,
+        ),  # had ended before: stored again
+        (
+            run(OperationStatus.COMPLETED, MOVES, kind="withdraw"),
+            OperationStatus.EXECUTING,
+        ),  # not a run
+        (run(OperationStatus.WAITING, MOVES), OperationStatus.EXECUTING),
     ],
 )
 def test_other_operation_commits_announce_no_run(
@@ -189,7 +207,9 @@ def test_only_commits_to_activated_or_deactivated_need_the_previous_status() -> 
 
 
 def test_run_moves_skip_what_the_chain_never_mined() -> None:
-    operation = run(FAILED, (MOVES[0], replace(MOVES[1], tx_hash=None, abandoned=True)))
+    operation = run(
+        OperationStatus.FAILED, (MOVES[0], replace(MOVES[1], tx_hash=None, abandoned=True))
+    )
     assert [m["from_protocol"] for m in run_moves(operation)] == ["moonwell"]
 
 

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.ledger import EXTERNAL, SERVICE, book, hold_back, key_of, pro_rata
-from yieldagent.domain.books.operations import FEE, PAYOUT, Step
+from yieldagent.domain.books.operations import Step, StepAction
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.ports.chain import ChainTx
+from yieldagent.domain.ports.chain import ChainKind, ChainTx
 
 ACCOUNT = "0x" + "aa" * 20
 EOA = "0x" + "ee" * 20
@@ -54,7 +54,9 @@ _hashes = iter(range(1, 10**9))
 
 
 def _tx(kind: str, sender: str, recipient: str, amount: int, token: str = USDC) -> ChainTx:
-    return ChainTx(f"0x{next(_hashes):064x}", kind, token, sender, recipient, amount, 100, 0)
+    return ChainTx(
+        f"0x{next(_hashes):064x}", ChainKind(kind), token, sender, recipient, amount, 100, 0
+    )
 
 
 def test_any_inflow_is_principal_and_moves_are_not() -> None:
@@ -90,8 +92,11 @@ def test_a_payout_carries_its_operations_split_and_its_fee_is_history_only() -> 
     payout = _tx("transfer", ACCOUNT, EOA, split.to_user)
     fee = _tx("transfer", ACCOUNT, COLLECTOR, split.fee)
     steps = {
-        key_of(payout): ("op", Step(PAYOUT, USDC, split.to_user, recipient=EOA, split=split)),
-        key_of(fee): ("op", Step(FEE, USDC, split.fee, recipient=COLLECTOR)),
+        key_of(payout): (
+            "op",
+            Step(StepAction.PAYOUT, USDC, split.to_user, recipient=EOA, split=split),
+        ),
+        key_of(fee): ("op", Step(StepAction.FEE, USDC, split.fee, recipient=COLLECTOR)),
     }
 
     booking = book(_wallet(2_000), TOKEN, [payout, fee], set(), steps, value_now=1_100)

@@ -40,9 +40,9 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallet_states import WalletStatus
-from yieldagent.domain.books.wallets import Journal
+from yieldagent.domain.books.wallets import Journal, WithdrawalRecord
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.money.lifecycle import Lifecycle, WithdrawalResult
+from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.ports.chain import (
@@ -176,7 +176,7 @@ def replica(database_url: str) -> Replica:
 
 async def burst(
     lifecycle: Lifecycle, partner_id: int, address: str, count: int
-) -> list[WithdrawalResult | BaseException]:
+) -> list[WithdrawalRecord | BaseException]:
     """``count`` concurrent withdrawals of ``AMOUNT`` through one replica."""
     return await asyncio.gather(
         *(lifecycle.withdraw(partner_id, BASE, address, AMOUNT) for _ in range(count)),
@@ -214,8 +214,8 @@ async def test_concurrent_withdrawals_never_overdraw_and_the_ledger_agrees(
     outcomes = [outcome for batch in batches for outcome in batch]
     assert len(outcomes) == WITHDRAWALS
 
-    successes = [o for o in outcomes if isinstance(o, WithdrawalResult)]
-    failures = [o for o in outcomes if not isinstance(o, WithdrawalResult)]
+    successes = [o for o in outcomes if isinstance(o, WithdrawalRecord)]
+    failures = [o for o in outcomes if not isinstance(o, WithdrawalRecord)]
     assert [type(f) for f in failures] == [InvalidRequest] * len(failures), failures
     assert all("exceeds the withdrawable balance" in str(f) for f in failures)
     withdrawn = sum(s.split.amount for s in successes)

@@ -26,9 +26,10 @@ from hypothesis import strategies as st
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
+from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
 from yieldagent.domain.optimizer.search import Candidate, allocate
 
 BASE = 8453
@@ -664,9 +665,9 @@ def test_figures_match_a_hand_computation() -> None:
     after = sum(by_name[n].apr(a) * a for n, a in target.items()) / total
     assert plan.apr_after == pytest.approx(after, rel=1e-12)
     assert plan.moves == (
-        Move("withdraw", "aave", 600 * UNIT),
-        Move("withdraw", "moonwell", 300 * UNIT),
-        Move("deposit", "compound", total),
+        Move(StepAction.WITHDRAW, "aave", 600 * UNIT),
+        Move(StepAction.WITHDRAW, "moonwell", 300 * UNIT),
+        Move(StepAction.DEPOSIT, "compound", total),
     )
     assert plan.gas_usd == pytest.approx(0.15)
     # The gain is measured against staying put with the idle funds placed (in compound,
@@ -708,7 +709,7 @@ def test_a_required_exit_always_rebalances(
     plan = optimize(current, 0, _candidates(names, current), rules, prohibitive, never)
     assert plan.rebalance
     [(name, held)] = current.items()
-    assert plan.moves[0] == Move("withdraw", name, held - plan.target.get(name, 0))
+    assert plan.moves[0] == Move(StepAction.WITHDRAW, name, held - plan.target.get(name, 0))
     assert name in plan.reason
     _check(TOTAL, plan.target, names, rules)
     assert sum(plan.target.values()) == TOTAL
@@ -717,7 +718,10 @@ def test_a_required_exit_always_rebalances(
 def test_a_position_without_a_quote_counts_as_earning_nothing() -> None:
     plan = optimize({"moonwell": TOTAL}, 0, _candidates(("compound",), {}), Constraints(), CHEAP)
     assert plan.apr_before == 0.0  # no quote for it among the candidates: counted as earning 0
-    assert plan.moves == (Move("withdraw", "moonwell", TOTAL), Move("deposit", "compound", TOTAL))
+    assert plan.moves == (
+        Move(StepAction.WITHDRAW, "moonwell", TOTAL),
+        Move(StepAction.DEPOSIT, "compound", TOTAL),
+    )
 
 
 def _morpho_to_compound(
@@ -747,14 +751,17 @@ def test_a_gain_below_the_threshold_does_not_rebalance() -> None:
     lower, _ = _morpho_to_compound(Thresholds(min_apr_gain=0.1))
     assert 0.1 <= lower.apr_improvement < Thresholds().min_apr_gain
     assert lower.rebalance  # the same move clears a lower threshold
-    assert lower.moves == (Move("withdraw", MORPHO, TOTAL), Move("deposit", "compound", TOTAL))
+    assert lower.moves == (
+        Move(StepAction.WITHDRAW, MORPHO, TOTAL),
+        Move(StepAction.DEPOSIT, "compound", TOTAL),
+    )
 
 
 def test_below_the_threshold_only_idle_funds_are_deposited() -> None:
     idle = 5 * UNIT
     plan, current = _morpho_to_compound(Thresholds(), idle=idle)
     assert not plan.rebalance
-    assert plan.moves == (Move("deposit", "compound", idle),)
+    assert plan.moves == (Move(StepAction.DEPOSIT, "compound", idle),)
     assert plan.target == {MORPHO: TOTAL, "compound": idle}
     _assert_moves_reach_the_target(plan, current, idle)
     assert plan.gas_usd == pytest.approx(CHEAP.gas_usd_per_move)
@@ -769,7 +776,7 @@ def test_idle_funds_do_not_carry_a_move_below_the_threshold_over_it() -> None:
     assert moving.apr_after - staying.apr_after < Thresholds().min_apr_gain  # what moving adds
     plan, _ = _morpho_to_compound(Thresholds(), idle=idle)
     assert not _withdrawals(plan)
-    assert plan.moves == (Move("deposit", "compound", idle),)
+    assert plan.moves == (Move(StepAction.DEPOSIT, "compound", idle),)
 
 
 def _aave_to_compound(thresholds: Thresholds, gas: float) -> Plan:
@@ -785,7 +792,10 @@ def test_a_gain_above_the_threshold_that_pays_back_in_time_rebalances() -> None:
     plan = _aave_to_compound(Thresholds(), gas=0.01)
     assert plan.apr_improvement > 1.5
     assert plan.rebalance
-    assert plan.moves == (Move("withdraw", "aave", TOTAL), Move("deposit", "compound", TOTAL))
+    assert plan.moves == (
+        Move(StepAction.WITHDRAW, "aave", TOTAL),
+        Move(StepAction.DEPOSIT, "compound", TOTAL),
+    )
     assert plan.target == {"compound": TOTAL}
     expected = _hand_break_even(TOTAL, plan.apr_before, plan.apr_after, 0.02, 1.0)
     assert plan.break_even_days == pytest.approx(expected)

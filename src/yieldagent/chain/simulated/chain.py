@@ -11,6 +11,7 @@ from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.ports.chain import (
     Block,
+    ChainKind,
     ChainTx,
     ClaimReceipt,
     ContractCall,
@@ -58,14 +59,14 @@ def _sent(send: Send, row: MinedTx | MarketError) -> TxReceipt | Exception:
     """A send's receipt (a whole withdrawal's says how much it took), or its refusal."""
     if isinstance(row, MarketError):
         return row
-    whole = send.action == "withdraw" and send.whole
+    whole = send.action == ChainKind.WITHDRAW and send.whole
     return replace(_receipt(row), amount=row.amount) if whole else _receipt(row)
 
 
 def _chain_tx(row: MinedTx) -> ChainTx:
     return ChainTx(
         row.tx_hash,
-        row.kind,
+        ChainKind(row.kind),
         row.token,
         row.sender,
         row.recipient,

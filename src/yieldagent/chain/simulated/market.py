@@ -31,7 +31,7 @@ from yieldagent.chain.simulated.pools import (
 from yieldagent.chain.simulated.sends import SendBatch, checkpoint_rewards
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.ports.chain import Send
+from yieldagent.domain.ports.chain import ChainKind, Send
 from yieldagent.storage.simulation import SimSession, SimulationStore
 from yieldagent.storage.tables import SimTransactionRow
 
@@ -312,7 +312,7 @@ class SimulatedMarket:
             self._mine(
                 unit,
                 chain_id,
-                kind="mint",
+                kind=ChainKind.MINT,
                 token=token,
                 sender=FAUCET,
                 recipient=sender,
@@ -334,7 +334,7 @@ class SimulatedMarket:
         return self._mine(
             unit,
             chain_id,
-            kind="transfer",
+            kind=ChainKind.TRANSFER,
             token=token,
             sender=sender,
             recipient=recipient,
@@ -370,7 +370,7 @@ class SimulatedMarket:
             return self._mine(
                 unit,
                 chain_id,
-                kind="supply",
+                kind=ChainKind.SUPPLY,
                 token=token,
                 sender=holder,
                 recipient=protocol,
@@ -392,7 +392,7 @@ class SimulatedMarket:
             return self._mine(
                 unit,
                 chain_id,
-                kind="withdraw",
+                kind=ChainKind.WITHDRAW,
                 token=token,
                 sender=protocol,
                 recipient=holder,
@@ -405,7 +405,7 @@ class SimulatedMarket:
         them one after another at this moment, in one unit. A refused send is the
         MarketError the single call raises, changes nothing, and the later sends still go."""
         for send in sends:
-            if send.action not in ("supply", "withdraw"):
+            if send.action not in (ChainKind.SUPPLY, ChainKind.WITHDRAW):
                 raise ValueError(f"unknown action {send.action!r}: supply or withdraw")
         if not sends:
             return []
@@ -420,7 +420,7 @@ class SimulatedMarket:
             rows: list[dict[str, object]] = []
             for send in sends:
                 try:
-                    if send.action == "supply":
+                    if send.action == ChainKind.SUPPLY:
                         batch.supply(send.holder, send.protocol, send.token, send.amount)
                         amount = send.amount
                         sender, recipient = send.holder, send.protocol
@@ -502,7 +502,7 @@ class SimulatedMarket:
             return self._mine(
                 unit,
                 chain_id,
-                kind="swap",
+                kind=ChainKind.SWAP,
                 token=token_in,
                 sender=holder,
                 recipient=holder,
@@ -535,7 +535,7 @@ class SimulatedMarket:
                     self._mine(
                         unit,
                         chain_id,
-                        kind="claim",
+                        kind=ChainKind.CLAIM,
                         token=token,
                         sender=FAUCET,
                         recipient=holder,

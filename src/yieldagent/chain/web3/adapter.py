@@ -68,6 +68,7 @@ from yieldagent.domain.errors import (
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.ports.chain import (
     Block,
+    ChainKind,
     ChainTx,
     ClaimReceipt,
     ContractCall,
@@ -397,7 +398,7 @@ class Web3Chain:
         pool = self._pool(protocol, token)
         await self._ready()
         holder = to_checksum_address(holder)
-        receipt = await self._execute(holder, pool.supply_calls(holder, amount), "supply")
+        receipt = await self._execute(holder, pool.supply_calls(holder, amount), ChainKind.SUPPLY)
         moved = _find(receipt, self.config.token, holder, pool.custody, amount)
         return _logged(receipt, moved, f"supply of {amount} to {protocol}")
 
@@ -408,10 +409,12 @@ class Web3Chain:
         await self._ready()
         holder = to_checksum_address(holder)
         if whole:
-            receipt = await self._execute(holder, await pool.exit_calls(holder), "withdraw")
+            receipt = await self._execute(holder, await pool.exit_calls(holder), ChainKind.WITHDRAW)
             moved = _find(receipt, self.config.token, pool.custody, holder, None)
             return _logged(receipt, moved, f"withdrawal of everything from {protocol}")
-        receipt = await self._execute(holder, pool.withdraw_calls(holder, amount), "withdraw")
+        receipt = await self._execute(
+            holder, pool.withdraw_calls(holder, amount), ChainKind.WITHDRAW
+        )
         moved = _find(receipt, self.config.token, pool.custody, holder, amount)
         return _logged(receipt, moved, f"withdrawal of {amount} from {protocol}")
 
@@ -451,7 +454,7 @@ class Web3Chain:
         if not calls:
             head = await self.head()
             return ClaimReceipt(TxReceipt("", head.number, head.timestamp), ())
-        receipt = await self._execute(holder, calls, "claim")
+        receipt = await self._execute(holder, calls, ChainKind.CLAIM)
         paid = [
             t
             for t in _transfers(receipt)
@@ -464,7 +467,7 @@ class Web3Chain:
             totals[t.token] = totals.get(t.token, 0) + t.amount
         rewards = tuple([await self._reward_amount(t, a) for t, a in totals.items()])
         first = paid[0] if paid else None
-        return ClaimReceipt(_logged(receipt, first, "claim", required=False), rewards)
+        return ClaimReceipt(_logged(receipt, first, ChainKind.CLAIM, required=False), rewards)
 
     def _comet_rewards(self, comet: str) -> str | None:
         for pool in self.pools.values():

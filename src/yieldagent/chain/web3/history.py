@@ -27,7 +27,7 @@ from eth_utils.address import to_checksum_address
 
 from yieldagent.chain.web3.abis import TRANSFER_TOPIC
 from yieldagent.chain.web3.reader import RpcReader
-from yieldagent.domain.ports.chain import ChainTx
+from yieldagent.domain.ports.chain import ChainKind, ChainTx
 
 ZERO_ADDRESS = "0x" + "00" * 20
 _PARALLEL_RANGES = 8  # block ranges whose logs are asked for at once
@@ -194,7 +194,7 @@ def _swaps(
 def _swap(paid: TransferLog, got: TransferLog) -> ChainTx:
     return ChainTx(
         tx_hash=paid.tx_hash,
-        kind="swap",
+        kind=ChainKind.SWAP,
         token=paid.token,
         sender=paid.sender,
         recipient=got.recipient,
@@ -208,21 +208,21 @@ def _swap(paid: TransferLog, got: TransferLog) -> ChainTx:
 
 
 def _single(holder: str, t: TransferLog, parties: Counterparties) -> ChainTx:
-    kind, sender, recipient = "transfer", t.sender, t.recipient
+    kind, sender, recipient = ChainKind.TRANSFER, t.sender, t.recipient
     custodies = {str(to_checksum_address(a)): n for a, n in parties.custodies.items()}
     rewards = {str(to_checksum_address(a)) for a in parties.rewards}
     reward = parties.reward_token is not None and t.token == to_checksum_address(
         parties.reward_token
     )
     if reward and t.recipient == holder and (t.sender in rewards or t.sender == ZERO_ADDRESS):
-        kind = "claim"
+        kind = ChainKind.CLAIM
     elif t.sender == ZERO_ADDRESS:
-        kind = "mint"
+        kind = ChainKind.MINT
     elif t.token == to_checksum_address(parties.token):
         if t.sender == holder and t.recipient in custodies:
-            kind, recipient = "supply", custodies[t.recipient]
+            kind, recipient = ChainKind.SUPPLY, custodies[t.recipient]
         elif t.recipient == holder and t.sender in custodies:
-            kind, sender = "withdraw", custodies[t.sender]
+            kind, sender = ChainKind.WITHDRAW, custodies[t.sender]
     return ChainTx(
         tx_hash=t.tx_hash,
         kind=kind,

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from yieldagent.domain.books.books import Books
-from yieldagent.domain.books.operations import COMPLETED, FAILED, RUN, Operation, Step
+from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, Step
 from yieldagent.domain.books.wallet_states import transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.errors import Conflict, YieldAgentError
@@ -68,9 +68,11 @@ async def execute(
     the outcomes; for each run, its outcome, or Conflict when its wallet changed
     meanwhile (then nothing moved, or, if the close was refused, its operation stays
     open for reconciliation)."""
-    operations = [books.begin(p.wallet, RUN, block, owner, steps=p.steps) for p in planned]
+    operations = [
+        books.begin(p.wallet, OperationKind.RUN, block, owner, steps=p.steps) for p in planned
+    ]
     running = [replace(p.wallet, status=transition(p.wallet.status, "run")) for p in planned]
-    stored = books.wallets.commit_many(
+    stored = books.commits.commit_many(
         [Journal(w, operation=op, owner=owner) for w, op in zip(running, operations, strict=True)]
     )
     live = [i for i, ok in enumerate(stored) if ok]
@@ -80,9 +82,9 @@ async def execute(
         if error is not None:
             operation = await books.recover_steps(chain, running[i], operation)
             reason = f"step {operation.steps_done + 1} failed: {error.detail}"
-            operation = operation.closed(FAILED, reason)
+            operation = operation.closed(OperationStatus.FAILED, reason)
         else:
-            operation = operation.closed(COMPLETED, planned[i].plan.reason)
+            operation = operation.closed(OperationStatus.COMPLETED, planned[i].plan.reason)
         back = replace(running[i], status=transition(running[i].status, "run_finished"))
         closing.append((back, operation))
     closed = await books.close_many(chain, closing, owner)
@@ -123,7 +125,7 @@ async def _rounds(
 
 
 def _log(wallet: Wallet, operation: Operation) -> None:
-    if operation.status == FAILED:
+    if operation.status == OperationStatus.FAILED:
         log.warning("run failed", extra={"wallet": wallet.address, "reason": operation.reason})
     else:
         log.info(

@@ -32,23 +32,21 @@ from typing import Protocol
 from yieldagent.domain.agent import rounds
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.books.operations import (
-    FAILED,
-    NO_ACTION,
-    RECOVERED,
-    RUN,
-    Operation,
+    Move,
+    OperationStatus,
     Step,
+    StepAction,
 )
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.valuation import Valuation, value, value_many
-from yieldagent.domain.books.wallet_states import WalletStatus, allowed, transition
+from yieldagent.domain.books.wallet_states import allowed, transition
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict, InvalidRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
 from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.storage import WalletRepository
@@ -104,14 +102,14 @@ def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
     shortfall = 0
     capped: list[Move] = []
     for move in moves:
-        if move.action == "withdraw" and move.protocol in valuation.quotes:
+        if move.action == StepAction.WITHDRAW and move.protocol in valuation.quotes:
             take = min(move.amount, max(valuation.quotes[move.protocol].cash, 0))
             shortfall += move.amount - take
             move = Move(move.action, move.protocol, take)
         capped.append(move)
     for index in reversed(range(len(capped))):
         move = capped[index]
-        if shortfall and move.action != "withdraw":
+        if shortfall and move.action != StepAction.WITHDRAW:
             cut = min(move.amount, shortfall)
             shortfall -= cut
             capped[index] = Move(move.action, move.protocol, move.amount - cut)
@@ -146,7 +144,6 @@ class Agent:
         """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
         self._writing: asyncio.Future[None] | None = None
         """That write, while in flight."""
-        lifecycle.reconciler.register(RUN, self._resume)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -219,10 +216,10 @@ class Agent:
         try:
             valuation, plan = await self._plan(chain, wallet)
         except Exception as refused:  # infeasible rules, or the chain failed to answer
-            return self._note(wallet, FAILED, _refusal(refused))
+            return self._note(wallet, OperationStatus.FAILED, _refusal(refused))
         moves = within_liquidity(plan.moves, valuation)
         if not moves:
-            return self._note(wallet, NO_ACTION, _idle_reason(plan))
+            return self._note(wallet, OperationStatus.NO_ACTION, _idle_reason(plan))
         return await self._execute(chain, wallet, head.number, owner, valuation, plan, moves)
 
     async def _execute(
@@ -252,27 +249,6 @@ class Agent:
     def _now(self) -> float:
         """Wall-clock unix time, as the schedule keeps it."""
         return self._books.clock.time()
-
-    async def _back_to_activated(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
-    ) -> Wallet:
-        after = wallet
-        if after.status == WalletStatus.RUNNING:
-            after = replace(after, status=transition(after.status, "run_finished"))
-        return await self._books.close(chain, after, owner, operation)
-
-    async def _resume(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
-    ) -> Operation:
-        """A run a crash interrupted: what the chain mined is booked, the wallet goes back to
-        ``activated``, and the next run plans afresh."""
-        reason = f"{operation.steps_done} steps recovered after a crash"
-        closed = operation.closed(RECOVERED, reason)
-        await self._back_to_activated(chain, wallet, closed, owner)
-        log.warning(
-            "run recovered", extra={"wallet": wallet.address, "recorded": operation.steps_done}
-        )
-        return closed
 
     # -- the schedule ----------------------------------------------------------------------
 
@@ -373,7 +349,7 @@ class Agent:
         except Exception as refused:  # the chain failed to answer
             valuations = {}
             reason = _refusal(refused)
-            ends += [_ended(wallet, FAILED, reason) for wallet in runnable]
+            ends += [_ended(wallet, OperationStatus.FAILED, reason) for wallet in runnable]
             runnable = []
         costs: dict[str, Costs] = {}
         answers: dict[tuple[object, ...], bool | Exception] = {}
@@ -393,10 +369,10 @@ class Agent:
                 if isinstance(answer, Exception):
                     raise answer
             except Exception as refused:
-                ends.append(_ended(wallet, FAILED, _refusal(refused)))
+                ends.append(_ended(wallet, OperationStatus.FAILED, _refusal(refused)))
                 continue
             if answer:
-                ends.append(RunEnd(wallet.id, NO_ACTION, SETTLED))
+                ends.append(RunEnd(wallet.id, OperationStatus.NO_ACTION, SETTLED))
             else:
                 searched.append(wallet)
         planned: list[PlannedRun] = []
@@ -408,10 +384,10 @@ class Agent:
                 plan = self._solve(wallet, valuation, paused, costs[wallet.token])
                 moves = within_liquidity(plan.moves, valuation)
             except Exception as refused:
-                ends.append(_ended(wallet, FAILED, _refusal(refused)))
+                ends.append(_ended(wallet, OperationStatus.FAILED, _refusal(refused)))
                 continue
             if not moves:
-                ends.append(RunEnd(wallet.id, NO_ACTION, _idle_reason(plan)))
+                ends.append(RunEnd(wallet.id, OperationStatus.NO_ACTION, _idle_reason(plan)))
                 continue
             planned.append(PlannedRun(wallet, plan, _steps(wallet, valuation, moves)))
             pools[wallet.token] = _after(pools[wallet.token], moves)
@@ -479,7 +455,7 @@ _UNFINISHED = Conflict("the runs did not finish")
 
 def _ended(wallet: Wallet, status: str, reason: str) -> RunEnd:
     """The end of a run that moved nothing; a failed one is logged."""
-    if status == FAILED:
+    if status == OperationStatus.FAILED:
         log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
     return RunEnd(wallet.id, status, reason)
 
@@ -511,7 +487,7 @@ def _after(pools: dict[str, PoolQuote], moves: Sequence[Move]) -> dict[str, Pool
     moved = dict(pools)
     for move in moves:
         if move.protocol in moved:
-            delta = -move.amount if move.action == "withdraw" else move.amount
+            delta = -move.amount if move.action == StepAction.WITHDRAW else move.amount
             moved[move.protocol] = moved[move.protocol].moved(delta)
     return moved
 

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from yieldagent.domain.errors import InvalidRequest
@@ -33,6 +33,22 @@ class WithdrawalSplit:
     def to_user(self) -> int:
         """What the user receives: the amount less the fee."""
         return self.amount - self.fee
+
+    def as_json(self) -> dict[str, str]:
+        """The split as stored in an operation (amounts as decimal strings)."""
+        return {
+            "amount": str(self.amount),
+            "principal": str(self.principal),
+            "yield": str(self.yield_),
+            "fee": str(self.fee),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, str]) -> WithdrawalSplit:
+        """A split stored by ``as_json``."""
+        return cls(
+            int(data["amount"]), int(data["principal"]), int(data["yield"]), int(data["fee"])
+        )
 
 
 def split_withdrawal(amount: int, value: int, principal: int, fee_bps: int) -> WithdrawalSplit:

@@ -11,10 +11,11 @@ Every wallet adds to its chain's totals in two ways:
   earliest by date; among equal dates, the one booked first), and how many transactions it
   has (counted under the wallet's token).
 
-A commit changes the totals by ``changes(before, after, journal, first)``: the difference
-between the wallet's standing before and after it, plus what its journal adds. Storage
-applies that difference in the commit's own transaction, so the totals always equal a
-full recomputation (``tests/support/books.py`` checks it after every scenario).
+A commit changes the totals by the difference between the wallet's standing before and
+after it, plus what its journal adds; ``domain.books.effects`` derives that change with
+the journal, and storage applies it in the commit's own transaction, so the totals always
+equal a full recomputation (``effects.recompute``; ``tests/support/books.py`` checks it
+after every scenario).
 
 Amounts are exact integers. APRs are floats; their sum is kept exactly too, as an integer
 count of ``2**-APR_BITS`` (every APR above about 1e-23 is a whole number of those), so that
@@ -24,13 +25,16 @@ adding and removing APRs never drifts.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
-from yieldagent.domain.books.wallets import DepositRecord, Journal, Wallet
+from yieldagent.domain.books.wallet_states import WalletStatus
+
+if TYPE_CHECKING:
+    from yieldagent.domain.books.wallets import DepositRecord
 
 APR_BITS = 128
 """APR sums are kept in units of 2**-128 percent."""
@@ -157,15 +161,26 @@ class Standing:
     apr: float
 
 
-def standing(wallet: Wallet) -> Standing:
-    """The standing of ``wallet`` as it is now."""
-    return Standing(
-        wallet.token,
-        wallet.status,
-        wallet.idle,
-        tuple(wallet.allocation.items()),
-        wallet.current_apr,
-    )
+@dataclass(frozen=True, slots=True)
+class StoredWallet:
+    """A wallet as stored now, as far as a commit's effects depend on it."""
+
+    version: int
+    standing: Standing
+    lease_owner: str | None
+    """Who holds the wallet's lease (a commit naming another owner is refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WalletFacts:
+    """What of one stored wallet its chain's totals count (``effects.recompute``)."""
+
+    chain_id: int
+    wallet_id: int
+    standing: Standing
+    deposits: Sequence[DepositRecord]
+    """In booking order: by date, then as booked."""
+    transactions: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,75 +190,6 @@ class FirstDeposit:
     token: str
     amount: int
     date: datetime
-
-
-def contribution(of: Standing, into: Totals | None = None) -> Totals:
-    """What a wallet with this standing adds to its chain's totals (added to ``into``)."""
-    totals = into if into is not None else Totals()
-    if of.status == WalletStatus.DEACTIVATED:
-        return totals
-    token = totals.token(of.token)
-    token.held_wallets += 1
-    token.held += of.idle + sum(amount for _, amount in of.allocation)
-    if of.status in ACTIVE:
-        token.active_wallets += 1
-        token.apr_units += apr_units(of.apr)
-    for protocol, amount in of.allocation:
-        placed = totals.protocol(protocol, of.token)
-        placed.wallets += 1
-        placed.amount += amount
-    return totals
-
-
-def first_of(
-    previous: FirstDeposit | None, deposits: Iterable[DepositRecord]
-) -> FirstDeposit | None:
-    """The wallet's first deposit once ``deposits`` (booked after every earlier one, in this
-    order) are added: a later-booked deposit comes first only with a strictly earlier date."""
-    first = previous
-    for deposit in deposits:
-        if first is None or deposit.date < first.date:
-            first = FirstDeposit(deposit.token, deposit.amount, deposit.date)
-    return first
-
-
-def history(
-    token: str,
-    deposits: Iterable[DepositRecord],
-    transactions: int,
-    first: FirstDeposit | None,
-    into: Totals | None = None,
-) -> Totals:
-    """What a wallet of ``token`` adds through its deposits, first deposit and transaction
-    count (added to ``into``)."""
-    totals = into if into is not None else Totals()
-    for deposit in deposits:
-        totals.token(deposit.token).deposited += deposit.amount
-    if first is not None:
-        counted = totals.token(first.token)
-        counted.first_wallets += 1
-        counted.first_deposited += first.amount
-    if transactions:
-        totals.token(token).transactions += transactions
-    return totals
-
-
-def changes(before: Standing | None, journal: Journal, first: FirstDeposit | None = None) -> Totals:
-    """How a commit of ``journal`` changes its chain's totals: the wallet's standing from
-    ``before`` (None: a new wallet) to the journal's wallet, plus the journal's deposits and
-    transactions. ``first`` is the wallet's first deposit before the commit (needed only
-    when the journal adds deposits)."""
-    after = standing(journal.wallet)
-    delta = contribution(after)
-    if before is not None:
-        delta.add(contribution(before), -1)
-    new_first = first_of(first, journal.deposits)
-    history(after.token, journal.deposits, len(journal.transactions), None, into=delta)
-    if new_first is not first:
-        if first is not None:
-            delta.add(history(after.token, (), 0, first), -1)
-        history(after.token, (), 0, new_first, into=delta)
-    return delta.pruned()
 
 
 def merged(parts: Iterable[Totals]) -> Totals:

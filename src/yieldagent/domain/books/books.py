@@ -25,16 +25,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from yieldagent.domain.books.apr import PerformancePoint
+from yieldagent.domain.books.effects import Commits
 from yieldagent.domain.books.leases import Leases
 from yieldagent.domain.books.ledger import Booking, book, hold_back, key_of
 from yieldagent.domain.books.operations import (
-    CLAIM_STEP,
-    EXECUTING,
-    SUPPLY,
-    SWAP,
-    WITHDRAW_STEP,
+    MOVES,
     Operation,
+    OperationKind,
+    OperationStatus,
     Step,
+    StepAction,
     attribute,
     mined_steps,
 )
@@ -46,6 +46,7 @@ from yieldagent.domain.optimizer.rebalance import Costs
 from yieldagent.domain.ports.chain import (
     BatchHistory,
     BatchWrites,
+    ChainKind,
     ChainPort,
     ChainTx,
     Send,
@@ -53,9 +54,6 @@ from yieldagent.domain.ports.chain import (
 )
 from yieldagent.domain.ports.clock import Clock
 from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
-
-_SENDS = {SUPPLY: "supply", WITHDRAW_STEP: "withdraw"}
-"""The step actions a batch of sends carries (``BatchWrites``), as the port names them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +106,11 @@ class Books:
         )
         self._chains = chains
 
+    @property
+    def commits(self) -> Commits:
+        """The one way the books commit a journal: with its events and totals' change."""
+        return Commits(self.wallets, self.operations)
+
     # -- lookups ---------------------------------------------------------------------
 
     def chain(self, chain_id: int) -> ChainPort:
@@ -134,7 +137,7 @@ class Books:
     async def costs(self, chain: ChainPort, wallet: Wallet) -> Costs:
         """What moving the wallet's funds costs now, and what its token is worth."""
         token = self.token_info(wallet)
-        gas = await chain.gas_cost("supply")
+        gas = await chain.gas_cost(ChainKind.SUPPLY)
         return Costs(gas.usd, token.price_usd, token.decimals)
 
     # -- operations --------------------------------------------------------------------
@@ -142,7 +145,7 @@ class Books:
     def begin(
         self,
         wallet: Wallet,
-        kind: str,
+        kind: OperationKind,
         start_block: int,
         owner: str,
         params: Mapping[str, Any] | None = None,
@@ -155,7 +158,7 @@ class Books:
             wallet_id=wallet.id,
             chain_id=wallet.chain_id,
             kind=kind,
-            status=EXECUTING,
+            status=OperationStatus.EXECUTING,
             steps=tuple(steps),
             start_block=start_block,
             owner=owner,
@@ -195,10 +198,10 @@ class Books:
         to store (a batch's caller stores a round's at once: ``save_steps``)."""
         await self.clock.sleep(0)  # a turn for lease keepers: adapters may never suspend
         steps = [operation.steps[index] for _, operation, index in planned]
-        if isinstance(chain, BatchWrites) and all(s.action in _SENDS for s in steps):
+        if isinstance(chain, BatchWrites) and all(s.action in MOVES for s in steps):
             sent = await chain.send_many(
                 [
-                    Send(_SENDS[s.action], w.address, s.protocol, s.token, s.amount, s.whole)
+                    Send(s.action.chain_kind, w.address, s.protocol, s.token, s.amount, s.whole)
                     for (w, _, _), s in zip(planned, steps, strict=True)
                 ]
             )
@@ -223,16 +226,16 @@ class Books:
 
     async def _call(self, chain: ChainPort, wallet: Wallet, step: Step) -> TxReceipt:
         holder = wallet.address
-        if step.action == SUPPLY:
+        if step.action == StepAction.DEPOSIT:
             return await chain.supply(holder, step.protocol, step.token, step.amount)
-        if step.action == WITHDRAW_STEP:
+        if step.action == StepAction.WITHDRAW:
             return await chain.withdraw(
                 holder, step.protocol, step.token, step.amount, whole=step.whole
             )
-        if step.action == SWAP:
+        if step.action == StepAction.SWAP:
             swap = await chain.swap(holder, step.token, step.token_out, step.amount, step.min_out)
             return swap.receipt
-        if step.action == CLAIM_STEP:
+        if step.action == StepAction.CLAIM:
             return (await chain.claim_rewards(holder)).receipt
         return await chain.transfer(step.token, holder, step.recipient, step.amount)
 
@@ -267,7 +270,7 @@ class Books:
         commits ``wallet`` (as the caller changed it) with its new records and
         ``operation`` (as the caller moved it on). Returns the wallet as committed."""
         [(after, journal)] = await self._booked(chain, [(wallet, operation)], owner, rewards)
-        self.wallets.commit(journal)
+        self.commits.commit(journal)
         return after
 
     async def close_many(
@@ -280,7 +283,7 @@ class Books:
         if not closing:
             return []
         booked = await self._booked(chain, closing, owner, ())
-        stored = self.wallets.commit_many([journal for _, journal in booked])
+        stored = self.commits.commit_many([journal for _, journal in booked])
         return [after if ok else None for (after, _), ok in zip(booked, stored, strict=True)]
 
     async def sync(
@@ -297,7 +300,7 @@ class Books:
             ]
         if not (journal.deposits or journal.withdrawals or journal.transactions or due):
             return False
-        self.wallets.commit(journal)
+        self.commits.commit(journal)
         return True
 
     async def _booked(

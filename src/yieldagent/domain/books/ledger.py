@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
-from yieldagent.domain.books.operations import PAYOUT, SEND, Step
+from yieldagent.domain.books.operations import Step, StepAction
 from yieldagent.domain.books.wallets import (
     DepositRecord,
     TransactionRecord,
@@ -38,11 +38,11 @@ from yieldagent.domain.books.wallets import (
     WithdrawalRecord,
 )
 from yieldagent.domain.catalog import TokenInfo
-from yieldagent.domain.ports.chain import ChainTx
+from yieldagent.domain.ports.chain import ChainKind, ChainTx
 
 EventKey = tuple[str, int]
 """A chain event's identity: transaction hash and log index."""
-INFLOW_KINDS = frozenset({"transfer", "mint"})
+INFLOW_KINDS = frozenset({ChainKind.TRANSFER, ChainKind.MINT})
 EXTERNAL = "external"
 """The kind of a withdrawal the service did not make."""
 SERVICE = "withdrawal"
@@ -149,7 +149,7 @@ def book(
                     event.log_index,
                 )
             )
-        elif flow < 0 and (step is None or step.action == PAYOUT):
+        elif flow < 0 and (step is None or step.action == StepAction.PAYOUT):
             if step is not None and step.split is not None:
                 split, kind = step.split, SERVICE
             else:
@@ -170,10 +170,7 @@ def _withdrawal(
     received = float(Decimal(split.to_user) / 10**token.decimals)
     return WithdrawalRecord(
         token=event.token,
-        amount=split.amount,
-        principal=split.principal,
-        yield_=split.yield_,
-        fee=split.fee,
+        split=split,
         value=received,
         value_in_usd=received * token.price_usd,
         tx_hash=event.tx_hash,
@@ -211,10 +208,14 @@ def _history(
     )
 
 
+_MOVED = {a.chain_kind: a for a in (StepAction.DEPOSIT, StepAction.WITHDRAW, StepAction.SWAP)}
+"""A protocol move or a swap no step of ours explains shows as the step that would make it."""
+
+
 def _action(event: ChainTx, wallet: Wallet) -> str | None:
     """The history's name for an event no step of ours explains."""
-    if event.kind in ("supply", "withdraw", "swap"):
-        return "deposit" if event.kind == "supply" else event.kind
+    if event.kind in _MOVED:
+        return _MOVED[event.kind]
     if event.kind not in INFLOW_KINDS:
         return None
     if event.token == wallet.token:
@@ -223,13 +224,13 @@ def _action(event: ChainTx, wallet: Wallet) -> str | None:
 
 
 def _protocol(event: ChainTx) -> str:
-    if event.kind == "supply":
+    if event.kind == ChainKind.SUPPLY:
         return event.recipient
-    if event.kind == "withdraw":
+    if event.kind == ChainKind.WITHDRAW:
         return event.sender
     return ""
 
 
 def history_action(step: Step) -> str:
     """The action the transaction history shows for a step."""
-    return "transfer" if step.action == SEND else step.action
+    return "transfer" if step.action == StepAction.SEND else step.action

@@ -23,60 +23,94 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.errors import YieldAgentError, error_named
-from yieldagent.domain.optimizer.rebalance import Move
-from yieldagent.domain.ports.chain import ChainTx, TxReceipt
+from yieldagent.domain.ports.chain import ChainKind, ChainTx, TxReceipt
 
-# Operation kinds.
-ACTIVATE = "activate"
-TOP_UP = "top_up"
-WITHDRAW = "withdraw"
-DEACTIVATE = "deactivate"
-CLAIM = "claim_rewards"
-EMERGENCY = "emergency"
-RUN = "run"
 
-# Operation statuses.
-EXECUTING = "executing"
-"""Intent stored; steps are being executed (or the process died doing so)."""
-WAITING = "waiting"
-"""Some funds could not move yet (a pool short of cash); retried at ``retry_at``."""
-COMPLETED = "completed"
-FAILED = "failed"
-NO_ACTION = "no_action"
-RECOVERED = "recovered"
-OPEN = frozenset({EXECUTING, WAITING})
+class OperationKind(StrEnum):
+    """What an operation does (its resume handler in ``domain.books.reconciliation``)."""
 
-# Step actions and the chain transaction kind each one mines.
-SUPPLY = "deposit"
-"""Into a protocol (the history's name for a supply)."""
-WITHDRAW_STEP = "withdraw"
-PAYOUT = "transfer"
-"""The user's part of a withdrawal, to the EOA."""
-FEE = "fee_transfer"
-SEND = "send"
-"""Reward tokens sent to the EOA."""
-SWAP = "swap"
-CLAIM_STEP = "claim"
-CHAIN_KIND = {
-    SUPPLY: "supply",
-    WITHDRAW_STEP: "withdraw",
-    PAYOUT: "transfer",
-    FEE: "transfer",
-    SEND: "transfer",
-    SWAP: "swap",
-    CLAIM_STEP: "claim",
+    ACTIVATE = "activate"
+    TOP_UP = "top_up"
+    WITHDRAW = "withdraw"
+    DEACTIVATE = "deactivate"
+    CLAIM = "claim_rewards"
+    EMERGENCY = "emergency"
+    RUN = "run"
+
+
+class OperationStatus(StrEnum):
+    """Where an operation stands."""
+
+    EXECUTING = "executing"
+    """Intent stored; steps are being executed (or the process died doing so)."""
+    WAITING = "waiting"
+    """Some funds could not move yet (a pool short of cash); retried at ``retry_at``."""
+    COMPLETED = "completed"
+    FAILED = "failed"
+    NO_ACTION = "no_action"
+    RECOVERED = "recovered"
+
+
+OPEN = frozenset({OperationStatus.EXECUTING, OperationStatus.WAITING})
+"""The statuses of an operation not yet closed."""
+
+
+class StepAction(StrEnum):
+    """What one chain call of an operation does, named as the wallet's history names it."""
+
+    DEPOSIT = "deposit"
+    """Into a protocol (a supply, as the chain port names it)."""
+    WITHDRAW = "withdraw"
+    """Out of a protocol."""
+    PAYOUT = "transfer"
+    """The user's part of a withdrawal, to the EOA."""
+    FEE = "fee_transfer"
+    """The fee's part of a withdrawal, to the fee collector."""
+    SEND = "send"
+    """Reward tokens sent to the EOA."""
+    SWAP = "swap"
+    CLAIM = "claim"
+
+    @property
+    def chain_kind(self) -> ChainKind:
+        """The kind of chain transaction this step mines (the one mapping between the
+        books' names and the chain port's)."""
+        return _CHAIN_KIND[self]
+
+
+_CHAIN_KIND = {
+    StepAction.DEPOSIT: ChainKind.SUPPLY,
+    StepAction.WITHDRAW: ChainKind.WITHDRAW,
+    StepAction.PAYOUT: ChainKind.TRANSFER,
+    StepAction.FEE: ChainKind.TRANSFER,
+    StepAction.SEND: ChainKind.TRANSFER,
+    StepAction.SWAP: ChainKind.SWAP,
+    StepAction.CLAIM: ChainKind.CLAIM,
 }
+MOVES = frozenset({StepAction.DEPOSIT, StepAction.WITHDRAW})
+"""The step actions that move funds between the account and its protocols."""
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Funds into (``DEPOSIT``) or out of (``WITHDRAW``) one protocol: what the optimizer
+    plans and what a run's steps carry out."""
+
+    action: StepAction
+    protocol: str
+    amount: int
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     """One chain call of an operation: planned, then marked with its transaction."""
 
-    action: str
+    action: StepAction
     token: str
     amount: int
     protocol: str = ""
@@ -129,17 +163,17 @@ class Step:
 
     def matches(self, event: ChainTx, holder: str) -> bool:
         """Whether ``event`` is what this step, planned for ``holder``, would have mined."""
-        if event.kind != CHAIN_KIND[self.action] or event.token != self.token:
+        if event.kind != self.action.chain_kind or event.token != self.token:
             return False
-        if self.action == CLAIM_STEP:  # what a claim collects is known once mined
+        if self.action == StepAction.CLAIM:  # what a claim collects is known once mined
             return event.recipient == holder
         if event.amount != self.amount and not self.whole:
             return False
-        if self.action == SUPPLY:
+        if self.action == StepAction.DEPOSIT:
             return event.sender == holder and event.recipient == self.protocol
-        if self.action == WITHDRAW_STEP:
+        if self.action == StepAction.WITHDRAW:
             return event.sender == self.protocol and event.recipient == holder
-        if self.action == SWAP:
+        if self.action == StepAction.SWAP:
             return event.sender == holder
         return event.sender == holder and event.recipient == self.recipient
 
@@ -151,8 +185,8 @@ class Operation:
     id: str
     wallet_id: int
     chain_id: int
-    kind: str
-    status: str
+    kind: OperationKind
+    status: OperationStatus
     steps: tuple[Step, ...]
     start_block: int
     owner: str
@@ -177,8 +211,8 @@ class Operation:
 
     @property
     def moves(self) -> tuple[Move, ...]:
-        """A run's plan, as the optimizer's moves."""
-        return tuple(Move(s.action, s.protocol, s.amount) for s in self.steps)
+        """A run's moves: its steps into and out of protocols, in order."""
+        return tuple(Move(s.action, s.protocol, s.amount) for s in self.steps if s.action in MOVES)
 
     def with_step(self, index: int, step: Step) -> Operation:
         """This operation with step ``index`` replaced (or appended at the end)."""
@@ -190,14 +224,14 @@ class Operation:
         return replace(self, steps=tuple(steps))
 
     def closed(
-        self, status: str, reason: str, result: Mapping[str, Any] | None = None
+        self, status: OperationStatus, reason: str, result: Mapping[str, Any] | None = None
     ) -> Operation:
         """This operation, ended."""
         return replace(self, status=status, reason=reason, result=result, retry_at=None)
 
     def payouts(self) -> list[Step]:
         """The payout steps the chain mined, each carrying its withdrawal's split."""
-        return [s for s in self.steps if s.action == PAYOUT and s.done]
+        return [s for s in self.steps if s.action == StepAction.PAYOUT and s.done]
 
 
 def attribute(operation: Operation, events: Sequence[ChainTx], holder: str) -> Operation:

@@ -26,14 +26,14 @@ call's process dead (``settled``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.leases import POLL_SECONDS
-from yieldagent.domain.books.operations import FAILED, WAITING, Operation, retryable
-from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, retryable
+from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.errors import Conflict, NotFound
 from yieldagent.domain.ports.chain import ChainPort
@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 Resume = Callable[[ChainPort, Wallet, Operation, str], Awaitable[Operation]]
 """Rolls an operation (its pending steps settled) forward or closes it, committing the
 wallet with it; returns the operation as it ended."""
+Settled = Callable[[str | None], Awaitable[Operation | None]]
+"""``Reconciler.settled``, as the use cases that take idempotency keys call it."""
 
 _UNSTUCK = {
     WalletStatus.ACTIVATING: WalletStatus.ACTIVATED,
@@ -73,13 +75,12 @@ class Repair:
 class Reconciler:
     """Finishes open operations, with each kind's resume handler."""
 
-    def __init__(self, books: Books) -> None:
+    def __init__(self, books: Books, handlers: Mapping[OperationKind, Resume]) -> None:
+        missing = set(OperationKind) - set(handlers)
+        if missing:
+            raise ValueError(f"no resume handler for {', '.join(sorted(missing))}")
         self._books = books
-        self._handlers: dict[str, Resume] = {}
-
-    def register(self, kind: str, resume: Resume) -> None:
-        """Names how operations of ``kind`` are finished."""
-        self._handlers[kind] = resume
+        self._handlers = dict(handlers)
 
     async def reconcile(self) -> list[Repair]:
         """Finishes every operation whose process died and every due retry, and frees
@@ -189,7 +190,7 @@ class Reconciler:
         if operation is None:
             return None
         deadline = books.clock.monotonic() + books.leases.wait_seconds
-        while operation.open and operation.status != WAITING:
+        while operation.open and operation.status != OperationStatus.WAITING:
             repair = await self._attempt(operation.wallet_id, operation.id)
             if repair is None:
                 if books.clock.monotonic() > deadline:
@@ -202,7 +203,22 @@ class Reconciler:
             if current is None:
                 raise NotFound(f"Operation {operation.id} disappeared")
             operation = current
-        if operation.status == FAILED and retryable(operation):
+        if operation.status == OperationStatus.FAILED and retryable(operation):
             books.operations.release_key(operation.id)  # nothing moved: a retry starts anew
             return None
         return operation
+
+
+async def recover_run(
+    books: Books, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+) -> Operation:
+    """A run a crash interrupted: what the chain mined is booked, the wallet goes back to
+    ``activated``, and the run closes as ``recovered``; the next run plans afresh."""
+    reason = f"{operation.steps_done} steps recovered after a crash"
+    closed = operation.closed(OperationStatus.RECOVERED, reason)
+    after = wallet
+    if after.status == WalletStatus.RUNNING:
+        after = replace(after, status=transition(after.status, "run_finished"))
+    await books.close(chain, after, owner, closed)
+    log.warning("run recovered", extra={"wallet": wallet.address, "recorded": operation.steps_done})
+    return closed

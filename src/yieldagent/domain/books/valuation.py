@@ -11,9 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from yieldagent.domain.books.operations import Move
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, Move, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, optimize
 from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import BatchReads, Block, ChainPort
 

@@ -1,23 +1,26 @@
-"""The wallet (agent) entity, its history records, and the repository port it lives behind.
+"""The wallet (agent) entity and its history records.
 
-A use case gathers everything it changes in a ``Journal``; the repository commits a
-journal in one database transaction, so a wallet's state and its history never disagree.
+A use case gathers everything it changes in a ``Journal``; the repository
+(``domain.ports.storage.WalletRepository``) commits a journal in one database transaction,
+so a wallet's state and its history never disagree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
+from yieldagent.domain.books.accounting import WithdrawalSplit
+from yieldagent.domain.books.aggregates import Totals
 from yieldagent.domain.books.apr import PerformancePoint
+from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.books.operations import Operation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import AccessDenied, NotFound
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(slots=True)
@@ -71,14 +74,12 @@ class DepositRecord:
 @dataclass(frozen=True, slots=True)
 class WithdrawalRecord:
     """A withdrawal and its split: the service's (``kind`` "withdrawal") or one the owner
-    made from the account directly ("external", no fee). ``amount`` = principal + yield;
-    the receiver got ``amount − fee``."""
+    made from the account directly ("external", no fee). What a withdrawal call answers,
+    what the wallet record lists and what the books store are this one record.
+    ``value`` is what the receiver got (``split.to_user``) in whole tokens."""
 
     token: str
-    amount: int
-    principal: int
-    yield_: int
-    fee: int
+    split: WithdrawalSplit
     value: float
     value_in_usd: float
     tx_hash: str | None
@@ -86,6 +87,48 @@ class WithdrawalRecord:
     date: datetime
     log_index: int = 0
     kind: str = "withdrawal"
+
+    @property
+    def amount(self) -> int:
+        """What left the wallet: principal plus yield."""
+        return self.split.amount
+
+    @property
+    def principal(self) -> int:
+        return self.split.principal
+
+    @property
+    def yield_(self) -> int:
+        return self.split.yield_
+
+    @property
+    def fee(self) -> int:
+        return self.split.fee
+
+    def as_json(self) -> dict[str, Any]:
+        """The answer a withdrawal operation stores (amounts as decimal strings)."""
+        return {
+            "date": iso(self.date),
+            "token": self.token,
+            "split": self.split.as_json(),
+            "value": self.value,
+            "value_in_usd": self.value_in_usd,
+            "tx_hash": self.tx_hash,
+            "block_number": self.block_number,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WithdrawalRecord:
+        """The answer a withdrawal operation stored (``as_json``)."""
+        return cls(
+            data["token"],
+            WithdrawalSplit.from_json(data["split"]),
+            data["value"],
+            data["value_in_usd"],
+            data["tx_hash"],
+            data["block_number"],
+            datetime.fromisoformat(data["date"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +178,13 @@ class Journal:
     operation: Operation | None = None
     owner: str | None = None
     """The lease the commit must still hold, if the writer holds one."""
+    events: list[EventDraft] = field(default_factory=list)
+    """What the commit makes true for partners (``domain.books.effects``, by the books)."""
+    totals: Totals = field(default_factory=Totals)
+    """How the commit changes its chain's totals (``domain.books.effects``, by the books)."""
+    schedule: bool | None = None
+    """Whether the commit turns the wallet's agent schedule on (it becomes ``activated``)
+    or off (it leaves that state); None when neither (``domain.books.effects``)."""
 
 
 def wallet_not_found(chain_id: int, address: str) -> NotFound:

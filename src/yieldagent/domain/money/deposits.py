@@ -23,15 +23,14 @@ from dataclasses import dataclass, replace
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.ledger import book, hold_back
 from yieldagent.domain.books.operations import (
-    ACTIVATE,
-    COMPLETED,
-    TOP_UP,
     Operation,
+    OperationKind,
+    OperationStatus,
     Step,
     outcome,
     scoped,
 )
-from yieldagent.domain.books.reconciliation import Reconciler
+from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import moment_of, placement, value
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
@@ -72,14 +71,12 @@ class Deposits:
     def __init__(
         self,
         books: Books,
-        reconciler: Reconciler,
+        settled: Settled,
         paused: Callable[[int], frozenset[str]],
     ) -> None:
         self._books = books
-        self._reconciler = reconciler
+        self._settled = settled
         self._paused = paused
-        reconciler.register(ACTIVATE, self._resume_activation)
-        reconciler.register(TOP_UP, self._resume_top_up)
 
     # -- activation ---------------------------------------------------------------------
 
@@ -98,7 +95,7 @@ class Deposits:
             )
         if account.partner_id != partner_id:
             raise AccessDenied("Access denied: the smart account belongs to another partner")
-        done = await self._reconciler.settled(scoped(partner_id, ACTIVATE, key))
+        done = await self._settled(scoped(partner_id, OperationKind.ACTIVATE, key))
         if done is not None:
             outcome(done)
             return books.wallet(chain_id, request.wallet)
@@ -116,11 +113,11 @@ class Deposits:
             head = await chain.head()
             operation = books.begin(
                 current,
-                ACTIVATE,
+                OperationKind.ACTIVATE,
                 head.number,
                 owner,
                 {"reactivation": True},
-                scoped(partner_id, ACTIVATE, key),
+                scoped(partner_id, OperationKind.ACTIVATE, key),
             )
             activating = replace(
                 current,
@@ -167,9 +164,14 @@ class Deposits:
         await self._check_funds(chain, wallet, token, request)
         owner = books.leases.owner()
         operation = books.begin(
-            wallet, ACTIVATE, head.number, owner, {}, scoped(partner_id, ACTIVATE, key)
+            wallet,
+            OperationKind.ACTIVATE,
+            head.number,
+            owner,
+            {},
+            scoped(partner_id, OperationKind.ACTIVATE, key),
         )
-        created = books.wallets.create(
+        created = books.commits.create(
             Journal(wallet, operation=operation, owner=owner),
             books.clock.time() + books.leases.seconds,
         )
@@ -232,10 +234,10 @@ class Deposits:
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str, reason: str
     ) -> Wallet:
         activated = replace(wallet, status=transition(wallet.status, "activation_placed"))
-        closed = operation.closed(COMPLETED, reason, {"wallet": wallet.address})
+        closed = operation.closed(OperationStatus.COMPLETED, reason, {"wallet": wallet.address})
         return await self._books.close(chain, activated, owner, closed)
 
-    async def _resume_activation(
+    async def resume_activation(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: the wallet is activated; what is idle waits for the agent."""
@@ -281,7 +283,7 @@ class Deposits:
         """Books a further deposit, verified on chain, and places it."""
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, TOP_UP, key))
+        done = await self._settled(scoped(partner_id, OperationKind.TOP_UP, key))
         if done is not None:  # a retry answers what the first call did, whatever came since
             outcome(done)
             return
@@ -300,23 +302,25 @@ class Deposits:
             head = await chain.head()
             operation = books.begin(
                 current,
-                TOP_UP,
+                OperationKind.TOP_UP,
                 head.number,
                 owner,
                 {"tx_hash": tx_hash},
-                scoped(partner_id, TOP_UP, key),
+                scoped(partner_id, OperationKind.TOP_UP, key),
             )
             current = await books.close(chain, current, owner, operation)
             operation, reason = await self.place(chain, current, operation)
-            closed = operation.closed(COMPLETED, reason, {"tx_hash": tx_hash})
+            closed = operation.closed(OperationStatus.COMPLETED, reason, {"tx_hash": tx_hash})
             await books.close(chain, current, owner, closed)
 
-    async def _resume_top_up(
+    async def resume_top_up(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: the deposit is booked; what is idle waits for the agent."""
         reason = "recovered after a crash; the agent places what is idle"
-        closed = operation.closed(COMPLETED, reason, {"tx_hash": operation.params.get("tx_hash")})
+        closed = operation.closed(
+            OperationStatus.COMPLETED, reason, {"tx_hash": operation.params.get("tx_hash")}
+        )
         await self._books.close(chain, wallet, owner, closed)
         return closed
 

@@ -16,19 +16,21 @@ wallet holds its lease (``domain.books.leases``) and commits against the version
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from yieldagent.domain.books.books import Books, Policy
-from yieldagent.domain.books.reconciliation import Reconciler, Repair
+from yieldagent.domain.books.operations import Operation, OperationKind
+from yieldagent.domain.books.reconciliation import Reconciler, Repair, recover_run
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
-from yieldagent.domain.books.wallets import Journal, Wallet
+from yieldagent.domain.books.wallets import Journal, Wallet, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
-from yieldagent.domain.money.withdrawals import WithdrawalResult, Withdrawals
+from yieldagent.domain.money.withdrawals import Withdrawals
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.clock import Clock
 from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
@@ -46,7 +48,6 @@ __all__ = [
     "ClaimedReward",
     "Lifecycle",
     "Policy",
-    "WithdrawalResult",
 ]
 
 
@@ -64,12 +65,28 @@ class Lifecycle:
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
     ) -> None:
         self.books = Books(wallets, operations, chains, catalog, policy, clock)
-        self.reconciler = Reconciler(self.books)
-        self.deposits = Deposits(self.books, self.reconciler, paused)
-        self.withdrawals = Withdrawals(self.books, self.reconciler)
-        self.rewards = Rewards(self.books, self.reconciler, self.deposits)
+        self.deposits = Deposits(self.books, self._settled, paused)
+        self.withdrawals = Withdrawals(self.books, self._settled)
+        self.rewards = Rewards(self.books, self._settled, self.deposits)
+        self.reconciler = Reconciler(
+            self.books,
+            {
+                OperationKind.ACTIVATE: self.deposits.resume_activation,
+                OperationKind.TOP_UP: self.deposits.resume_top_up,
+                OperationKind.WITHDRAW: self.withdrawals.resume_withdrawal,
+                OperationKind.DEACTIVATE: self.withdrawals.drain,
+                OperationKind.EMERGENCY: self.withdrawals.exit_pools,
+                OperationKind.CLAIM: self.rewards.resume,
+                OperationKind.RUN: functools.partial(recover_run, self.books),
+            },
+        )
         self.paused = paused
         """The protocols the operator paused on a chain: funds are never placed there."""
+
+    async def _settled(self, key: str | None) -> Operation | None:
+        """The operation started with idempotency ``key``, once it has ended (see
+        ``Reconciler.settled``): the use cases ask it before they start a keyed call."""
+        return await self.reconciler.settled(key)
 
     # -- lookups ------------------------------------------------------------------------
 
@@ -102,13 +119,13 @@ class Lifecycle:
 
     async def withdraw(
         self, partner_id: int, chain_id: int, address: str, amount: int, key: str | None = None
-    ) -> WithdrawalResult:
+    ) -> WithdrawalRecord:
         """Withdraws ``amount`` to the EOA; the agent stays active."""
         return await self.withdrawals.withdraw(partner_id, chain_id, address, amount, key)
 
     async def deactivate(
         self, partner_id: int, chain_id: int, address: str, transfer: bool, key: str | None = None
-    ) -> WithdrawalResult | None:
+    ) -> WithdrawalRecord | None:
         """Stops the agent and withdraws everything (to the EOA with ``transfer``)."""
         return await self.withdrawals.deactivate(partner_id, chain_id, address, transfer, key)
 
@@ -137,7 +154,7 @@ class Lifecycle:
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
             transition(current.status, "set_reward_staking")
-            books.wallets.commit(Journal(replace(current, is_staked=is_staked), owner=owner))
+            books.commits.commit(Journal(replace(current, is_staked=is_staked), owner=owner))
 
     async def update_protocols(
         self, partner_id: int, chain_id: int, address: str, protocols: Sequence[str]
@@ -158,7 +175,7 @@ class Lifecycle:
                 status=transition(current.status, "update_protocols"),
                 selected_protocols=tuple(dict.fromkeys(protocols)),
             )
-            books.wallets.commit(Journal(updated, owner=owner))
+            books.commits.commit(Journal(updated, owner=owner))
 
     async def operate(self, chain_id: int, address: str, action: str) -> Wallet:
         """An operator action: block, unblock, emergency or resume.
@@ -173,7 +190,7 @@ class Lifecycle:
             if action == "emergency":
                 return await self.withdrawals.emergency(chain, current, owner)
             updated = replace(current, status=transition(current.status, action))
-            books.wallets.commit(Journal(updated, owner=owner))
+            books.commits.commit(Journal(updated, owner=owner))
             return updated
 
     # -- the worker ---------------------------------------------------------------------------

@@ -15,19 +15,16 @@ from decimal import Decimal
 
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import (
-    CLAIM,
-    CLAIM_STEP,
-    COMPLETED,
-    FAILED,
-    SEND,
-    SWAP,
     Operation,
+    OperationKind,
+    OperationStatus,
     Step,
+    StepAction,
     failure,
     outcome,
     scoped,
 )
-from yieldagent.domain.books.reconciliation import Reconciler
+from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import allowed
 from yieldagent.domain.books.wallets import RewardRecord, Wallet
@@ -54,13 +51,12 @@ class Rewards:
     def __init__(
         self,
         books: Books,
-        reconciler: Reconciler,
+        settled: Settled,
         deposits: Deposits,
     ) -> None:
         self._books = books
-        self._reconciler = reconciler
+        self._settled = settled
         self._deposits = deposits
-        reconciler.register(CLAIM, self._resume)
 
     async def claim_rewards(
         self, partner_id: int, chain_id: int, address: str, key: str | None = None
@@ -69,7 +65,7 @@ class Rewards:
         and supplied, the others are sent to the EOA."""
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, CLAIM, key))
+        done = await self._settled(scoped(partner_id, OperationKind.CLAIM, key))
         if done is not None:
             return _claimed_of(outcome(done))
         if not allowed(wallet.status, "claim_rewards"):
@@ -85,12 +81,12 @@ class Rewards:
             head = await chain.head()
             operation = books.begin(
                 current,
-                CLAIM,
+                OperationKind.CLAIM,
                 head.number,
                 owner,
                 {"accrued": [_reward_json(r) for r in accrued], "staked": current.is_staked},
-                scoped(partner_id, CLAIM, key),
-                [Step(CLAIM_STEP, r.token, r.amount) for r in accrued],
+                scoped(partner_id, OperationKind.CLAIM, key),
+                [Step(StepAction.CLAIM, r.token, r.amount) for r in accrued],
             )
             books.operations.start(operation)
             ended = await self._collect_and_handle(chain, current, operation, owner)
@@ -108,7 +104,9 @@ class Rewards:
             operation = await books.recover_steps(chain, wallet, operation)
             if not any(s.done for s in operation.steps):
                 failed = operation.closed(
-                    FAILED, str(error), failure(ChainUnavailable(f"claim failed: {error}"))
+                    OperationStatus.FAILED,
+                    str(error),
+                    failure(ChainUnavailable(f"claim failed: {error}")),
                 )
                 await books.close(chain, wallet, owner, failed)
                 return failed
@@ -118,7 +116,7 @@ class Rewards:
                 operation,
                 steps=tuple(
                     s.mined(receipt.receipt, amount=claimed.get(s.token, 0))
-                    if s.action == CLAIM_STEP
+                    if s.action == StepAction.CLAIM
                     else s
                     for s in operation.steps
                 ),
@@ -126,12 +124,12 @@ class Rewards:
             books.operations.save(operation)
         return await self._handle(chain, wallet, operation, owner)
 
-    async def _resume(
+    async def resume(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: claims, if the claim never reached the chain, then swaps or sends
         what was claimed and not handled yet."""
-        claims = [s for s in operation.steps if s.action == CLAIM_STEP]
+        claims = [s for s in operation.steps if s.action == StepAction.CLAIM]
         if claims and all(s.abandoned for s in claims):
             replanned = replace(  # planned again, and stored, before the chain call
                 operation,
@@ -149,8 +147,14 @@ class Rewards:
         books = self._books
         staked = bool(operation.params.get("staked"))
         accrued = {r["token"]: r for r in operation.params.get("accrued", [])}
-        claims = [s for s in operation.steps if s.action == CLAIM_STEP and s.done and s.amount]
-        handled = {s.token for s in operation.steps if s.action in (SWAP, SEND) and s.done}
+        claims = [
+            s for s in operation.steps if s.action == StepAction.CLAIM and s.done and s.amount
+        ]
+        handled = {
+            s.token
+            for s in operation.steps
+            if s.action in (StepAction.SWAP, StepAction.SEND) and s.done
+        }
         reason = ""
         try:
             for claim in claims:
@@ -193,16 +197,18 @@ class Rewards:
             for c in claims
             if c.token in accrued
         ]
-        closed = operation.closed(COMPLETED, reason, result)
+        closed = operation.closed(OperationStatus.COMPLETED, reason, result)
         await books.close(chain, wallet, owner, closed, rewards=records)
         return closed
 
     async def _step(self, chain: ChainPort, wallet: Wallet, claim: Step, staked: bool) -> Step:
         if not staked:
-            return Step(SEND, claim.token, claim.amount, recipient=wallet.eoa)
+            return Step(StepAction.SEND, claim.token, claim.amount, recipient=wallet.eoa)
         quote = await chain.quote_swap(claim.token, wallet.token, claim.amount)
         min_out = quote * (BPS - self._books.policy.swap_slippage_bps) // BPS
-        return Step(SWAP, claim.token, claim.amount, token_out=wallet.token, min_out=min_out)
+        return Step(
+            StepAction.SWAP, claim.token, claim.amount, token_out=wallet.token, min_out=min_out
+        )
 
 
 def _reward_json(reward: RewardAmount) -> dict[str, object]:

@@ -24,9 +24,7 @@ is paid, owed fees are sent, deactivations drained.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -38,26 +36,19 @@ from yieldagent.domain.books.accounting import (
 )
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import (
-    COMPLETED,
-    DEACTIVATE,
-    EMERGENCY,
-    FAILED,
-    FEE,
-    PAYOUT,
-    WAITING,
-    WITHDRAW,
-    WITHDRAW_STEP,
     Operation,
+    OperationKind,
+    OperationStatus,
     Step,
+    StepAction,
     failure,
     outcome,
     scoped,
 )
-from yieldagent.domain.books.reconciliation import Reconciler
+from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import Valuation, moment_of, value
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
-from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.dates import iso
+from yieldagent.domain.books.wallets import Wallet, WithdrawalRecord
 from yieldagent.domain.errors import (
     ChainRejected,
     ChainUnavailable,
@@ -65,60 +56,6 @@ from yieldagent.domain.errors import (
     YieldAgentError,
 )
 from yieldagent.domain.ports.chain import ChainPort
-
-
-@dataclass(frozen=True, slots=True)
-class WithdrawalResult:
-    """What a withdrawal did."""
-
-    date: datetime
-    token: str
-    split: WithdrawalSplit
-    value: float
-    value_in_usd: float
-    tx_hash: str | None
-    block_number: int | None
-
-    def as_json(self) -> dict[str, Any]:
-        """The stored answer (amounts as decimal strings)."""
-        return {
-            "date": iso(self.date),
-            "token": self.token,
-            "split": split_json(self.split),
-            "value": self.value,
-            "value_in_usd": self.value_in_usd,
-            "tx_hash": self.tx_hash,
-            "block_number": self.block_number,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> WithdrawalResult:
-        """The answer a stored operation gave."""
-        return cls(
-            datetime.fromisoformat(data["date"]),
-            data["token"],
-            split_of(data["split"]),
-            data["value"],
-            data["value_in_usd"],
-            data["tx_hash"],
-            data["block_number"],
-        )
-
-
-def split_json(split: WithdrawalSplit) -> dict[str, str]:
-    return {
-        "amount": str(split.amount),
-        "principal": str(split.principal),
-        "yield": str(split.yield_),
-        "fee": str(split.fee),
-    }
-
-
-def split_of(data: Mapping[str, str]) -> WithdrawalSplit:
-    """A split stored as JSON."""
-    return WithdrawalSplit(
-        int(data["amount"]), int(data["principal"]), int(data["yield"]), int(data["fee"])
-    )
 
 
 def _holdings(valuation: Valuation, idle: bool = True) -> list[Holding]:
@@ -134,26 +71,23 @@ def _holdings(valuation: Valuation, idle: bool = True) -> list[Holding]:
 class Withdrawals:
     """Withdrawals, deactivation and emergency exits."""
 
-    def __init__(self, books: Books, reconciler: Reconciler) -> None:
+    def __init__(self, books: Books, settled: Settled) -> None:
         self._books = books
-        self._reconciler = reconciler
-        reconciler.register(WITHDRAW, self._resume_withdrawal)
-        reconciler.register(DEACTIVATE, self._drain)
-        reconciler.register(EMERGENCY, self._exit)
+        self._settled = settled
 
     # -- withdrawal -----------------------------------------------------------------------
 
     async def withdraw(
         self, partner_id: int, chain_id: int, address: str, amount: int, key: str | None = None
-    ) -> WithdrawalResult:
+    ) -> WithdrawalRecord:
         """Withdraws ``amount`` to the EOA; the agent stays active."""
         if amount <= 0:
             raise InvalidInput.field(("amount",), "Input should be greater than 0", "greater_than")
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, WITHDRAW, key))
+        done = await self._settled(scoped(partner_id, OperationKind.WITHDRAW, key))
         if done is not None:
-            return WithdrawalResult.from_json(outcome(done))
+            return WithdrawalRecord.from_json(outcome(done))
         transition(wallet.status, "withdraw")
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
@@ -168,15 +102,15 @@ class Withdrawals:
             )
             operation = books.begin(
                 current,
-                WITHDRAW,
+                OperationKind.WITHDRAW,
                 head.number,
                 owner,
-                {"amount": str(amount), "split": split_json(split)},
-                scoped(partner_id, WITHDRAW, key),
+                {"amount": str(amount), "split": split.as_json()},
+                scoped(partner_id, OperationKind.WITHDRAW, key),
             )
             books.operations.start(operation)
             ended = await self._pay(chain, current, operation, owner)
-            return WithdrawalResult.from_json(outcome(ended))
+            return WithdrawalRecord.from_json(outcome(ended))
 
     async def _pay(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
@@ -184,7 +118,7 @@ class Withdrawals:
         """Pays the user the stored split (taking from protocols what idle funds lack),
         then the fee; closes the operation as it ended."""
         books = self._books
-        split = split_of(operation.params["split"])
+        split = WithdrawalSplit.from_json(operation.params["split"])
         try:
             if not operation.payouts():
                 valuation = await value(chain, wallet)
@@ -202,18 +136,20 @@ class Withdrawals:
         except YieldAgentError as refused:
             operation = await books.recover_steps(chain, wallet, operation)
             if not operation.payouts():
-                failed = operation.closed(FAILED, refused.detail, failure(refused))
+                failed = operation.closed(OperationStatus.FAILED, refused.detail, failure(refused))
                 await books.close(chain, wallet, owner, failed)
                 return failed
-            retry = operation.closed(WAITING, f"fee transfer owed: {refused.detail}")
+            retry = operation.closed(
+                OperationStatus.WAITING, f"fee transfer owed: {refused.detail}"
+            )
             retry = replace(retry, result=self._answer(wallet, operation), retry_at=self._later())
             await books.close(chain, wallet, owner, retry)
             return retry
-        closed = operation.closed(COMPLETED, "", self._answer(wallet, operation))
+        closed = operation.closed(OperationStatus.COMPLETED, "", self._answer(wallet, operation))
         await books.close(chain, wallet, owner, closed)
         return closed
 
-    async def _resume_withdrawal(
+    async def resume_withdrawal(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash or a due retry: pays what the stored split still owes."""
@@ -225,21 +161,21 @@ class Withdrawals:
         assert payout.split is not None and payout.timestamp is not None
         token = self._books.token_info(wallet)
         received = float(Decimal(payout.split.to_user) / 10**token.decimals)
-        return WithdrawalResult(
-            moment_of(payout.timestamp),
+        return WithdrawalRecord(
             wallet.token,
             payout.split,
             received,
             received * token.price_usd,
             payout.tx_hash,
             payout.block_number,
+            moment_of(payout.timestamp),
         ).as_json()
 
     @staticmethod
     def _take(wallet: Wallet, protocol: str, amount: int, valuation: Valuation) -> Step:
         quote = valuation.quotes.get(protocol)
         return Step(
-            WITHDRAW_STEP,
+            StepAction.WITHDRAW,
             wallet.token,
             amount,
             protocol=protocol,
@@ -248,15 +184,17 @@ class Withdrawals:
 
     @staticmethod
     def _payout(wallet: Wallet, split: WithdrawalSplit) -> Step:
-        return Step(PAYOUT, wallet.token, split.to_user, recipient=wallet.eoa, split=split)
+        return Step(
+            StepAction.PAYOUT, wallet.token, split.to_user, recipient=wallet.eoa, split=split
+        )
 
     async def _send_fees(self, chain: ChainPort, wallet: Wallet, operation: Operation) -> Operation:
         """Sends the fee collector what the operation's payouts owe it."""
         owed = sum(p.split.fee for p in operation.payouts() if p.split is not None)
-        sent = sum(s.amount for s in operation.steps if s.action == FEE and s.done)
+        sent = sum(s.amount for s in operation.steps if s.action == StepAction.FEE and s.done)
         if owed > sent:
             collector = self._books.policy.fee_collector
-            fee = Step(FEE, wallet.token, owed - sent, recipient=collector)
+            fee = Step(StepAction.FEE, wallet.token, owed - sent, recipient=collector)
             operation = await self._books.perform(chain, wallet, operation, fee)
         return operation
 
@@ -267,13 +205,13 @@ class Withdrawals:
 
     async def deactivate(
         self, partner_id: int, chain_id: int, address: str, transfer: bool, key: str | None = None
-    ) -> WithdrawalResult | None:
+    ) -> WithdrawalRecord | None:
         """Stops the agent and withdraws everything: to the EOA, or left idle in the smart
         account when ``transfer`` is false (no fee is taken then: nothing left). Returns the
         payout, if this attempt made one."""
         books = self._books
         wallet = books.wallet(chain_id, address, partner_id)
-        done = await self._reconciler.settled(scoped(partner_id, DEACTIVATE, key))
+        done = await self._settled(scoped(partner_id, OperationKind.DEACTIVATE, key))
         if done is not None:
             return self._payout_of(done)
         transition(wallet.status, "deactivate")
@@ -284,21 +222,21 @@ class Withdrawals:
             head = await chain.head()
             operation = books.begin(
                 current,
-                DEACTIVATE,
+                OperationKind.DEACTIVATE,
                 head.number,
                 owner,
                 {"transfer": transfer},
-                scoped(partner_id, DEACTIVATE, key),
+                scoped(partner_id, OperationKind.DEACTIVATE, key),
             )
             deactivating = await books.close(chain, deactivating, owner, operation)
-            ended = await self._drain(chain, deactivating, operation, owner)
+            ended = await self.drain(chain, deactivating, operation, owner)
             return self._payout_of(ended)
 
-    def _payout_of(self, operation: Operation) -> WithdrawalResult | None:
+    def _payout_of(self, operation: Operation) -> WithdrawalRecord | None:
         result = operation.result or {}
-        return WithdrawalResult.from_json(result) if "split" in result else None
+        return WithdrawalRecord.from_json(result) if "split" in result else None
 
-    async def _drain(
+    async def drain(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """One attempt at a deactivation: owed fees first, then what each pool can give,
@@ -332,7 +270,9 @@ class Withdrawals:
                 f"{amount} in {protocol}" for protocol, amount in sorted(left.items())
             )
             reason = "; ".join([*([f"still {stuck}: not enough cash"] if stuck else []), *problems])
-            waiting = replace(operation.closed(WAITING, reason, answer), retry_at=self._later())
+            waiting = replace(
+                operation.closed(OperationStatus.WAITING, reason, answer), retry_at=self._later()
+            )
             await books.close(chain, replace(wallet, status_reason=reason), owner, waiting)
             return waiting
         head = await chain.head()
@@ -342,7 +282,7 @@ class Withdrawals:
             status_reason="",
             last_deactivation_date=moment_of(head.timestamp),
         )
-        closed = operation.closed(COMPLETED, "", answer)
+        closed = operation.closed(OperationStatus.COMPLETED, "", answer)
         await books.close(chain, deactivated, owner, closed)
         return closed
 
@@ -371,15 +311,17 @@ class Withdrawals:
         each pool can give into the account."""
         books = self._books
         head = await chain.head()
-        operation = books.begin(wallet, EMERGENCY, head.number, owner)
+        operation = books.begin(wallet, OperationKind.EMERGENCY, head.number, owner)
         emergency = replace(wallet, status=transition(wallet.status, "emergency"))
         emergency = await books.close(chain, emergency, owner, operation)
-        await self._exit(chain, emergency, operation, owner)
+        await self.exit_pools(chain, emergency, operation, owner)
         return books.reread(emergency)
 
-    async def _exit(
+    async def exit_pools(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
+        """One attempt at an emergency exit: takes what each pool can give now and leaves it
+        idle; what a pool could not give is named in the operation's reason."""
         problems: list[str] = []
         operation = await self._take_all(chain, wallet, operation, problems)
         operation = await self._books.recover_steps(chain, wallet, operation)
@@ -387,9 +329,9 @@ class Withdrawals:
         reason = "; ".join(
             [*(f"{a} left in {p}: not enough cash" for p, a in sorted(left.items())), *problems]
         )
-        closed = operation.closed(COMPLETED, reason)
+        closed = operation.closed(OperationStatus.COMPLETED, reason)
         await self._books.close(chain, wallet, owner, closed)
         return closed
 
 
-__all__ = ["WalletStatus", "WithdrawalResult", "Withdrawals", "split_json", "split_of"]
+__all__ = ["WalletStatus", "Withdrawals"]

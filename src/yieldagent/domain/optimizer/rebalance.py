@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.optimizer.search import Candidate, Yields, allocate, position_bounds
 
@@ -48,15 +49,6 @@ class Costs:
     def usd(self, amount: float) -> float:
         """US dollars of ``amount`` token units."""
         return float(amount) / float(10**self.decimals) * self.token_price_usd
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """One step of a plan."""
-
-    action: str  # "withdraw" or "deposit"
-    protocol: str
-    amount: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +87,12 @@ def current_apr(current: Mapping[str, int], idle: int, candidates: Sequence[Cand
 def _moves(current: Mapping[str, int], target: Mapping[str, int]) -> tuple[Move, ...]:
     names = sorted(set(current) | set(target))
     out = [
-        Move("withdraw", n, current.get(n, 0) - target.get(n, 0))
+        Move(StepAction.WITHDRAW, n, current.get(n, 0) - target.get(n, 0))
         for n in names
         if current.get(n, 0) > target.get(n, 0)
     ]
     into = [
-        Move("deposit", n, target.get(n, 0) - current.get(n, 0))
+        Move(StepAction.DEPOSIT, n, target.get(n, 0) - current.get(n, 0))
         for n in names
         if target.get(n, 0) > current.get(n, 0)
     ]

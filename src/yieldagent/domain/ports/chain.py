@@ -12,9 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from yieldagent.domain.optimizer.quotes import PoolQuote
+
+
+class ChainKind(StrEnum):
+    """What a logged token movement of a holder was, as every adapter names it."""
+
+    SUPPLY = "supply"
+    """Into a protocol (the protocol is the recipient)."""
+    WITHDRAW = "withdraw"
+    """Out of a protocol (the protocol is the sender)."""
+    TRANSFER = "transfer"
+    SWAP = "swap"
+    CLAIM = "claim"
+    MINT = "mint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +88,7 @@ class ChainTx:
     """
 
     tx_hash: str
-    kind: str
+    kind: ChainKind
     token: str
     sender: str
     recipient: str
@@ -151,7 +165,7 @@ class Send:
     of ``holder``'s ``token`` into or out of ``protocol``; a withdrawal with ``whole``
     takes all of the position as it is when mined."""
 
-    action: str
+    action: ChainKind
     holder: str
     protocol: str
     token: str

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from yieldagent.domain.books.aggregates import Totals
+    from yieldagent.domain.books.aggregates import FirstDeposit, StoredWallet, Totals, WalletFacts
     from yieldagent.domain.books.apr import PerformancePoint
     from yieldagent.domain.books.events import WalletEvent
-    from yieldagent.domain.books.operations import Operation
+    from yieldagent.domain.books.operations import Operation, OperationStatus
     from yieldagent.domain.books.wallet_states import WalletStatus
     from yieldagent.domain.books.wallets import (
         DepositRecord,
@@ -123,6 +123,22 @@ class WalletRepository(Protocol):
     def totals(self, chain_id: int) -> Totals:
         """The chain's totals (``domain.books.aggregates``), kept with every commit."""
 
+    def stored(self, wallet_ids: Sequence[int]) -> dict[int, StoredWallet]:
+        """Those of ``wallet_ids`` that exist, as stored now: version, standing, lease."""
+
+    def first_deposits(self, wallet_ids: Sequence[int]) -> dict[int, FirstDeposit]:
+        """The first deposits (earliest date, then first booked) of those of ``wallet_ids``
+        that have one."""
+
+    def facts(self) -> list[WalletFacts]:
+        """Every stored wallet's standing and history, as its chain's totals count them."""
+
+    def totalled_chains(self) -> list[int]:
+        """The chains that have stored totals."""
+
+    def replace_totals(self, totals: Mapping[tuple[int, int], Totals]) -> None:
+        """Replaces every chain's stored totals with ``totals`` (by chain id and stripe)."""
+
 
 class LeaseStore(Protocol):
     """Where leases are kept."""
@@ -172,6 +188,9 @@ class OperationRepository(Protocol):
 
     def release_key(self, operation_id: str) -> None:
         """Frees the operation's idempotency key for a new attempt."""
+
+    def statuses(self, operation_ids: Sequence[str]) -> dict[str, OperationStatus]:
+        """The stored statuses of those of ``operation_ids`` that are stored."""
 
     def stuck(self, now: float) -> list[int]:
         """Wallets left ``activating``, ``running`` or ``deactivating`` without a live

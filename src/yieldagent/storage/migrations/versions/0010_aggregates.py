@@ -11,7 +11,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from yieldagent.storage.aggregates import rebuild
+# The backfill is the books' own recomputation, over the facts storage reads.
+from yieldagent.domain.books.effects import recompute
+from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.types import TokenAmount
 
 revision: str = "0010"
@@ -36,7 +38,8 @@ def upgrade() -> None:
         sa.Column("first_deposited", TokenAmount(), nullable=False),
         sa.Column("transactions", sa.BigInteger(), nullable=False),
     )
-    rebuild(op.get_bind())
+    bind = op.get_bind()
+    replace_totals(bind, recompute(wallet_facts(bind)))
 
 
 def downgrade() -> None:
