@@ -52,7 +52,8 @@ from yieldagent.chain.simulated.pools import deposit, quote_of
 from yieldagent.domain.agent.runs import Agent, AgentSettings
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
-from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.search import allocate
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore

@@ -19,8 +19,9 @@ from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.chain.web3.protocols.onchain_models import CometModel
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.optimizer.curves import Candidate, rate_function, weighted_apr
 from yieldagent.domain.optimizer.rate_models import CompoundV3
-from yieldagent.domain.optimizer.search import Candidate, allocate, rate_function, weighted_apr
+from yieldagent.domain.optimizer.search import allocate
 
 BASE = 8453
 SEED = 7

@@ -28,8 +28,9 @@ from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
-from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.optimizer.search import allocate
 
 BASE = 8453
 SEED = 7

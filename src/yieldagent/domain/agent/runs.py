@@ -46,10 +46,10 @@ from yieldagent.domain.books.wallets import Wallet, WalletRepository
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict, InvalidRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
-from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import ChainPort
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Move, optimize
-from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import Block, ChainPort, Position
 
 

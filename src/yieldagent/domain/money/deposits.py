@@ -45,7 +45,8 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotFound,
 )
-from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.ports.chain import ChainPort, Transfer
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.search import Candidate, Yields, allocate, position_bounds
+from yieldagent.domain.optimizer.curves import Candidate, Yields
+from yieldagent.domain.optimizer.search import allocate, position_bounds
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,15 +57,14 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations, pairwise
 
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rate_models import RAY, supply_rate_function
+from yieldagent.domain.optimizer.curves import Candidate, Yields
 
 MOVES_PER_STEP = 8
 """Refinement moves at one step size before halving it."""
@@ -79,9 +78,6 @@ EVERY_SINK_UP_TO = 6
 PIECE_POINTS = 8
 """The global search looks at this many points across a piece of a yield curve (between two
 bends) narrower than as many steps of its grid."""
-PERCENT = RAY // 100
-"""``rate / PERCENT`` is ``rate * 100 / RAY`` (``apr_percent``), the same float for one
-operation less: Python rounds a quotient of ints correctly, and both are the same fraction."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -89,88 +85,6 @@ def _exact(ratio: float) -> tuple[int, int]:
     """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
     exact = Fraction(str(ratio))
     return exact.numerator, exact.denominator
-
-
-def _single_market(quote: PoolQuote) -> tuple[Callable[[int], int], int, int] | None:
-    """For a pool of one market: the market's supply rate as a function of its supply, its
-    supply, and the change of position at or below which the market or the pool's holding
-    is empty (the pool then pays 0). None for a pool of several markets."""
-    if len(quote.markets) != 1:
-        return None
-    [market] = quote.markets
-    rate = supply_rate_function(quote.model, market.borrows, market.rate_at_target)
-    return rate, market.supply, -min(market.supply, market.held)
-
-
-def rate_function(quote: PoolQuote) -> Callable[[int], int]:
-    """``quote.rate``: the pool's supply rate (annual, RAY) after a change of position, the
-    same integers, with each market's constants worked out once (see
-    ``rate_models.supply_rate_function``)."""
-    return _rate_function(quote, _single_market(quote))
-
-
-def _rate_function(
-    quote: PoolQuote, single: tuple[Callable[[int], int], int, int] | None
-) -> Callable[[int], int]:
-    """``rate_function``, given ``_single_market(quote)``."""
-    keep = RAY - quote.fee
-    if single is not None:
-        rate, supply, emptied = single
-        if keep == RAY:  # no fee: (rate * RAY) // RAY is the rate
-
-            def single_no_fee(delta: int) -> int:
-                return 0 if delta <= emptied else rate(supply + delta)
-
-            return single_no_fee
-
-        def single_with_fee(delta: int) -> int:
-            return 0 if delta <= emptied else rate(supply + delta) * keep // RAY
-
-        return single_with_fee
-    markets = quote.markets
-    rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
-    held_total = sum(m.held for m in markets)
-    first_held, first_supply, first_rate = markets[0].held, markets[0].supply, rates[0]
-    # the other markets' shares, rounded down; the first takes the rest (``quotes.spread``)
-    others = [(m.held, m.supply, rate) for m, rate in zip(markets[1:], rates[1:], strict=True)]
-
-    def spread(delta: int) -> int:
-        total = held_total + delta  # what the pool then holds: its markets' weights
-        if total <= 0:
-            return 0
-        gross, rest = 0, delta  # integers: the order of the sum does not matter
-        for held, supply, rate in others:
-            part = delta * held // held_total if held_total else 0
-            rest -= part
-            if held + part > 0 and supply + part > 0:
-                gross += (held + part) * rate(supply + part)
-        if first_held + rest > 0 and first_supply + rest > 0:
-            gross += (first_held + rest) * first_rate(first_supply + rest)
-        return gross // total * keep // RAY
-
-    return spread
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A protocol the funds may go to, its pool, and what the wallet holds there now."""
-
-    protocol: str
-    quote: PoolQuote
-    current: int = 0
-
-    def apr(self, amount: int) -> float:
-        """APR in percent if the wallet held ``amount`` here."""
-        return self.quote.apr(amount - self.current)
-
-    def yearly_yield(self, amount: int) -> float:
-        """Yearly yield in token units if the wallet held ``amount`` here."""
-        return amount * self.apr(amount) / 100 if amount > 0 else 0.0
-
-    def bends(self) -> list[int]:
-        """The holdings at which the yield curve bends (a market of the pool reaches a kink
-        of its rate model or fills up): its peaks and troughs lie there."""
-        return [self.current + delta for delta in self.quote.kinks() if self.current + delta > 0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,125 +107,6 @@ def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
         numerator, denominator = _exact(rules.min_fraction)
         low = max(low, -(-total * numerator // denominator))
     return Bounds(low, cap)
-
-
-class Yields:
-    """Yearly yields and APRs of candidates (by protocol), remembered: the search asks for
-    the same points often, and the optimizer's figures for the allocation it found."""
-
-    def __init__(self, candidates: Mapping[str, Candidate]) -> None:
-        self._candidates = candidates
-        self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
-        self._yearly: dict[str, Callable[[int], float]] = {}  # the curves' first halves
-        self._bends: dict[str, list[int]] = {}
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._candidates
-
-    def bends(self, name: str) -> list[int]:
-        """The candidate's bends (see ``Candidate.bends``)."""
-        found = self._bends.get(name)
-        if found is None:
-            found = self._bends[name] = self._candidates[name].bends()
-        return found
-
-    def __call__(self, name: str, amount: int) -> float:
-        """``Candidate.yearly_yield``, the same floats."""
-        curve = self._yearly.get(name)
-        if curve is None:
-            curve = self._curve(name)[0]
-        return curve(amount)
-
-    def curve(self, name: str) -> Callable[[int], float]:
-        """``Candidate.yearly_yield`` of one candidate, remembered."""
-        curve = self._yearly.get(name)
-        if curve is None:
-            curve = self._curve(name)[0]
-        return curve
-
-    def apr(self, name: str, amount: int) -> float:
-        """``Candidate.apr``, the same float, remembered."""
-        return self._curve(name)[1](amount)
-
-    def _curve(self, name: str) -> tuple[Callable[[int], float], Callable[[int], float]]:
-        found = self._curves.get(name)
-        if found is None:
-            found = self._curves[name] = _curve(self._candidates[name])
-            self._yearly[name] = found[0]
-        return found
-
-    def ceiling(self, name: str, held: int, step: int) -> float:
-        """At least ``self(name, held + step) - self(name, held)``: a pool's rate does not
-        rise as more is supplied to it, so ``step`` more earns at most the rate ``held``
-        earns (or one unit, when nothing is held), with room for float rounding. Infinite
-        when that rate is 0: a pool the wallet would empty, where this does not hold."""
-        return (step + 1e-12 * (held + step)) * self.per_unit(name, held)
-
-    def per_unit(self, name: str, held: int) -> float:
-        """At least the yearly yield per unit of any holding from ``held`` up (from one
-        unit, when ``held`` is 0): the yield per unit ``held`` earns, as a pool's rate does
-        not rise with its supply; infinite when that is 0 (a pool the wallet would empty,
-        where this does not hold)."""
-        per_unit = self(name, held) / held if held > 0 else self(name, 1)
-        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
-
-
-def _curve(
-    candidate: Candidate,
-) -> tuple[Callable[[int], float], Callable[[int], float]]:
-    """``candidate.yearly_yield`` and ``candidate.apr``, the same floats, remembered per
-    amount."""
-    quote, current = candidate.quote, candidate.current
-    single = _single_market(quote)
-    known: dict[int, float] = {}  # yearly yields
-    aprs: dict[int, float] = {}
-
-    if single is not None and quote.fee == 0:
-        # ``rate_function``'s no-fee pool of one market, inlined: a call less per point.
-        # As functions of the amount: the market's supply, and the most that earns nothing.
-        market_rate, supply, emptied = single
-        offset, lowest = supply - current, emptied + current
-        empty = max(lowest, 0)
-
-        def apr_single(amount: int) -> float:
-            found = aprs.get(amount)
-            if found is None:
-                rate = 0 if amount <= lowest else market_rate(offset + amount)
-                found = aprs[amount] = rate / PERCENT
-                if amount > 0 and amount not in known:  # the yield, as yearly_yield_single
-                    known[amount] = amount * found / 100
-            return found
-
-        def yearly_yield_single(amount: int) -> float:
-            found = known.get(amount)
-            if found is None:
-                if amount > empty:
-                    found = amount * (market_rate(offset + amount) / PERCENT) / 100
-                else:
-                    found = 0.0
-                known[amount] = found
-            return found
-
-        return yearly_yield_single, apr_single
-
-    rate = _rate_function(quote, single)
-
-    def apr(amount: int) -> float:
-        found = aprs.get(amount)
-        if found is None:
-            found = aprs[amount] = rate(amount - current) / PERCENT
-            if amount > 0 and amount not in known:  # the yield, as yearly_yield
-                known[amount] = amount * found / 100
-        return found
-
-    def yearly_yield(amount: int) -> float:
-        found = known.get(amount)
-        if found is None:
-            found = amount * (rate(amount - current) / PERCENT) / 100 if amount > 0 else 0.0
-            known[amount] = found
-        return found
-
-    return yearly_yield, apr
 
 
 def _off_grid(name: str, yields: Yields, bounds: Bounds, step: int, units: int) -> list[int]:
@@ -776,12 +571,3 @@ def _ceiling(
     floor = sum(bounds[n].low for n in support)
     lows = sum(bounds[n].low * rate for n, rate in zip(support, rates, strict=True))
     return (lows + (placed - floor) * max(rates)) * (1 + 1e-9)
-
-
-def weighted_apr(allocation: Mapping[str, int], candidates: Sequence[Candidate]) -> float:
-    """The allocation's APR in percent, each pool priced after the allocation's own change."""
-    total = sum(allocation.values())
-    if total == 0:
-        return 0.0
-    by_name = {c.protocol: c for c in candidates}
-    return sum(amount * by_name[name].apr(amount) for name, amount in allocation.items()) / total
