@@ -2,8 +2,8 @@
 rate impact, within the wallet's constraints.
 
 Each protocol's yearly yield on an amount ``a`` is ``a × apr(a − current)``: the pool's
-rate after our change of position. The constraints define, for a set S of protocols the
-funds are spread over:
+rate after our change of position (see ``curves``). The constraints define, for a set S of
+protocols the funds are spread over:
 
 - every protocol of S holds at least ``lo = max(min_fraction × total if min_protocols
   is set, min_amount (no position below it), its own min_allocation_amount)``, and at
@@ -32,24 +32,19 @@ The best one wins. No feasible S raises InvalidRequest: a constraint is never si
 broken. The tests hold the result within 0.01% of a brute-force optimum on random
 instances, kinked ones included.
 
-**Speed** (issue 13), without changing the answer: rates come from per-market closures
-that give ``PoolQuote.rate``'s integers (``rate_function``); protocols whose grid yields
-are concave in the steps are spread by a sort of their increments, the result dynamic
-programming would reach; and, as a pool's rate never rises with its supply (a holding
-earns at most the rate of a smaller one), the search skips what provably cannot win: a
-protocol that earns less on any step than the units-th best increment, a refinement taker
-whose ceiling is below the best growth found or the giver's loss, a support whose ceiling
-is below a refined start, a seed that cannot rank among the STARTS best, a split whose
-sink's yield need not be read (its ceiling leaves it out of the STARTS best; splits are
-read from the smallest rest up, so that each ceiling takes the sink's yield per unit on
-the largest rest read below its own). The optimizer prices its plan through the search's
-own remembered curves (``Yields``).
-
-Later (issue 13 again), still without changing an answer: a no-fee pool of one market
-reads its market's rate without a wrapper, and a rate's percent is ``rate / 10**25``, the
-same float as ``rate * 100 / RAY``; on smooth curves (only the best seed is refined) the
-global search keeps only its best split; refinement scans only the protocols that hold
-something and reuses the yields it read for a move.
+**Shortcuts** that leave the answer as it is. Protocols whose grid yields are concave
+in the steps are spread by a sort of their increments, the result dynamic programming
+would reach. As a pool's rate never rises with its supply (a holding earns at most the
+rate of a smaller one), the search skips what provably cannot win: a protocol that earns
+less on any step than the units-th best increment, a refinement taker whose ceiling is
+below the best growth found or the giver's loss, a support whose ceiling is below a
+refined start, a seed that cannot rank among the STARTS best, a split whose sink's yield
+need not be read (its ceiling leaves it out of the STARTS best; splits are read from the
+smallest rest up, so that each ceiling takes the sink's yield per unit on the largest
+rest read below its own). On smooth curves, where only the best seed is refined, the
+global search keeps only its best split. Refinement scans only the protocols that hold
+something, and reuses the yields it read for a move. The curves are read through
+``curves.Yields``, which the optimizer then prices its plan with.
 """
 
 from __future__ import annotations
