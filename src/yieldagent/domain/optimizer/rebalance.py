@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Constraints, position_bounds
 from yieldagent.domain.optimizer.curves import Candidate, Yields
-from yieldagent.domain.optimizer.search import allocate, position_bounds
+from yieldagent.domain.optimizer.search import allocate
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,15 +49,13 @@ something, and reuses the yields it read for a move. The curves are read through
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from itertools import combinations, pairwise
 
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Bounds, Constraints, position_bounds
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.optimizer.curves import Candidate, Yields
 
@@ -73,35 +71,6 @@ EVERY_SINK_UP_TO = 6
 PIECE_POINTS = 8
 """The global search looks at this many points across a piece of a yield curve (between two
 bends) narrower than as many steps of its grid."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _exact(ratio: float) -> tuple[int, int]:
-    """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
-    exact = Fraction(str(ratio))
-    return exact.numerator, exact.denominator
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """The least and the most one protocol may hold, if it is used."""
-
-    low: int
-    cap: int
-
-
-def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
-    cap = total
-    if name in rules.max_amount:
-        cap = min(cap, rules.max_amount[name])
-    if name in rules.max_ratio:
-        numerator, denominator = _exact(rules.max_ratio[name])
-        cap = min(cap, total * numerator // denominator)
-    low = max(rules.min_position, rules.min_amount.get(name, 0))
-    if rules.min_protocols > 1:
-        numerator, denominator = _exact(rules.min_fraction)
-        low = max(low, -(-total * numerator // denominator))
-    return Bounds(low, cap)
 
 
 def _off_grid(name: str, yields: Yields, bounds: Bounds, step: int, units: int) -> list[int]:
