@@ -14,7 +14,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.chain.web3.protocols.onchain_models import CometModel
-from yieldagent.domain.optimizer.curves import Candidate, rate_function, weighted_apr
+from yieldagent.domain.optimizer.curves import Candidate, Yields, rate_function, weighted_apr
 from yieldagent.domain.optimizer.rate_models import CompoundV3
 
 BASE = 8453
@@ -50,6 +50,26 @@ def test_weighted_apr() -> None:
     a, b = 300 * UNIT, 700 * UNIT
     expected = (a * BY_NAME["aave"].apr(a) + b * BY_NAME["compound"].apr(b)) / (a + b)
     assert weighted_apr({"aave": a, "compound": b}, CANDIDATES) == pytest.approx(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(PROTOCOLS),
+    st.sampled_from([0, 1, 10**12, 10**14]),
+    st.lists(st.integers(0, 10**15), min_size=1, max_size=8),
+)
+def test_remembered_yields_are_the_candidates_own_floats(
+    name: str, current: int, amounts: list[int]
+) -> None:
+    """``Yields`` reads a candidate's curves as ``Candidate`` does, the same floats, whichever
+    of yield and APR is asked first."""
+    candidate = _candidate(name, current)
+    yields = Yields({name: candidate})
+    for amount in [*amounts, *candidate.bends(), current]:
+        assert yields(name, amount) == candidate.yearly_yield(amount)
+        assert yields.apr(name, amount + 1) == candidate.apr(amount + 1)
+        assert yields(name, amount + 1) == candidate.yearly_yield(amount + 1)
+    assert yields.bends(name) == candidate.bends()
 
 
 # -- the optimizer's rates ------------------------------------------------------------------------
