@@ -48,6 +48,7 @@ from yieldagent.domain.errors import Conflict, InvalidRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.optimality import is_settled
+from yieldagent.domain.optimizer.placement import candidates
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
 from yieldagent.domain.ports.chain import ChainPort
@@ -204,7 +205,7 @@ class Agent:
         return (
             valuation.positions,
             valuation.idle,
-            valuation.candidates(protocols),
+            candidates(valuation, protocols),
             wallet.constraints,
             costs,
             self._settings.thresholds,

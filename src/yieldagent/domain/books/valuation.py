@@ -1,4 +1,4 @@
-"""What a wallet holds, read from its chain, and placing its idle funds.
+"""What a wallet holds, read from its chain.
 
 A wallet's **value** is its idle balance of its token in the smart account plus its
 positions in the protocols, interest included. Reward tokens are not part of it until
@@ -13,9 +13,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, Move, optimize
 from yieldagent.domain.ports.chain import Block, ChainPort, Position
 
 
@@ -44,14 +42,6 @@ class Valuation:
             if p in self.quotes
         )
         return earning / total
-
-    def candidates(self, protocols: Iterable[str]) -> list[Candidate]:
-        """The pools of ``protocols``, each with what the wallet holds there."""
-        return [
-            Candidate(p, self.quotes[p], self.positions.get(p, 0))
-            for p in protocols
-            if p in self.quotes
-        ]
 
 
 def moment_of(timestamp: int) -> datetime:
@@ -116,25 +106,3 @@ async def value_many(
             idle, positions = held[w.id]
             valued[w.id] = Valuation(idle, positions, quotes, moment)
     return valued
-
-
-def placement(
-    wallet: Wallet,
-    valuation: Valuation,
-    costs: Costs,
-    paused: frozenset[str] = frozenset(),
-) -> list[Move]:
-    """Where the wallet's idle funds go, as the optimizer plans: where the best allocation
-    wants more, or with a rebalance when the rules require one (a minimum position, say)
-    or when it pays. Nothing moves without idle funds."""
-    if valuation.idle <= 0:
-        return []
-    protocols = [p for p in wallet.selected_protocols if p not in paused]
-    plan = optimize(
-        valuation.positions,
-        valuation.idle,
-        valuation.candidates(protocols),
-        wallet.constraints,
-        costs,
-    )
-    return list(plan.moves)

@@ -32,7 +32,7 @@ from yieldagent.domain.books.operations import (
     scoped,
 )
 from yieldagent.domain.books.reconciliation import Reconciler
-from yieldagent.domain.books.valuation import moment_of, placement, value
+from yieldagent.domain.books.valuation import moment_of, value
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import TokenInfo
@@ -46,6 +46,7 @@ from yieldagent.domain.errors import (
     NotFound,
 )
 from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.placement import placement
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.ports.chain import ChainPort, Transfer
 
