@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import cast
 
-from yieldagent.domain.agent.runs import within_liquidity
+from yieldagent.domain.agent.plan import within_liquidity
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Move

@@ -25,39 +25,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from yieldagent.domain.agent import rounds
+from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.books.operations import (
     FAILED,
-    NO_ACTION,
     RECOVERED,
     RUN,
     Operation,
-    Step,
 )
 from yieldagent.domain.books.reconciliation import Repair
-from yieldagent.domain.books.valuation import Valuation, value, value_many
+from yieldagent.domain.books.valuation import value, value_many
 from yieldagent.domain.books.wallet_states import WalletStatus, allowed, transition
 from yieldagent.domain.books.wallets import Wallet, WalletRepository
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.errors import Conflict, InvalidRequest
+from yieldagent.domain.errors import Conflict
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.placement import candidates
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, Move, Plan, Thresholds, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 from yieldagent.domain.ports.chain import ChainPort
 
 log = logging.getLogger(__name__)
-
-SETTLED = "nothing to move: no move can pay (optimality check)"
-"""A no_action run's reason when the optimality check spared the full search (the plan
-then carries no APR figures)."""
 
 
 class RunRepository(Protocol):
@@ -94,28 +84,6 @@ class RunEnd:
     wallet_id: int
     status: str | None = None
     reason: str = ""
-
-
-def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
-    """A plan's moves as the pools can carry them now. The optimizer does not model a
-    pool's cash: a withdrawal takes at most what its pool can give (leaving a paused or
-    drained protocol partially, rather than failing), and the supplies then place only
-    what came out, the last ones cut first."""
-    shortfall = 0
-    capped: list[Move] = []
-    for move in moves:
-        if move.action == "withdraw" and move.protocol in valuation.quotes:
-            take = min(move.amount, max(valuation.quotes[move.protocol].cash, 0))
-            shortfall += move.amount - take
-            move = Move(move.action, move.protocol, take)
-        capped.append(move)
-    for index in reversed(range(len(capped))):
-        move = capped[index]
-        if shortfall and move.action != "withdraw":
-            cut = min(move.amount, shortfall)
-            shortfall -= cut
-            capped[index] = Move(move.action, move.protocol, move.amount - cut)
-    return [move for move in capped if move.amount > 0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,73 +143,31 @@ class Agent:
                 return RunOutcome("no_action", f"the wallet is {current.status}", "", ran=False)
             return await self._run(current, holder)
 
-    async def _plan(self, chain: ChainPort, wallet: Wallet) -> tuple[Valuation, Plan]:
-        paused = self._runs.paused(wallet.chain_id)
-        valuation = await value(chain, wallet)
-        costs = await self._books.costs(chain, wallet)
-        return valuation, self._solve(wallet, valuation, paused, costs)
-
-    def _solve(
-        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
-    ) -> Plan:
-        """The optimizer's plan for the wallet's holdings, over its protocols less the
-        paused ones; the cheap check first (``_settled``)."""
-        if self._settled(wallet, valuation, paused, costs):
-            return Plan(dict(valuation.positions), 0.0, 0.0, (), 0.0, None, False, SETTLED)
-        return optimize(*self._problem(wallet, valuation, paused, costs))
-
-    def _settled(
-        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
-    ) -> bool:
-        """The cheap check: whether the full search would move nothing."""
-        return is_settled(*self._problem(wallet, valuation, paused, costs))
-
-    def _problem(
-        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
-    ) -> tuple[Mapping[str, int], int, list[Candidate], Constraints, Costs, Thresholds]:
-        """What the optimizer solves for the wallet: its holdings over its protocols less
-        the paused ones."""
-        protocols = [p for p in wallet.selected_protocols if p not in paused]
-        return (
-            valuation.positions,
-            valuation.idle,
-            candidates(valuation, protocols),
-            wallet.constraints,
-            costs,
-            self._settings.thresholds,
-        )
-
     async def _run(self, wallet: Wallet, owner: str) -> RunOutcome:
         chain = self._books.chain(wallet.chain_id)
         head = await chain.head()
         # Planning only reads, and the lease keeps every other call away meanwhile: the
         # wallet turns `running` only when there is something to move.
         try:
-            valuation, plan = await self._plan(chain, wallet)
-        except Exception as refused:  # infeasible rules, or the chain failed to answer
-            return self._note(wallet, FAILED, _refusal(refused))
-        moves = within_liquidity(plan.moves, valuation)
-        if not moves:
-            return self._note(wallet, NO_ACTION, _idle_reason(plan))
-        return await self._execute(chain, wallet, head.number, owner, valuation, plan, moves)
+            paused = self._runs.paused(wallet.chain_id)
+            valuation = await value(chain, wallet)
+            costs = await self._books.costs(chain, wallet)
+        except Exception as refused:  # the chain failed to answer
+            return self._note(wallet, FAILED, refusal(refused))
+        decision = Planner(paused, self.thresholds).plan(wallet, valuation, costs)
+        if isinstance(decision, NoMoves):
+            return self._note(wallet, decision.status, decision.reason)
+        return await self._execute(chain, head.number, owner, decision)
 
     async def _execute(
-        self,
-        chain: ChainPort,
-        wallet: Wallet,
-        block: int,
-        owner: str,
-        valuation: Valuation,
-        plan: Plan,
-        moves: Sequence[Move],
+        self, chain: ChainPort, block: int, owner: str, planned: PlannedRun
     ) -> RunOutcome:
-        """Executes the plan's moves and books the outcome (see ``domain.agent.rounds``);
-        Conflict when the wallet changed since it was read."""
-        planned = PlannedRun(wallet, plan, _steps(wallet, valuation, moves))
+        """Executes the planned run's moves and books the outcome (see
+        ``domain.agent.rounds``); Conflict when the wallet changed since it was read."""
         [outcome] = await rounds.execute(self._books, chain, block, owner, [planned])
         if isinstance(outcome, Conflict):
             raise outcome
-        self._runs.note(RunEnd(wallet.id, outcome.status, outcome.reason), self._now())
+        self._runs.note(RunEnd(planned.wallet.id, outcome.status, outcome.reason), self._now())
         return outcome
 
     def _note(self, wallet: Wallet, status: str, reason: str) -> RunOutcome:
@@ -329,8 +255,8 @@ class Agent:
     async def _run_batch(self, pending: set[int], owner: str, next_run: float) -> int:
         """Runs the claimed wallets ``pending`` (emptied as each is rescheduled and
         released): every wallet of a chain is valued at one head, with the chain's pauses
-        and costs read once, and wallets with the same holdings and rules are planned
-        once. Returns how many ran."""
+        and costs read once, and wallets with the same holdings and rules share one
+        settled check. Returns how many ran."""
         wallets = self._wallets.get_many(sorted(pending))
         pending.intersection_update(w.id for w in wallets)  # vanished rows: nothing to free
         by_chain: dict[int, list[Wallet]] = {}
@@ -372,49 +298,24 @@ class Agent:
             valuations = await value_many(chain, runnable, head)
         except Exception as refused:  # the chain failed to answer
             valuations = {}
-            reason = _refusal(refused)
+            reason = refusal(refused)
             ends += [_ended(wallet, FAILED, reason) for wallet in runnable]
             runnable = []
+        planner = Planner(paused, self._settings.thresholds)
         costs: dict[str, Costs] = {}
-        answers: dict[tuple[object, ...], bool | Exception] = {}
-        searched: list[Wallet] = []
+        planned: list[PlannedRun] = []
         for wallet in runnable:
-            valuation = valuations[wallet.id]
             try:
                 if wallet.token not in costs:
                     costs[wallet.token] = await self._books.costs(chain, wallet)
-                key = _inputs(wallet, valuation, paused)
-                if key not in answers:
-                    try:
-                        answers[key] = self._settled(wallet, valuation, paused, costs[wallet.token])
-                    except InvalidRequest as infeasible:
-                        answers[key] = infeasible
-                answer = answers[key]
-                if isinstance(answer, Exception):
-                    raise answer
-            except Exception as refused:
-                ends.append(_ended(wallet, FAILED, _refusal(refused)))
+            except Exception as refused:  # the chain failed to answer
+                ends.append(_ended(wallet, FAILED, refusal(refused)))
                 continue
-            if answer:
-                ends.append(RunEnd(wallet.id, NO_ACTION, SETTLED))
+            decision = planner.plan(wallet, valuations[wallet.id], costs[wallet.token])
+            if isinstance(decision, NoMoves):
+                ends.append(_ended(wallet, decision.status, decision.reason))
             else:
-                searched.append(wallet)
-        planned: list[PlannedRun] = []
-        pools = {w.token: valuations[w.id].quotes for w in searched}
-        for wallet in searched:
-            # Each plan sees the pools as the plans before it leave them.
-            valuation = replace(valuations[wallet.id], quotes=pools[wallet.token])
-            try:
-                plan = self._solve(wallet, valuation, paused, costs[wallet.token])
-                moves = within_liquidity(plan.moves, valuation)
-            except Exception as refused:
-                ends.append(_ended(wallet, FAILED, _refusal(refused)))
-                continue
-            if not moves:
-                ends.append(RunEnd(wallet.id, NO_ACTION, _idle_reason(plan)))
-                continue
-            planned.append(PlannedRun(wallet, plan, _steps(wallet, valuation, moves)))
-            pools[wallet.token] = _after(pools[wallet.token], moves)
+                planned.append(decision)
         # What moves nothing is done: noted and let go at once, in one transaction.
         await self._finish(ends, owner, next_run, pending)
         for end in ends:
@@ -489,59 +390,3 @@ def _end_of(wallet: Wallet, outcome: RunOutcome | Conflict) -> RunEnd:
     if isinstance(outcome, Conflict):
         return RunEnd(wallet.id)
     return RunEnd(wallet.id, outcome.status, outcome.reason)
-
-
-def _steps(wallet: Wallet, valuation: Valuation, moves: Sequence[Move]) -> tuple[Step, ...]:
-    """The planned steps of ``moves``, each with its pool's APR as planned."""
-    quotes = valuation.quotes
-    return tuple(
-        Step(
-            move.action,
-            wallet.token,
-            move.amount,
-            protocol=move.protocol,
-            apr=quotes[move.protocol].apr() if move.protocol in quotes else None,
-        )
-        for move in moves
-    )
-
-
-def _after(pools: dict[str, PoolQuote], moves: Sequence[Move]) -> dict[str, PoolQuote]:
-    """The pools as ``moves`` leave them."""
-    moved = dict(pools)
-    for move in moves:
-        if move.protocol in moved:
-            delta = -move.amount if move.action == "withdraw" else move.amount
-            moved[move.protocol] = moved[move.protocol].moved(delta)
-    return moved
-
-
-def _refusal(refused: Exception) -> str:
-    """Why planning failed: infeasible rules, or the chain failed to answer."""
-    if isinstance(refused, InvalidRequest):
-        return refused.detail
-    return f"planning failed: {refused}"
-
-
-def _idle_reason(plan: Plan) -> str:
-    """Why a run moves nothing."""
-    return plan.reason if not plan.moves else "the pools lack the cash to move now"
-
-
-def _inputs(wallet: Wallet, valuation: Valuation, paused: frozenset[str]) -> tuple[object, ...]:
-    """What a wallet's plan depends on besides the batch's pools, costs and thresholds:
-    wallets with equal inputs get the same plan."""
-    rules = wallet.constraints
-    return (
-        wallet.token,
-        valuation.idle,
-        tuple(sorted(valuation.positions.items())),
-        tuple(p for p in wallet.selected_protocols if p not in paused),
-        rules.min_protocols,
-        rules.min_fraction,
-        tuple(sorted(rules.excluded)),
-        tuple(sorted(rules.max_amount.items())),
-        tuple(sorted(rules.max_ratio.items())),
-        rules.min_position,
-        tuple(sorted(rules.min_amount.items())),
-    )
