@@ -42,10 +42,11 @@ from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.valuation import value, value_many
 from yieldagent.domain.books.wallet_states import WalletStatus, allowed, transition
 from yieldagent.domain.books.wallets import Wallet, WalletRepository
-from yieldagent.domain.errors import Conflict
+from yieldagent.domain.errors import Conflict, YieldAgentError
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.observers import UNOBSERVED, RunObserver
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +105,14 @@ class Agent:
         wallets: WalletRepository,
         runs: RunRepository,
         settings: AgentSettings,
+        observer: RunObserver = UNOBSERVED,
     ) -> None:
         self._lifecycle = lifecycle
         self._books = lifecycle.books
         self._wallets = wallets
         self._runs = runs
         self._settings = settings
+        self._observer = observer
         self._overlapping = False
         """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
         self._writing: asyncio.Future[None] | None = None
@@ -132,7 +135,22 @@ class Agent:
     ) -> RunOutcome:
         """Runs the wallet's agent now. With ``partner_id`` (a manual run) the partner must
         own it and its state must allow a run (else 409); a manual run waits for a run
-        already in progress, then runs."""
+        already in progress, then runs. The observer hears of the run (``RunObserver``)."""
+        try:
+            outcome = await self._run_now(chain_id, address, partner_id, owner)
+        except YieldAgentError:
+            if partner_id is None:  # a partner's request the service refused is no run
+                self._observer.run_ended(chain_id, None)
+            raise
+        except Exception:
+            self._observer.run_ended(chain_id, None)
+            raise
+        self._observer.run_ended(chain_id, outcome)
+        return outcome
+
+    async def _run_now(
+        self, chain_id: int, address: str, partner_id: int | None, owner: str | None
+    ) -> RunOutcome:
         wallet = self._books.wallet(chain_id, address, partner_id)
         async with self._books.leases.hold(wallet.id, owner) as holder:
             current = self._books.reread(wallet)
@@ -284,7 +302,7 @@ class Agent:
             log.exception("scheduled runs failed", extra={"chain_id": chain_id})
             await self._finish([RunEnd(w.id) for w in wallets], owner, next_run, pending)
             for _ in wallets:
-                self._count(chain_id, None)
+                self._observer.run_ended(chain_id, None)
             return 0
         ran = 0
         runnable: list[Wallet] = []
@@ -320,7 +338,7 @@ class Agent:
         await self._finish(ends, owner, next_run, pending)
         for end in ends:
             if end.status is not None:
-                self._count(chain_id, RunOutcome(end.status, end.reason, ""))
+                self._observer.run_ended(chain_id, RunOutcome(end.status, end.reason, ""))
                 ran += 1
         outcomes: Sequence[RunOutcome | Conflict] = [_UNFINISHED] * len(planned)
         try:
@@ -332,9 +350,9 @@ class Agent:
             await self._finish(moved, owner, next_run, pending)
         for outcome in outcomes:
             if isinstance(outcome, Conflict):
-                self._count(chain_id, None)
+                self._observer.run_ended(chain_id, None)
             else:
-                self._count(chain_id, outcome)
+                self._observer.run_ended(chain_id, outcome)
                 ran += 1
         return ran
 
@@ -363,9 +381,6 @@ class Agent:
                 await writing
             except Exception:
                 log.exception("storing the end of scheduled runs failed")
-
-    def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
-        """Called with each scheduled run's outcome (None: the run raised); for metrics."""
 
     # -- recovery --------------------------------------------------------------------------
 
