@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from support.agent_setup import schedule_row
-from yieldagent.domain.agent.runs import RunEnd
+from yieldagent.domain.agent.scheduler import RunEnd
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.constraints import Constraints

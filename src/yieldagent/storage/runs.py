@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
-from yieldagent.domain.agent.runs import RunEnd
+from yieldagent.domain.agent.scheduler import RunEnd
 from yieldagent.domain.books.operations import RUN, Operation
 from yieldagent.storage.bulk import document, recordset
 from yieldagent.storage.db import chunks

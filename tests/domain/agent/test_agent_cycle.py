@@ -20,7 +20,8 @@ from support.agent_setup import (
 )
 from support.wallet_setup import activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent.runs import Agent, AgentSettings, RunEnd
+from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.agent.scheduler import RunEnd
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.storage.runs import RunStore
