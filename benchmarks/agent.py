@@ -17,8 +17,8 @@ wallets/s and the statements and connection checkouts per run:
   side by side: one fleet in each database, ``BENCH_SETTLED_ROUNDS`` cycles of each
   (default 5), the databases in turns; its wallets/s are each database's median, and
   ``postgresql_vs_sqlite`` the median of the rounds' ratios (each round's are listed in
-  ``postgresql_vs_sqlite_rounds``). On these shared machines a single cycle's figure moved
-  by a third from run to run, SQLite's and PostgreSQL's independently.
+  ``postgresql_vs_sqlite_rounds``): on shared machines a single cycle's figure moves by up
+  to a third from run to run, SQLite's and PostgreSQL's independently.
 - Ratios measured in the same run: ``linearity`` (wallets/s at the largest size over
   the smallest; 1.0 is linear cost), ``postgresql_vs_sqlite`` (SQLite's wallets/s over
   PostgreSQL's at the same size; the target is at most 1.5) and ``replicas`` (two
@@ -49,10 +49,12 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import deposit, quote_of
-from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
-from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.search import allocate
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
@@ -73,8 +75,8 @@ USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 PROTOCOLS = ("aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime")
 NEVER_AGAIN = 1e9
 """The agent's interval here: longer than any cycle, so that each wallet runs once per cycle
-(an hour was shorter than PostgreSQL's 100,000-wallet cycle, which then re-ran its first
-wallets before it ended)."""
+(an hour is shorter than PostgreSQL's 100,000-wallet cycle, which would run its first
+wallets again before it ends)."""
 BATCH = 500
 SETTLED = "no_move (settled)"
 

@@ -36,9 +36,11 @@ from support.agent_world import (
 from support.databases import temporary_database
 from support.wallet_setup import USDC, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent.runs import Agent, AgentSettings, RunEnd
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 

@@ -1,4 +1,4 @@
-"""The measured agent counts every run by its outcome, runs that move nothing included
+"""The agent's run metrics count every run by its outcome, runs that move nothing included
 (they leave no operation), and not a wallet whose state allows no run."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from sqlalchemy import Engine
 from support.agent_setup import AMOUNT, INTERVAL, PartnerKey
 from support.wallet_setup import BASE, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent.runs import AgentSettings
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.observability.agent_metrics import MeasuredAgent
+from yieldagent.observability.agent_metrics import RunMetrics
 from yieldagent.observability.metrics import REGISTRY
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -32,7 +33,9 @@ async def test_runs_that_move_nothing_are_counted_and_a_wallet_that_may_not_run_
         await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"idle-{n}")
         for n in range(2)
     ]
-    agent = MeasuredAgent(lifecycle, WalletStore(engine), RunStore(engine), AgentSettings(INTERVAL))
+    agent = Agent(
+        lifecycle, WalletStore(engine), RunStore(engine), AgentSettings(INTERVAL), RunMetrics()
+    )
     before = _runs("no_action")
 
     assert await agent.run_due() == 2

@@ -24,7 +24,8 @@ from support.wallet_setup import BASE, BASE_USDC, USDC, fund
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.ports.chain import ChainPort

@@ -20,7 +20,8 @@ from support.wallet_setup import (
 )
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.rebalance import Thresholds

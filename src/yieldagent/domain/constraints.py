@@ -8,13 +8,17 @@ exclude_protocol                     protocol
 max_amount_per_protocol              protocol, max_ratio 0–1
 min_amount                           min_amount ≥ 0: no position smaller than this
 min_allocation_amount_per_protocol   protocol, min_amount ≥ 0
+
+``position_bounds`` says what they let one protocol hold of a wallet's total.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from yieldagent.domain.addresses import MAX_AMOUNT, parse_amount
@@ -74,6 +78,39 @@ class Constraints:
             min_position=int(data["min_position"]),
             min_amount={k: int(v) for k, v in data["min_amount"].items()},
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact(ratio: float) -> tuple[int, int]:
+    """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
+    exact = Fraction(str(ratio))
+    return exact.numerator, exact.denominator
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The least and the most one protocol may hold, if it is used."""
+
+    low: int
+    cap: int
+
+
+def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
+    """What ``rules`` let protocol ``name`` hold of ``total``, if it is used: at most
+    ``total``, its max_allocation_amount and its max_ratio of ``total``; at least
+    min_amount, its min_allocation_amount and, with min_protocols above 1, min_fraction of
+    ``total`` (rounded up). Ratios are read as written (``_exact``)."""
+    cap = total
+    if name in rules.max_amount:
+        cap = min(cap, rules.max_amount[name])
+    if name in rules.max_ratio:
+        numerator, denominator = _exact(rules.max_ratio[name])
+        cap = min(cap, total * numerator // denominator)
+    low = max(rules.min_position, rules.min_amount.get(name, 0))
+    if rules.min_protocols > 1:
+        numerator, denominator = _exact(rules.min_fraction)
+        low = max(low, -(-total * numerator // denominator))
+    return Bounds(low, cap)
 
 
 @dataclass(frozen=True, slots=True)

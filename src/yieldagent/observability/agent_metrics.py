@@ -1,11 +1,10 @@
-"""The agent as the service runs it: each run counted in the metrics.
+"""The agent's runs counted in the metrics.
 
-The domain's ``Agent`` knows nothing of metrics; this subclass, built by the app, counts
-what its public ``run`` returns (manual runs) and what each scheduled run of a batch
-ends with (``Agent._count``): the run's outcome and, for a completed run, the amounts
-its mined withdraw and deposit steps moved (the outcome carries them). Runs a crash
-interrupted are counted as ``recovered`` from reconciliation's repairs
-(``count_recovered``).
+``RunMetrics`` is the ``RunObserver`` the service gives its agent: each run the agent
+reports (a manual one, or a scheduled one of a batch) is counted by its outcome and, for
+a completed run, with the amounts its mined withdraw and deposit steps moved (the outcome
+carries them). Runs a crash interrupted are counted as ``recovered`` from reconciliation's
+repairs (``count_recovered``).
 """
 
 from __future__ import annotations
@@ -13,43 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from yieldagent.domain.agent.rounds import RunOutcome
-from yieldagent.domain.agent.runs import Agent
-from yieldagent.domain.books.operations import OperationKind, OperationStatus, StepAction
+from yieldagent.domain.books.operations import MOVES, OperationKind, OperationStatus
 from yieldagent.domain.books.reconciliation import Repair
-from yieldagent.domain.errors import YieldAgentError
 from yieldagent.observability.metrics import record_run
 
-_MOVES = frozenset({StepAction.DEPOSIT, StepAction.WITHDRAW})
 
+class RunMetrics:
+    """Records each run the agent reports in ``yieldagent.observability.metrics``."""
 
-class MeasuredAgent(Agent):
-    """An ``Agent`` that records each run in ``yieldagent.observability.metrics``."""
-
-    async def run(
-        self,
-        chain_id: int,
-        address: str,
-        partner_id: int | None = None,
-        owner: str | None = None,
-    ) -> RunOutcome:
-        """Runs the wallet's agent (see ``Agent.run``) and counts the run.
-
-        A manual run the service refuses (unknown wallet, wrong state) is no run, and nor
-        is a wallet found in a state that allows none: neither is counted.
-        """
-        try:
-            outcome = await super().run(chain_id, address, partner_id, owner)
-        except YieldAgentError:
-            if partner_id is None:
-                record_run("error")
-            raise
-        except Exception:
-            record_run("error")
-            raise
-        self._count(chain_id, outcome)
-        return outcome
-
-    def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
+    def run_ended(self, chain_id: int, outcome: RunOutcome | None) -> None:
         """Counts a run: its outcome (None: it raised, an error); a wallet found in a state
         that allows no run is not counted."""
         if outcome is None:
@@ -67,7 +38,7 @@ class MeasuredAgent(Agent):
         return [
             (chain_id, token, action, amount)
             for token, action, amount in outcome.moved
-            if action in _MOVES
+            if action in MOVES
         ]
 
 

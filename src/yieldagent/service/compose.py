@@ -19,13 +19,14 @@ from yieldagent.chain.chains import build_chains, served_catalog, simulated_mark
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
-from yieldagent.domain.agent.runs import Agent, AgentSettings
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.observability.agent_metrics import MeasuredAgent, count_recovered
+from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
@@ -87,11 +88,12 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
     thresholds = Thresholds(
         min_apr_gain=settings.min_apr_gain, max_break_even_days=settings.max_break_even_days
     )
-    return MeasuredAgent(
+    return Agent(
         lifecycle,
         WalletStore(engine),
         RunStore(engine),
         AgentSettings(settings.agent_interval_seconds, thresholds),
+        RunMetrics(),
     )
 
 

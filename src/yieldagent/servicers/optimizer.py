@@ -10,8 +10,8 @@ from yieldagent.domain.addresses import parse_address, parse_amount
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound
+from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
-from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import ChainKind, ChainPort, ContractCall
 from yieldagent.servicers.wallets import raw_constraints
 from yieldagent.v1 import optimizer_pb2, optimizer_pb2_grpc

@@ -28,8 +28,8 @@ from sqlalchemy import (
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
-from yieldagent.domain.agent.runs import RunEnd
 from yieldagent.domain.books.operations import Operation, OperationKind
+from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.bulk import document, recordset
 from yieldagent.storage.db import chunks
 from yieldagent.storage.operations import operation_of

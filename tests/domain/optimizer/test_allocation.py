@@ -3,7 +3,6 @@ constraints. Pools are Base USDC's at genesis (seed 7)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from fractions import Fraction
@@ -16,11 +15,10 @@ from hypothesis import strategies as st
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
-from yieldagent.chain.web3.protocols.onchain_models import CometModel
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.rate_models import CompoundV3
-from yieldagent.domain.optimizer.search import Candidate, allocate, rate_function, weighted_apr
+from yieldagent.domain.optimizer.curves import Candidate, weighted_apr
+from yieldagent.domain.optimizer.search import allocate
 
 BASE = 8453
 SEED = 7
@@ -126,22 +124,6 @@ def test_allocating_does_not_touch_the_quotes() -> None:
     before = [c.quote for c in CANDIDATES]
     allocate(500_000_000 * UNIT, CANDIDATES, Constraints(min_protocols=4))
     assert [c.quote for c in CANDIDATES] == before
-
-
-def test_what_the_wallet_already_holds_is_priced_without_its_own_impact() -> None:
-    held = 50_000_000 * UNIT
-    holder = _candidate("aave", current=held)
-    assert holder.apr(held) == holder.quote.apr(0)
-    assert holder.apr(0) == holder.quote.apr(-held) > holder.apr(held)
-    assert holder.yearly_yield(0) == 0.0
-    assert holder.yearly_yield(held) == pytest.approx(held * holder.quote.apr(0) / 100)
-
-
-def test_weighted_apr() -> None:
-    assert weighted_apr({}, CANDIDATES) == 0.0
-    a, b = 300 * UNIT, 700 * UNIT
-    expected = (a * BY_NAME["aave"].apr(a) + b * BY_NAME["compound"].apr(b)) / (a + b)
-    assert weighted_apr({"aave": a, "compound": b}, CANDIDATES) == pytest.approx(expected)
 
 
 # -- each constraint ----------------------------------------------------------------------------
@@ -390,35 +372,3 @@ def test_unconstrained_allocations_place_everything_at_least_as_well_as_one_pool
     assert sum(allocation.values()) == total
     best_single = max(c.apr(total) for c in CANDIDATES)
     assert weighted_apr(allocation, CANDIDATES) >= best_single * (1 - 1e-12)
-
-
-# -- the optimizer's rates ------------------------------------------------------------------------
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.sampled_from(PROTOCOLS),
-    st.sampled_from([0.0, 0.5, 0.9, 1.0, 1.05, 1.2, 2.0]),
-    st.one_of(
-        st.integers(-(10**15), 10**16), st.integers(-(10**7), 10**7), st.sampled_from([0, 1, -1])
-    ),
-)
-def test_the_optimizers_rates_are_the_quotes_own(name: str, scale: float, delta: int) -> None:
-    """``rate_function`` gives exactly ``PoolQuote.rate``'s integers, across kinks, full and
-    empty markets, and past what the pool holds."""
-    quote = BY_NAME[name].quote
-    markets = tuple(dataclasses.replace(m, borrows=int(m.borrows * scale)) for m in quote.markets)
-    scaled = dataclasses.replace(quote, markets=markets)
-    rate = rate_function(scaled)
-    for offset in (0, *scaled.kinks()):
-        assert rate(delta + offset) == scaled.rate(delta + offset)
-
-
-def test_the_optimizers_rates_keep_a_models_own_arithmetic() -> None:
-    """A model subclass with other arithmetic (an on-chain one) keeps its ``rates``."""
-    quote = BY_NAME["compound"].quote
-    assert isinstance(quote.model, CompoundV3)
-    onchain = dataclasses.replace(quote, model=CometModel(*dataclasses.astuple(quote.model)))
-    rate = rate_function(onchain)
-    for delta in (0, 10**12, -(10**12), *onchain.kinks()):
-        assert rate(delta) == onchain.rate(delta)

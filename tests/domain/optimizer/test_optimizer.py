@@ -6,7 +6,7 @@ wallet's change of position ``a - current``.
 
 The brute force evaluates the yearly yield ``Σ a_p · apr_p(a_p) / 100`` on a grid of step
 total/400, plus the holdings where a pool's market reaches a rate model's kink, over every
-support the constraint semantics of ``allocation.py`` allow (every used protocol between its
+support the constraint semantics of ``search.py`` allow (every used protocol between its
 lower bound and its cap, forced protocols used, at least ``min_protocols`` used, what the
 support cannot take stays idle), then refines the best point on ever finer grids.
 """
@@ -29,8 +29,9 @@ from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
-from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.optimizer.search import allocate
 
 BASE = 8453
 SEED = 7
@@ -73,7 +74,7 @@ def _yield(allocation: Mapping[str, int], candidates: Sequence[Candidate]) -> fl
 
 
 def _bounds(total: int, name: str, rules: Constraints) -> tuple[int, int]:
-    """(lower bound if used, cap) of one protocol, as ``allocation.py``'s docstring states."""
+    """(lower bound if used, cap) of one protocol, as ``search.py``'s docstring states."""
     cap = total
     if name in rules.max_amount:
         cap = min(cap, rules.max_amount[name])

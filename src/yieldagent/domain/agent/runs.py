@@ -1,7 +1,7 @@
-"""The agent: runs that put each wallet's funds where they earn the most.
+"""One wallet's run: on request, or as the schedule plans it.
 
 A **run** is an operation (``domain.books.operations``, kind ``run``). It holds the wallet's
-lease, values the wallet on chain and asks the optimizer for a plan over the wallet's
+lease, values the wallet on chain and plans (``domain.agent.plan``) over the wallet's
 protocols less the paused ones. A plan with moves turns the wallet ``running`` and is
 stored, every move a planned step, in the same commit, before anything executes. The
 moves then execute in order (withdrawals first), each step marked with its transaction
@@ -11,9 +11,8 @@ returning the wallet to ``activated``. A run that finds nothing worth moving ans
 Every run leaves its outcome and reason on the wallet's schedule row (its last run, and a
 count of runs); a run that moved funds is also an operation, with its steps.
 
-**Scheduling** spreads runs over replicas: each claims a batch of due wallets (see
-``storage.runs``), runs them and sets their next run one interval later, renewing the
-batch's leases while it works.
+**Scheduling** is ``domain.agent.scheduler``'s: the ``Agent`` runs its cycles. Each run's
+end is told to the agent's ``RunObserver`` (the metrics, in the service).
 
 **Recovery** of a run a crash interrupted is ``domain.books.reconciliation``'s, as for every
 operation: its steps are settled from the chain's history, the wallet is booked afresh
@@ -22,107 +21,26 @@ and returned to ``activated``, and the run is closed as ``recovered``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from collections.abc import Callable
 
 from yieldagent.domain.agent import rounds
+from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
-from yieldagent.domain.books.operations import (
-    Move,
-    OperationStatus,
-    Step,
-    StepAction,
-)
+from yieldagent.domain.agent.scheduler import AgentSettings, Scheduler
+from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.books.reconciliation import Repair
-from yieldagent.domain.books.valuation import Valuation, value, value_many
+from yieldagent.domain.books.valuation import value
 from yieldagent.domain.books.wallet_states import allowed, transition
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.errors import Conflict, InvalidRequest
+from yieldagent.domain.errors import Conflict, YieldAgentError
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
-from yieldagent.domain.optimizer.search import Candidate
+from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.domain.ports.storage import WalletRepository
+from yieldagent.domain.ports.observers import UNOBSERVED, RunObserver
+from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
 
 log = logging.getLogger(__name__)
-
-SETTLED = "nothing to move: no move can pay (optimality check)"
-"""A no_action run's reason when the optimality check spared the full search (the plan
-then carries no APR figures)."""
-
-
-class RunRepository(Protocol):
-    """Where the schedule and protocol pauses are kept."""
-
-    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
-        """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
-
-    def schedule(self, wallet_id: int, next_run_at: float) -> None:
-        """Sets when the wallet runs next."""
-
-    def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
-        """In one transaction, for each of ``ends``: notes the run's outcome (at ``at``) if
-        the wallet ran, sets its next run, and releases the lease ``owner`` still holds."""
-
-    def note(self, end: RunEnd, at: float) -> None:
-        """Notes the outcome of a run made on request (``Agent.run``)."""
-
-    def paused(self, chain_id: int) -> frozenset[str]:
-        """Protocols the operator paused on ``chain_id``."""
-
-    @property
-    def parallel_writes(self) -> bool:
-        """Whether a ``finish`` from another thread can proceed while this one writes
-        (False where the database has one writer: the second would only wait)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunEnd:
-    """How a wallet's turn ended: its run's outcome (``no_action``, ``failed`` or a moving
-    run's operation status) and why, or ``status`` None when the wallet was not run (no
-    longer activated, or the chain did not answer before its run began)."""
-
-    wallet_id: int
-    status: str | None = None
-    reason: str = ""
-
-
-def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
-    """A plan's moves as the pools can carry them now. The optimizer does not model a
-    pool's cash: a withdrawal takes at most what its pool can give (leaving a paused or
-    drained protocol partially, rather than failing), and the supplies then place only
-    what came out, the last ones cut first."""
-    shortfall = 0
-    capped: list[Move] = []
-    for move in moves:
-        if move.action == StepAction.WITHDRAW and move.protocol in valuation.quotes:
-            take = min(move.amount, max(valuation.quotes[move.protocol].cash, 0))
-            shortfall += move.amount - take
-            move = Move(move.action, move.protocol, take)
-        capped.append(move)
-    for index in reversed(range(len(capped))):
-        move = capped[index]
-        if shortfall and move.action != StepAction.WITHDRAW:
-            cut = min(move.amount, shortfall)
-            shortfall -= cut
-            capped[index] = Move(move.action, move.protocol, move.amount - cut)
-    return [move for move in capped if move.amount > 0]
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSettings:
-    """How often wallets run and when a rebalance pays."""
-
-    interval_seconds: float = 3600.0
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    batch: int = 100
 
 
 class Agent:
@@ -134,16 +52,14 @@ class Agent:
         wallets: WalletRepository,
         runs: RunRepository,
         settings: AgentSettings,
+        observer: RunObserver = UNOBSERVED,
     ) -> None:
         self._lifecycle = lifecycle
         self._books = lifecycle.books
-        self._wallets = wallets
         self._runs = runs
         self._settings = settings
-        self._overlapping = False
-        """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
-        self._writing: asyncio.Future[None] | None = None
-        """That write, while in flight."""
+        self._observer = observer
+        self._schedule = Scheduler(lifecycle.books, wallets, runs, settings, observer)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -161,7 +77,22 @@ class Agent:
     ) -> RunOutcome:
         """Runs the wallet's agent now. With ``partner_id`` (a manual run) the partner must
         own it and its state must allow a run (else 409); a manual run waits for a run
-        already in progress, then runs."""
+        already in progress, then runs. The observer hears of the run (``RunObserver``)."""
+        try:
+            outcome = await self._run_now(chain_id, address, partner_id, owner)
+        except YieldAgentError:
+            if partner_id is None:  # a partner's request the service refused is no run
+                self._observer.run_ended(chain_id, None)
+            raise
+        except Exception:
+            self._observer.run_ended(chain_id, None)
+            raise
+        self._observer.run_ended(chain_id, outcome)
+        return outcome
+
+    async def _run_now(
+        self, chain_id: int, address: str, partner_id: int | None, owner: str | None
+    ) -> RunOutcome:
         wallet = self._books.wallet(chain_id, address, partner_id)
         async with self._books.leases.hold(wallet.id, owner) as holder:
             current = self._books.reread(wallet)
@@ -169,44 +100,10 @@ class Agent:
             if not allowed(current.status, "run"):
                 if partner_id is not None:
                     transition(current.status, "run")
-                return RunOutcome("no_action", f"the wallet is {current.status}", "", ran=False)
+                return RunOutcome(
+                    OperationStatus.NO_ACTION, f"the wallet is {current.status}", "", ran=False
+                )
             return await self._run(current, holder)
-
-    async def _plan(self, chain: ChainPort, wallet: Wallet) -> tuple[Valuation, Plan]:
-        paused = self._runs.paused(wallet.chain_id)
-        valuation = await value(chain, wallet)
-        costs = await self._books.costs(chain, wallet)
-        return valuation, self._solve(wallet, valuation, paused, costs)
-
-    def _solve(
-        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
-    ) -> Plan:
-        """The optimizer's plan for the wallet's holdings, over its protocols less the
-        paused ones; the cheap check first (``_settled``)."""
-        if self._settled(wallet, valuation, paused, costs):
-            return Plan(dict(valuation.positions), 0.0, 0.0, (), 0.0, None, False, SETTLED)
-        return optimize(*self._problem(wallet, valuation, paused, costs))
-
-    def _settled(
-        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
-    ) -> bool:
-        """The cheap check: whether the full search would move nothing."""
-        return is_settled(*self._problem(wallet, valuation, paused, costs))
-
-    def _problem(
-        self, wallet: Wallet, valuation: Valuation, paused: frozenset[str], costs: Costs
-    ) -> tuple[Mapping[str, int], int, list[Candidate], Constraints, Costs, Thresholds]:
-        """What the optimizer solves for the wallet: its holdings over its protocols less
-        the paused ones."""
-        protocols = [p for p in wallet.selected_protocols if p not in paused]
-        return (
-            valuation.positions,
-            valuation.idle,
-            valuation.candidates(protocols),
-            wallet.constraints,
-            costs,
-            self._settings.thresholds,
-        )
 
     async def _run(self, wallet: Wallet, owner: str) -> RunOutcome:
         chain = self._books.chain(wallet.chain_id)
@@ -214,36 +111,32 @@ class Agent:
         # Planning only reads, and the lease keeps every other call away meanwhile: the
         # wallet turns `running` only when there is something to move.
         try:
-            valuation, plan = await self._plan(chain, wallet)
-        except Exception as refused:  # infeasible rules, or the chain failed to answer
-            return self._note(wallet, OperationStatus.FAILED, _refusal(refused))
-        moves = within_liquidity(plan.moves, valuation)
-        if not moves:
-            return self._note(wallet, OperationStatus.NO_ACTION, _idle_reason(plan))
-        return await self._execute(chain, wallet, head.number, owner, valuation, plan, moves)
+            paused = self._runs.paused(wallet.chain_id)
+            valuation = await value(chain, wallet)
+            costs = await self._books.costs(chain, wallet)
+        except Exception as refused:  # the chain, or the store of pauses, failed to answer
+            return self._note(wallet, OperationStatus.FAILED, refusal(refused))
+        decision = Planner(paused, self.thresholds).plan(wallet, valuation, costs)
+        if isinstance(decision, NoMoves):
+            return self._note(wallet, decision.status, decision.reason)
+        return await self._execute(chain, head.number, owner, decision)
 
     async def _execute(
-        self,
-        chain: ChainPort,
-        wallet: Wallet,
-        block: int,
-        owner: str,
-        valuation: Valuation,
-        plan: Plan,
-        moves: Sequence[Move],
+        self, chain: ChainPort, block: int, owner: str, planned: PlannedRun
     ) -> RunOutcome:
-        """Executes the plan's moves and books the outcome (see ``domain.agent.rounds``);
-        Conflict when the wallet changed since it was read."""
-        planned = PlannedRun(wallet, plan, _steps(wallet, valuation, moves))
+        """Executes the planned run's moves and books the outcome (see
+        ``domain.agent.rounds``); Conflict when the wallet changed since it was read."""
         [outcome] = await rounds.execute(self._books, chain, block, owner, [planned])
         if isinstance(outcome, Conflict):
             raise outcome
-        self._runs.note(RunEnd(wallet.id, outcome.status, outcome.reason), self._now())
+        self._runs.note(RunEnd(planned.wallet.id, outcome.status, outcome.reason), self._now())
         return outcome
 
     def _note(self, wallet: Wallet, status: str, reason: str) -> RunOutcome:
-        """Notes a run on request that moved nothing."""
-        self._runs.note(_ended(wallet, status, reason), self._now())
+        """Notes a run on request that moved nothing; a failed one is logged."""
+        if status == OperationStatus.FAILED:
+            log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
+        self._runs.note(RunEnd(wallet.id, status, reason), self._now())
         return RunOutcome(status, reason, "")
 
     def _now(self) -> float:
@@ -253,271 +146,17 @@ class Agent:
     # -- the schedule ----------------------------------------------------------------------
 
     async def run_cycle(self, stopping: Callable[[], bool] = lambda: False) -> int:
-        """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
-        how many ran.
-
-        Each batch ends with one write: its runs' outcomes, next runs and lease releases. Here
-        that write goes to the database from a thread while the next batch is claimed,
-        read and planned, one write at a time and in order, and the cycle returns once
-        the last is stored. The wallets of a write in flight are still leased, so no
-        claim can take them meanwhile; a process that dies first leaves them to run again
-        once their leases lapse, as it would have before the write. So the database
-        server's work on the write overlaps the planning, where the database takes writes
-        in parallel (``RunRepository.parallel_writes``; SQLite does not).
-        """
-        ran = 0
-        self._overlapping = self._runs.parallel_writes
-        try:
-            while not stopping() and (batch := await self.run_due()):
-                ran += batch
-        finally:
-            self._overlapping = False
-            await self._written()
-        return ran
+        """Runs due wallets until none is due or ``stopping`` says so; returns how many ran
+        (see ``Scheduler.run_cycle``)."""
+        return await self._schedule.run_cycle(stopping)
 
     async def run_due(self) -> int:
-        """Claims a batch of due wallets, runs each once, and returns how many ran.
-
-        The claim's lease is held to the end: the next run is set (an interval on) before
-        the lease is released, so no replica can find the wallet due and free in between.
-        While the batch runs, the leases of its wallets not yet done are renewed every
-        third of a lease, so a batch may take longer than one lease. If this process
-        dies, the renewals stop and its wallets are due again once their lease lapses.
-
-        The batch is read and planned at once (see ``_run_batch``); runs that move
-        nothing are noted, rescheduled and released together, in one transaction,
-        before the runs with moves execute together (``domain.agent.rounds``).
-        """
-        leases = self._books.leases
-        now = self._books.clock.time()
-        owner = leases.owner("agent")
-        pending = set(self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch))
-        if not pending:
-            return 0
-        keeper = asyncio.create_task(leases.keep(lambda: sorted(pending), owner))
-        try:
-            return await self._run_batch(pending, owner, now + self._settings.interval_seconds)
-        finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
-
-    async def _run_batch(self, pending: set[int], owner: str, next_run: float) -> int:
-        """Runs the claimed wallets ``pending`` (emptied as each is rescheduled and
-        released): every wallet of a chain is valued at one head, with the chain's pauses
-        and costs read once, and wallets with the same holdings and rules are planned
-        once. Returns how many ran."""
-        wallets = self._wallets.get_many(sorted(pending))
-        pending.intersection_update(w.id for w in wallets)  # vanished rows: nothing to free
-        by_chain: dict[int, list[Wallet]] = {}
-        for wallet in wallets:
-            by_chain.setdefault(wallet.chain_id, []).append(wallet)
-        ran = 0
-        for chain_id, group in by_chain.items():
-            ran += await self._run_chain_batch(chain_id, group, owner, next_run, pending)
-        return ran
-
-    async def _run_chain_batch(
-        self,
-        chain_id: int,
-        wallets: list[Wallet],
-        owner: str,
-        next_run: float,
-        pending: set[int],
-    ) -> int:
-        ends: list[RunEnd] = []  # of the runs that move nothing, and the wallets not run
-        try:
-            chain = self._books.chain(chain_id)
-            head = await chain.head()
-            paused = self._runs.paused(chain_id)
-        except Exception:
-            log.exception("scheduled runs failed", extra={"chain_id": chain_id})
-            await self._finish([RunEnd(w.id) for w in wallets], owner, next_run, pending)
-            for _ in wallets:
-                self._count(chain_id, None)
-            return 0
-        ran = 0
-        runnable: list[Wallet] = []
-        for wallet in wallets:
-            if allowed(wallet.status, "run"):
-                runnable.append(wallet)
-            else:  # claimed wallets are activated; as ``run``, not a run otherwise
-                ends.append(RunEnd(wallet.id))
-                ran += 1
-        try:
-            valuations = await value_many(chain, runnable, head)
-        except Exception as refused:  # the chain failed to answer
-            valuations = {}
-            reason = _refusal(refused)
-            ends += [_ended(wallet, OperationStatus.FAILED, reason) for wallet in runnable]
-            runnable = []
-        costs: dict[str, Costs] = {}
-        answers: dict[tuple[object, ...], bool | Exception] = {}
-        searched: list[Wallet] = []
-        for wallet in runnable:
-            valuation = valuations[wallet.id]
-            try:
-                if wallet.token not in costs:
-                    costs[wallet.token] = await self._books.costs(chain, wallet)
-                key = _inputs(wallet, valuation, paused)
-                if key not in answers:
-                    try:
-                        answers[key] = self._settled(wallet, valuation, paused, costs[wallet.token])
-                    except InvalidRequest as infeasible:
-                        answers[key] = infeasible
-                answer = answers[key]
-                if isinstance(answer, Exception):
-                    raise answer
-            except Exception as refused:
-                ends.append(_ended(wallet, OperationStatus.FAILED, _refusal(refused)))
-                continue
-            if answer:
-                ends.append(RunEnd(wallet.id, OperationStatus.NO_ACTION, SETTLED))
-            else:
-                searched.append(wallet)
-        planned: list[PlannedRun] = []
-        pools = {w.token: valuations[w.id].quotes for w in searched}
-        for wallet in searched:
-            # Each plan sees the pools as the plans before it leave them.
-            valuation = replace(valuations[wallet.id], quotes=pools[wallet.token])
-            try:
-                plan = self._solve(wallet, valuation, paused, costs[wallet.token])
-                moves = within_liquidity(plan.moves, valuation)
-            except Exception as refused:
-                ends.append(_ended(wallet, OperationStatus.FAILED, _refusal(refused)))
-                continue
-            if not moves:
-                ends.append(RunEnd(wallet.id, OperationStatus.NO_ACTION, _idle_reason(plan)))
-                continue
-            planned.append(PlannedRun(wallet, plan, _steps(wallet, valuation, moves)))
-            pools[wallet.token] = _after(pools[wallet.token], moves)
-        # What moves nothing is done: noted and let go at once, in one transaction.
-        await self._finish(ends, owner, next_run, pending)
-        for end in ends:
-            if end.status is not None:
-                self._count(chain_id, RunOutcome(end.status, end.reason, ""))
-                ran += 1
-        outcomes: Sequence[RunOutcome | Conflict] = [_UNFINISHED] * len(planned)
-        try:
-            outcomes = await rounds.execute(self._books, chain, head.number, owner, planned)
-        except Exception:
-            log.exception("scheduled runs failed", extra={"chain_id": chain_id})
-        finally:
-            moved = [_end_of(p.wallet, o) for p, o in zip(planned, outcomes, strict=True)]
-            await self._finish(moved, owner, next_run, pending)
-        for outcome in outcomes:
-            if isinstance(outcome, Conflict):
-                self._count(chain_id, None)
-            else:
-                self._count(chain_id, outcome)
-                ran += 1
-        return ran
-
-    async def _finish(
-        self, ends: list[RunEnd], owner: str, next_run: float, pending: set[int]
-    ) -> None:
-        """Notes the ``ends``, sets the wallets' next run and releases their leases: at
-        once, or, within ``run_cycle``, from a thread while the cycle goes on."""
-        if ends:
-            finishing = (ends, owner, next_run, self._now())
-            if self._overlapping:
-                await self._written()  # one write at a time, in order
-                self._writing = asyncio.ensure_future(
-                    asyncio.to_thread(self._runs.finish, *finishing)
-                )
-            else:
-                self._runs.finish(*finishing)
-        pending.difference_update(end.wallet_id for end in ends)
-
-    async def _written(self) -> None:
-        """Waits for the write in flight, if any (a failed one is logged: its wallets'
-        leases lapse and they run again, as if this process had died)."""
-        writing, self._writing = self._writing, None
-        if writing is not None:
-            try:
-                await writing
-            except Exception:
-                log.exception("storing the end of scheduled runs failed")
-
-    def _count(self, chain_id: int, outcome: RunOutcome | None) -> None:
-        """Called with each scheduled run's outcome (None: the run raised); for metrics."""
+        """Claims a batch of due wallets, runs each once, and returns how many ran (see
+        ``Scheduler.run_due``)."""
+        return await self._schedule.run_due()
 
     # -- recovery --------------------------------------------------------------------------
 
     async def reconcile(self) -> list[Repair]:
         """Finishes every operation (runs among them) a killed process left open."""
         return await self._lifecycle.reconcile()
-
-
-_UNFINISHED = Conflict("the runs did not finish")
-"""A moving run's outcome until its rounds return (they raised, or were cancelled)."""
-
-
-def _ended(wallet: Wallet, status: str, reason: str) -> RunEnd:
-    """The end of a run that moved nothing; a failed one is logged."""
-    if status == OperationStatus.FAILED:
-        log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
-    return RunEnd(wallet.id, status, reason)
-
-
-def _end_of(wallet: Wallet, outcome: RunOutcome | Conflict) -> RunEnd:
-    """The end of a moving run: its operation's outcome, or not run (it did not finish)."""
-    if isinstance(outcome, Conflict):
-        return RunEnd(wallet.id)
-    return RunEnd(wallet.id, outcome.status, outcome.reason)
-
-
-def _steps(wallet: Wallet, valuation: Valuation, moves: Sequence[Move]) -> tuple[Step, ...]:
-    """The planned steps of ``moves``, each with its pool's APR as planned."""
-    quotes = valuation.quotes
-    return tuple(
-        Step(
-            move.action,
-            wallet.token,
-            move.amount,
-            protocol=move.protocol,
-            apr=quotes[move.protocol].apr() if move.protocol in quotes else None,
-        )
-        for move in moves
-    )
-
-
-def _after(pools: dict[str, PoolQuote], moves: Sequence[Move]) -> dict[str, PoolQuote]:
-    """The pools as ``moves`` leave them."""
-    moved = dict(pools)
-    for move in moves:
-        if move.protocol in moved:
-            delta = -move.amount if move.action == StepAction.WITHDRAW else move.amount
-            moved[move.protocol] = moved[move.protocol].moved(delta)
-    return moved
-
-
-def _refusal(refused: Exception) -> str:
-    """Why planning failed: infeasible rules, or the chain failed to answer."""
-    if isinstance(refused, InvalidRequest):
-        return refused.detail
-    return f"planning failed: {refused}"
-
-
-def _idle_reason(plan: Plan) -> str:
-    """Why a run moves nothing."""
-    return plan.reason if not plan.moves else "the pools lack the cash to move now"
-
-
-def _inputs(wallet: Wallet, valuation: Valuation, paused: frozenset[str]) -> tuple[object, ...]:
-    """What a wallet's plan depends on besides the batch's pools, costs and thresholds:
-    wallets with equal inputs get the same plan."""
-    rules = wallet.constraints
-    return (
-        wallet.token,
-        valuation.idle,
-        tuple(sorted(valuation.positions.items())),
-        tuple(p for p in wallet.selected_protocols if p not in paused),
-        rules.min_protocols,
-        rules.min_fraction,
-        tuple(sorted(rules.excluded)),
-        tuple(sorted(rules.max_amount.items())),
-        tuple(sorted(rules.max_ratio.items())),
-        rules.min_position,
-        tuple(sorted(rules.min_amount.items())),
-    )

@@ -1,4 +1,4 @@
-"""What a wallet holds, read from its chain, and placing its idle funds.
+"""What a wallet holds, read from its chain.
 
 A wallet's **value** is its idle balance of its token in the smart account plus its
 positions in the protocols, interest included. Reward tokens are not part of it until
@@ -11,11 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from yieldagent.domain.books.operations import Move
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, optimize
-from yieldagent.domain.optimizer.search import Candidate
 from yieldagent.domain.ports.chain import BatchReads, Block, ChainPort
 
 
@@ -44,14 +41,6 @@ class Valuation:
             if p in self.quotes
         )
         return earning / total
-
-    def candidates(self, protocols: Iterable[str]) -> list[Candidate]:
-        """The pools of ``protocols``, each with what the wallet holds there."""
-        return [
-            Candidate(p, self.quotes[p], self.positions.get(p, 0))
-            for p in protocols
-            if p in self.quotes
-        ]
 
 
 def moment_of(timestamp: int) -> datetime:
@@ -106,25 +95,3 @@ async def value_many(
             idle, positions = held[w.id]
             valued[w.id] = Valuation(idle, positions, quotes, moment)
     return valued
-
-
-def placement(
-    wallet: Wallet,
-    valuation: Valuation,
-    costs: Costs,
-    paused: frozenset[str] = frozenset(),
-) -> list[Move]:
-    """Where the wallet's idle funds go, as the optimizer plans: where the best allocation
-    wants more, or with a rebalance when the rules require one (a minimum position, say)
-    or when it pays. Nothing moves without idle funds."""
-    if valuation.idle <= 0:
-        return []
-    protocols = [p for p in wallet.selected_protocols if p not in paused]
-    plan = optimize(
-        valuation.positions,
-        valuation.idle,
-        valuation.candidates(protocols),
-        wallet.constraints,
-        costs,
-    )
-    return list(plan.moves)

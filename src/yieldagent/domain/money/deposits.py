@@ -31,7 +31,7 @@ from yieldagent.domain.books.operations import (
     scoped,
 )
 from yieldagent.domain.books.reconciliation import Settled
-from yieldagent.domain.books.valuation import moment_of, placement, value
+from yieldagent.domain.books.valuation import moment_of, value
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import TokenInfo
@@ -44,7 +44,9 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotFound,
 )
-from yieldagent.domain.optimizer.search import Candidate, allocate
+from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.placement import placement
+from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.ports.chain import ChainPort, Transfer
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"

@@ -2,7 +2,7 @@
 
 Pure and deterministic: the same holdings, pools and rules give the same plan.
 
-1. **Target.** ``allocation.allocate`` gives the allocation that earns the most after our
+1. **Target.** ``search.allocate`` gives the allocation that earns the most after our
    own rate impact, within the constraints.
 2. **Value of moving.** The target's APR minus the current holdings' APR (idle funds
    earn nothing), over the horizon, against the gas of the moves.
@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from yieldagent.domain.books.operations import Move, StepAction
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.search import Candidate, Yields, allocate, position_bounds
+from yieldagent.domain.constraints import Constraints, position_bounds
+from yieldagent.domain.optimizer.curves import Candidate, Yields
+from yieldagent.domain.optimizer.search import allocate
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +139,7 @@ def violations(
 def _weighted(holdings: Mapping[str, int], total: int, yields: Yields) -> float:
     """APR of ``holdings`` over ``total``: what is not placed, or sits in a protocol that is
     no candidate (it must leave anyway), earns nothing here. Each pool is priced after the
-    holdings' own change (``allocation.weighted_apr``, the same float)."""
+    holdings' own change (``curves.weighted_apr``, the same float)."""
     priced = {name: amount for name, amount in holdings.items() if name in yields}
     placed = sum(priced.values())
     if not total or not placed:

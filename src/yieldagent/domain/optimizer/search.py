@@ -2,8 +2,8 @@
 rate impact, within the wallet's constraints.
 
 Each protocol's yearly yield on an amount ``a`` is ``a × apr(a − current)``: the pool's
-rate after our change of position. The constraints define, for a set S of protocols the
-funds are spread over:
+rate after our change of position (see ``curves``). The constraints define, for a set S of
+protocols the funds are spread over:
 
 - every protocol of S holds at least ``lo = max(min_fraction × total if min_protocols
   is set, min_amount (no position below it), its own min_allocation_amount)``, and at
@@ -22,9 +22,9 @@ knows where the bends are (``Candidate.bends``), and for a given S:
    bend, or across a piece of its curve too narrow for the grid; one protocol (the
    *sink*) takes the exact rest. On kinked curves every protocol of a small S is tried as
    the sink. Exact on these points whatever the curves' shapes.
-2. **Refinement.** From the best allocations found (STARTS of them on kinked curves),
-   ever smaller amounts move from the protocol with the lowest marginal yield to the one
-   with the highest, down to single units.
+2. **Refinement** (``refine``). From the best allocations found (STARTS of them on
+   kinked curves), ever smaller amounts move from the protocol with the lowest marginal
+   yield to the one with the highest, down to single units.
 
 Every S is tried when there are at most ``EXHAUSTIVE_UP_TO`` optional protocols; beyond,
 the nested supports (the forced protocols plus the k most attractive others, for every k).
@@ -32,43 +32,34 @@ The best one wins. No feasible S raises InvalidRequest: a constraint is never si
 broken. The tests hold the result within 0.01% of a brute-force optimum on random
 instances, kinked ones included.
 
-**Speed** (issue 13), without changing the answer: rates come from per-market closures
-that give ``PoolQuote.rate``'s integers (``rate_function``); protocols whose grid yields
-are concave in the steps are spread by a sort of their increments, the result dynamic
-programming would reach; and, as a pool's rate never rises with its supply (a holding
-earns at most the rate of a smaller one), the search skips what provably cannot win: a
-protocol that earns less on any step than the units-th best increment, a refinement taker
-whose ceiling is below the best growth found or the giver's loss, a support whose ceiling
-is below a refined start, a seed that cannot rank among the STARTS best, a split whose
-sink's yield need not be read (its ceiling leaves it out of the STARTS best; splits are
-read from the smallest rest up, so that each ceiling takes the sink's yield per unit on
-the largest rest read below its own). The optimizer prices its plan through the search's
-own remembered curves (``Yields``).
-
-Later (issue 13 again), still without changing an answer: a no-fee pool of one market
-reads its market's rate without a wrapper, and a rate's percent is ``rate / 10**25``, the
-same float as ``rate * 100 / RAY``; on smooth curves (only the best seed is refined) the
-global search keeps only its best split; refinement scans only the protocols that hold
-something and reuses the yields it read for a move.
+**Shortcuts** that leave the answer as it is. Protocols whose grid yields are concave
+in the steps are spread by a sort of their increments, the result dynamic programming
+would reach. As a pool's rate never rises with its supply (a holding earns at most the
+rate of a smaller one), the search skips what provably cannot win: a protocol that earns
+less on any step than the units-th best increment, a refinement taker whose ceiling is
+below the best growth found or the giver's loss, a support whose ceiling is below a
+refined start, a seed that cannot rank among the STARTS best, a split whose sink's yield
+need not be read (its ceiling leaves it out of the STARTS best; splits are read from the
+smallest rest up, so that each ceiling takes the sink's yield per unit on the largest
+rest read below its own). On smooth curves, where only the best seed is refined, the
+global search keeps only its best split. Refinement scans only the protocols that hold
+something, and reuses the yields it read for a move. The curves are read through
+``curves.Yields``, which the optimizer then prices its plan with.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from itertools import combinations, pairwise
 
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Bounds, Constraints, position_bounds
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rate_models import RAY, supply_rate_function
+from yieldagent.domain.optimizer.curves import Candidate, Yields
+from yieldagent.domain.optimizer.refine import refine
 
-MOVES_PER_STEP = 8
-"""Refinement moves at one step size before halving it."""
 GRID = 32
 """The global search spreads the budget in this many steps; refinement then halves them."""
 STARTS = 3
@@ -79,239 +70,6 @@ EVERY_SINK_UP_TO = 6
 PIECE_POINTS = 8
 """The global search looks at this many points across a piece of a yield curve (between two
 bends) narrower than as many steps of its grid."""
-PERCENT = RAY // 100
-"""``rate / PERCENT`` is ``rate * 100 / RAY`` (``apr_percent``), the same float for one
-operation less: Python rounds a quotient of ints correctly, and both are the same fraction."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _exact(ratio: float) -> tuple[int, int]:
-    """A ratio as written (0.05 is exactly 1/20), for exact amounts: numerator, denominator."""
-    exact = Fraction(str(ratio))
-    return exact.numerator, exact.denominator
-
-
-def _single_market(quote: PoolQuote) -> tuple[Callable[[int], int], int, int] | None:
-    """For a pool of one market: the market's supply rate as a function of its supply, its
-    supply, and the change of position at or below which the market or the pool's holding
-    is empty (the pool then pays 0). None for a pool of several markets."""
-    if len(quote.markets) != 1:
-        return None
-    [market] = quote.markets
-    rate = supply_rate_function(quote.model, market.borrows, market.rate_at_target)
-    return rate, market.supply, -min(market.supply, market.held)
-
-
-def rate_function(quote: PoolQuote) -> Callable[[int], int]:
-    """``quote.rate``: the pool's supply rate (annual, RAY) after a change of position, the
-    same integers, with each market's constants worked out once (see
-    ``rate_models.supply_rate_function``)."""
-    return _rate_function(quote, _single_market(quote))
-
-
-def _rate_function(
-    quote: PoolQuote, single: tuple[Callable[[int], int], int, int] | None
-) -> Callable[[int], int]:
-    """``rate_function``, given ``_single_market(quote)``."""
-    keep = RAY - quote.fee
-    if single is not None:
-        rate, supply, emptied = single
-        if keep == RAY:  # no fee: (rate * RAY) // RAY is the rate
-
-            def single_no_fee(delta: int) -> int:
-                return 0 if delta <= emptied else rate(supply + delta)
-
-            return single_no_fee
-
-        def single_with_fee(delta: int) -> int:
-            return 0 if delta <= emptied else rate(supply + delta) * keep // RAY
-
-        return single_with_fee
-    markets = quote.markets
-    rates = [supply_rate_function(quote.model, m.borrows, m.rate_at_target) for m in markets]
-    held_total = sum(m.held for m in markets)
-    first_held, first_supply, first_rate = markets[0].held, markets[0].supply, rates[0]
-    # the other markets' shares, rounded down; the first takes the rest (``quotes.spread``)
-    others = [(m.held, m.supply, rate) for m, rate in zip(markets[1:], rates[1:], strict=True)]
-
-    def spread(delta: int) -> int:
-        total = held_total + delta  # what the pool then holds: its markets' weights
-        if total <= 0:
-            return 0
-        gross, rest = 0, delta  # integers: the order of the sum does not matter
-        for held, supply, rate in others:
-            part = delta * held // held_total if held_total else 0
-            rest -= part
-            if held + part > 0 and supply + part > 0:
-                gross += (held + part) * rate(supply + part)
-        if first_held + rest > 0 and first_supply + rest > 0:
-            gross += (first_held + rest) * first_rate(first_supply + rest)
-        return gross // total * keep // RAY
-
-    return spread
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A protocol the funds may go to, its pool, and what the wallet holds there now."""
-
-    protocol: str
-    quote: PoolQuote
-    current: int = 0
-
-    def apr(self, amount: int) -> float:
-        """APR in percent if the wallet held ``amount`` here."""
-        return self.quote.apr(amount - self.current)
-
-    def yearly_yield(self, amount: int) -> float:
-        """Yearly yield in token units if the wallet held ``amount`` here."""
-        return amount * self.apr(amount) / 100 if amount > 0 else 0.0
-
-    def bends(self) -> list[int]:
-        """The holdings at which the yield curve bends (a market of the pool reaches a kink
-        of its rate model or fills up): its peaks and troughs lie there."""
-        return [self.current + delta for delta in self.quote.kinks() if self.current + delta > 0]
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """The least and the most one protocol may hold, if it is used."""
-
-    low: int
-    cap: int
-
-
-def position_bounds(total: int, name: str, rules: Constraints) -> Bounds:
-    cap = total
-    if name in rules.max_amount:
-        cap = min(cap, rules.max_amount[name])
-    if name in rules.max_ratio:
-        numerator, denominator = _exact(rules.max_ratio[name])
-        cap = min(cap, total * numerator // denominator)
-    low = max(rules.min_position, rules.min_amount.get(name, 0))
-    if rules.min_protocols > 1:
-        numerator, denominator = _exact(rules.min_fraction)
-        low = max(low, -(-total * numerator // denominator))
-    return Bounds(low, cap)
-
-
-class Yields:
-    """Yearly yields and APRs of candidates (by protocol), remembered: the search asks for
-    the same points often, and the optimizer's figures for the allocation it found."""
-
-    def __init__(self, candidates: Mapping[str, Candidate]) -> None:
-        self._candidates = candidates
-        self._curves: dict[str, tuple[Callable[[int], float], Callable[[int], float]]] = {}
-        self._yearly: dict[str, Callable[[int], float]] = {}  # the curves' first halves
-        self._bends: dict[str, list[int]] = {}
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._candidates
-
-    def bends(self, name: str) -> list[int]:
-        """The candidate's bends (see ``Candidate.bends``)."""
-        found = self._bends.get(name)
-        if found is None:
-            found = self._bends[name] = self._candidates[name].bends()
-        return found
-
-    def __call__(self, name: str, amount: int) -> float:
-        """``Candidate.yearly_yield``, the same floats."""
-        curve = self._yearly.get(name)
-        if curve is None:
-            curve = self._curve(name)[0]
-        return curve(amount)
-
-    def curve(self, name: str) -> Callable[[int], float]:
-        """``Candidate.yearly_yield`` of one candidate, remembered."""
-        curve = self._yearly.get(name)
-        if curve is None:
-            curve = self._curve(name)[0]
-        return curve
-
-    def apr(self, name: str, amount: int) -> float:
-        """``Candidate.apr``, the same float, remembered."""
-        return self._curve(name)[1](amount)
-
-    def _curve(self, name: str) -> tuple[Callable[[int], float], Callable[[int], float]]:
-        found = self._curves.get(name)
-        if found is None:
-            found = self._curves[name] = _curve(self._candidates[name])
-            self._yearly[name] = found[0]
-        return found
-
-    def ceiling(self, name: str, held: int, step: int) -> float:
-        """At least ``self(name, held + step) - self(name, held)``: a pool's rate does not
-        rise as more is supplied to it, so ``step`` more earns at most the rate ``held``
-        earns (or one unit, when nothing is held), with room for float rounding. Infinite
-        when that rate is 0: a pool the wallet would empty, where this does not hold."""
-        return (step + 1e-12 * (held + step)) * self.per_unit(name, held)
-
-    def per_unit(self, name: str, held: int) -> float:
-        """At least the yearly yield per unit of any holding from ``held`` up (from one
-        unit, when ``held`` is 0): the yield per unit ``held`` earns, as a pool's rate does
-        not rise with its supply; infinite when that is 0 (a pool the wallet would empty,
-        where this does not hold)."""
-        per_unit = self(name, held) / held if held > 0 else self(name, 1)
-        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
-
-
-def _curve(
-    candidate: Candidate,
-) -> tuple[Callable[[int], float], Callable[[int], float]]:
-    """``candidate.yearly_yield`` and ``candidate.apr``, the same floats, remembered per
-    amount."""
-    quote, current = candidate.quote, candidate.current
-    single = _single_market(quote)
-    known: dict[int, float] = {}  # yearly yields
-    aprs: dict[int, float] = {}
-
-    if single is not None and quote.fee == 0:
-        # ``rate_function``'s no-fee pool of one market, inlined: a call less per point.
-        # As functions of the amount: the market's supply, and the most that earns nothing.
-        market_rate, supply, emptied = single
-        offset, lowest = supply - current, emptied + current
-        empty = max(lowest, 0)
-
-        def apr_single(amount: int) -> float:
-            found = aprs.get(amount)
-            if found is None:
-                rate = 0 if amount <= lowest else market_rate(offset + amount)
-                found = aprs[amount] = rate / PERCENT
-                if amount > 0 and amount not in known:  # the yield, as yearly_yield_single
-                    known[amount] = amount * found / 100
-            return found
-
-        def yearly_yield_single(amount: int) -> float:
-            found = known.get(amount)
-            if found is None:
-                if amount > empty:
-                    found = amount * (market_rate(offset + amount) / PERCENT) / 100
-                else:
-                    found = 0.0
-                known[amount] = found
-            return found
-
-        return yearly_yield_single, apr_single
-
-    rate = _rate_function(quote, single)
-
-    def apr(amount: int) -> float:
-        found = aprs.get(amount)
-        if found is None:
-            found = aprs[amount] = rate(amount - current) / PERCENT
-            if amount > 0 and amount not in known:  # the yield, as yearly_yield
-                known[amount] = amount * found / 100
-        return found
-
-    def yearly_yield(amount: int) -> float:
-        found = known.get(amount)
-        if found is None:
-            found = amount * (rate(amount - current) / PERCENT) / 100 if amount > 0 else 0.0
-            known[amount] = found
-        return found
-
-    return yearly_yield, apr
 
 
 def _off_grid(name: str, yields: Yields, bounds: Bounds, step: int, units: int) -> list[int]:
@@ -590,102 +348,6 @@ def _place(
     return allocation
 
 
-def _refine(
-    allocation: dict[str, int],
-    yields: Yields,
-    bounds: Mapping[str, Bounds],
-    chunk: int,
-) -> None:
-    """Moves ever smaller amounts from where they earn least to where they earn most, down
-    to single units, so that caps and bounds are met exactly. The global search left the
-    allocation within a grid step of the best one, so each step size gets a few moves
-    (a flat stretch of a non-concave curve would otherwise be walked unit by unit).
-
-    The taker is the protocol whose yield grows most with a step more (the last by name of
-    equals), the giver the one whose yield shrinks least with a step less (the first by
-    name). The giver is found first: a taker whose ceiling (``Yields.ceiling``) is below
-    the best growth found, or below what a move must beat, is not asked: it cannot win.
-    When nothing can move, a step size costs the givers' curves only.
-
-    Only the protocols that hold something are scanned as givers and ranked as takers (a
-    giver holds at least a step above its lower bound, so something); the others are
-    asked, best ceiling first, only while their ceiling can beat the best taker found.
-    Both choices are orders of (value, name), so the scan's order does not change them."""
-    names = list(allocation)
-    amounts = [allocation[n] for n in names]
-    caps = [bounds[n].cap for n in names]
-    lows = [bounds[n].low for n in names]
-    curves = [yields.curve(n) for n in names]
-    values = [curve(amount) for curve, amount in zip(curves, amounts, strict=True)]
-    indices = range(len(names))
-    # protocols that hold nothing, best ceiling first: a step there earns at most `first`
-    first = [yields.per_unit(n, 0) for n in names]
-    order = sorted(indices, key=lambda i: (first[i], names[i]), reverse=True)
-    empty = [i for i in order if not amounts[i]]  # kept in this order
-    holders = [i for i in indices if amounts[i] > 0]
-    # each holder's yield per unit, with room (as ``Yields.per_unit``): its ceiling's rate
-    rates = [math.inf] * len(names)
-
-    def rate_of(i: int) -> float:
-        per_unit = values[i] / amounts[i]
-        return per_unit * (1 + 1e-9) if per_unit > 0 else math.inf
-
-    for i in holders:
-        rates[i] = rate_of(i)
-    step = chunk
-    while step >= 1:
-        for _ in range(MOVES_PER_STEP):
-            giver, least, given = -1, math.inf, 0.0  # given: the giver's yield after the move
-            ranked = []  # (ceiling, name, index) of the takers that hold something
-            for i in holders:
-                held = amounts[i]
-                if held - step >= lows[i]:
-                    after = curves[i](held - step)
-                    loss = values[i] - after
-                    if loss < least or (loss == least and names[i] < names[giver]):
-                        giver, least, given = i, loss, after
-                if held + step <= caps[i]:
-                    ranked.append(((step + 1e-12 * (held + step)) * rates[i], names[i], i))
-            if giver < 0:
-                break
-            # a taker must beat `bar`: one whose ceiling is below it is not asked
-            bar = least * (1 + 1e-12)
-            ranked.sort(reverse=True)
-            taker, most, taken = -1, -math.inf, 0.0  # taken: the taker's yield after the move
-            for ceiling, name, i in ranked:
-                if ceiling < most or ceiling < bar:
-                    break
-                after = curves[i](amounts[i] + step)
-                gain = after - values[i]
-                if gain > most or (gain == most and name > names[taker]):
-                    taker, most, taken = i, gain, after
-            for i in empty:
-                if step > caps[i]:
-                    continue
-                ceiling = (step + 1e-12 * step) * first[i]
-                if ceiling < most or ceiling < bar:
-                    break
-                gain = curves[i](step)
-                if gain > most or (gain == most and names[i] > names[taker]):
-                    taker, most, taken = i, gain, gain
-            if taker < 0 or taker == giver or not most > bar:
-                break
-            if not amounts[taker]:
-                holders.append(taker)
-                empty.remove(taker)
-            amounts[taker] += step
-            amounts[giver] -= step
-            values[taker], values[giver] = taken, given
-            rates[taker] = rate_of(taker)
-            if amounts[giver]:
-                rates[giver] = rate_of(giver)
-            else:
-                holders.remove(giver)
-                empty = [i for i in order if not amounts[i]]
-        step //= 2
-    allocation.update(zip(names, amounts, strict=True))
-
-
 EXHAUSTIVE_UP_TO = 8
 """Up to this many optional protocols every support is tried; beyond, the nested ones."""
 
@@ -759,7 +421,7 @@ def allocate(
         if _ceiling(support, yields, bounds, placed) < most:
             continue
         for start in _seeds(support, yields, bounds, placed, kinked):
-            _refine(start.allocation, yields, bounds, start.step)
+            refine(start.allocation, yields, bounds, start.step)
             value = _value(start.allocation, yields)
             starts.append((value, start))
             most = max(most, value)
@@ -776,12 +438,3 @@ def _ceiling(
     floor = sum(bounds[n].low for n in support)
     lows = sum(bounds[n].low * rate for n, rate in zip(support, rates, strict=True))
     return (lows + (placed - floor) * max(rates)) * (1 + 1e-9)
-
-
-def weighted_apr(allocation: Mapping[str, int], candidates: Sequence[Candidate]) -> float:
-    """The allocation's APR in percent, each pool priced after the allocation's own change."""
-    total = sum(allocation.values())
-    if total == 0:
-        return 0.0
-    by_name = {c.protocol: c for c in candidates}
-    return sum(amount * by_name[name].apr(amount) for name, amount in allocation.items()) / total

@@ -197,6 +197,45 @@ class OperationRepository(Protocol):
         lease and without an open operation: the process died between two writes."""
 
 
+# -- the agent's schedule ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """How a wallet's turn ended: its run's outcome (``no_action``, ``failed`` or a moving
+    run's operation status) and why, or ``status`` None when the wallet was not run (no
+    longer activated, or the chain did not answer before its run began)."""
+
+    wallet_id: int
+    status: str | None = None
+    reason: str = ""
+
+
+class RunRepository(Protocol):
+    """Where the schedule and protocol pauses are kept."""
+
+    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
+        """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
+
+    def schedule(self, wallet_id: int, next_run_at: float) -> None:
+        """Sets when the wallet runs next."""
+
+    def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
+        """In one transaction, for each of ``ends``: notes the run's outcome (at ``at``) if
+        the wallet ran, sets its next run, and releases the lease ``owner`` still holds."""
+
+    def note(self, end: RunEnd, at: float) -> None:
+        """Notes the outcome of a run made on request (``Agent.run``)."""
+
+    def paused(self, chain_id: int) -> frozenset[str]:
+        """Protocols the operator paused on ``chain_id``."""
+
+    @property
+    def parallel_writes(self) -> bool:
+        """Whether a ``finish`` from another thread can proceed while this one writes
+        (False where the database has one writer: the second would only wait)."""
+
+
 # -- events ---------------------------------------------------------------------------------
 
 

@@ -20,9 +20,11 @@ from support.agent_setup import (
 )
 from support.wallet_setup import activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.agent.runs import Agent, AgentSettings, RunEnd
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 

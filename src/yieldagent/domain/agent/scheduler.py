@@ -1,0 +1,249 @@
+"""The schedule: every activated wallet runs once an interval, its runs spread over
+replicas.
+
+Each replica claims a batch of due wallets (see ``storage.runs``), runs them and sets their
+next run one interval later, renewing the batch's leases while it works. A batch is read
+and planned at once: every wallet of a chain is valued at one head, with the chain's pauses
+and costs read once, and planned by one ``Planner`` (``domain.agent.plan``), so that
+wallets with the same holdings and rules are checked once. Runs that move nothing are
+noted, rescheduled and released together, in one transaction, before the runs with moves
+execute together (``domain.agent.rounds``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from yieldagent.domain.agent import rounds
+from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
+from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
+from yieldagent.domain.books.books import Books
+from yieldagent.domain.books.operations import OperationStatus
+from yieldagent.domain.books.valuation import value_many
+from yieldagent.domain.books.wallet_states import allowed
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.errors import Conflict
+from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
+from yieldagent.domain.ports.observers import RunObserver
+from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """How often wallets run and when a rebalance pays."""
+
+    interval_seconds: float = 3600.0
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    batch: int = 100
+
+
+class Scheduler:
+    """Runs every due wallet once, batch after batch; each run's end goes to ``observer``."""
+
+    def __init__(
+        self,
+        books: Books,
+        wallets: WalletRepository,
+        runs: RunRepository,
+        settings: AgentSettings,
+        observer: RunObserver,
+    ) -> None:
+        self._books = books
+        self._wallets = wallets
+        self._runs = runs
+        self._settings = settings
+        self._observer = observer
+        self._overlapping = False
+        """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
+        self._writing: asyncio.Future[None] | None = None
+        """That write, while in flight."""
+
+    async def run_cycle(self, stopping: Callable[[], bool] = lambda: False) -> int:
+        """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
+        how many ran.
+
+        Each batch ends with one write: its runs' outcomes, next runs and lease releases. Here
+        that write goes to the database from a thread while the next batch is claimed,
+        read and planned, one write at a time and in order, and the cycle returns once
+        the last is stored. The wallets of a write in flight are still leased, so no
+        claim can take them meanwhile; a process that dies first leaves them to run again
+        once their leases lapse, as it would have before the write. So the database
+        server's work on the write overlaps the planning, where the database takes writes
+        in parallel (``RunRepository.parallel_writes``; SQLite does not).
+        """
+        ran = 0
+        self._overlapping = self._runs.parallel_writes
+        try:
+            while not stopping() and (batch := await self.run_due()):
+                ran += batch
+        finally:
+            self._overlapping = False
+            await self._written()
+        return ran
+
+    async def run_due(self) -> int:
+        """Claims a batch of due wallets, runs each once, and returns how many ran.
+
+        The claim's lease is held to the end: the next run is set (an interval on) before
+        the lease is released, so no replica can find the wallet due and free in between.
+        While the batch runs, the leases of its wallets not yet done are renewed every
+        third of a lease, so a batch may take longer than one lease. If this process
+        dies, the renewals stop and its wallets are due again once their lease lapses.
+
+        The batch is read and planned at once (see ``_run_batch``); runs that move
+        nothing are noted, rescheduled and released together, in one transaction,
+        before the runs with moves execute together (``domain.agent.rounds``).
+        """
+        leases = self._books.leases
+        now = self._books.clock.time()
+        owner = leases.owner("agent")
+        pending = set(self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch))
+        if not pending:
+            return 0
+        keeper = asyncio.create_task(leases.keep(lambda: sorted(pending), owner))
+        try:
+            return await self._run_batch(pending, owner, now + self._settings.interval_seconds)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
+    async def _run_batch(self, pending: set[int], owner: str, next_run: float) -> int:
+        """Runs the claimed wallets ``pending`` (emptied as each is rescheduled and
+        released): every wallet of a chain is valued at one head, with the chain's pauses
+        and costs read once, and wallets with the same holdings and rules share one
+        settled check. Returns how many ran."""
+        wallets = self._wallets.get_many(sorted(pending))
+        pending.intersection_update(w.id for w in wallets)  # vanished rows: nothing to free
+        by_chain: dict[int, list[Wallet]] = {}
+        for wallet in wallets:
+            by_chain.setdefault(wallet.chain_id, []).append(wallet)
+        ran = 0
+        for chain_id, group in by_chain.items():
+            ran += await self._run_chain_batch(chain_id, group, owner, next_run, pending)
+        return ran
+
+    async def _run_chain_batch(
+        self,
+        chain_id: int,
+        wallets: list[Wallet],
+        owner: str,
+        next_run: float,
+        pending: set[int],
+    ) -> int:
+        ends: list[RunEnd] = []  # of the runs that move nothing, and the wallets not run
+        try:
+            chain = self._books.chain(chain_id)
+            head = await chain.head()
+            paused = self._runs.paused(chain_id)
+        except Exception:
+            log.exception("scheduled runs failed", extra={"chain_id": chain_id})
+            await self._finish([RunEnd(w.id) for w in wallets], owner, next_run, pending)
+            for _ in wallets:
+                self._observer.run_ended(chain_id, None)
+            return 0
+        ran = 0
+        runnable: list[Wallet] = []
+        for wallet in wallets:
+            if allowed(wallet.status, "run"):
+                runnable.append(wallet)
+            else:  # claimed wallets are activated; as ``run``, not a run otherwise
+                ends.append(RunEnd(wallet.id))
+                ran += 1
+        try:
+            valuations = await value_many(chain, runnable, head)
+        except Exception as refused:  # the chain failed to answer
+            valuations = {}
+            reason = refusal(refused)
+            ends += [_ended(wallet, OperationStatus.FAILED, reason) for wallet in runnable]
+            runnable = []
+        planner = Planner(paused, self._settings.thresholds)
+        costs: dict[str, Costs] = {}
+        planned: list[PlannedRun] = []
+        for wallet in runnable:
+            try:
+                if wallet.token not in costs:
+                    costs[wallet.token] = await self._books.costs(chain, wallet)
+            except Exception as refused:  # the chain failed to answer
+                ends.append(_ended(wallet, OperationStatus.FAILED, refusal(refused)))
+                continue
+            decision = planner.plan(wallet, valuations[wallet.id], costs[wallet.token])
+            if isinstance(decision, NoMoves):
+                ends.append(_ended(wallet, decision.status, decision.reason))
+            else:
+                planned.append(decision)
+        # What moves nothing is done: noted and let go at once, in one transaction.
+        await self._finish(ends, owner, next_run, pending)
+        for end in ends:
+            if end.status is not None:
+                self._observer.run_ended(chain_id, RunOutcome(end.status, end.reason, ""))
+                ran += 1
+        outcomes: Sequence[RunOutcome | Conflict] = [_UNFINISHED] * len(planned)
+        try:
+            outcomes = await rounds.execute(self._books, chain, head.number, owner, planned)
+        except Exception:
+            log.exception("scheduled runs failed", extra={"chain_id": chain_id})
+        finally:
+            moved = [_end_of(p.wallet, o) for p, o in zip(planned, outcomes, strict=True)]
+            await self._finish(moved, owner, next_run, pending)
+        for outcome in outcomes:
+            if isinstance(outcome, Conflict):
+                self._observer.run_ended(chain_id, None)
+            else:
+                self._observer.run_ended(chain_id, outcome)
+                ran += 1
+        return ran
+
+    async def _finish(
+        self, ends: list[RunEnd], owner: str, next_run: float, pending: set[int]
+    ) -> None:
+        """Notes the ``ends``, sets the wallets' next run and releases their leases: at
+        once, or, within ``run_cycle``, from a thread while the cycle goes on."""
+        if ends:
+            finishing = (ends, owner, next_run, self._now())
+            if self._overlapping:
+                await self._written()  # one write at a time, in order
+                self._writing = asyncio.ensure_future(
+                    asyncio.to_thread(self._runs.finish, *finishing)
+                )
+            else:
+                self._runs.finish(*finishing)
+        pending.difference_update(end.wallet_id for end in ends)
+
+    def _now(self) -> float:
+        """Wall-clock unix time, as the schedule keeps it."""
+        return self._books.clock.time()
+
+    async def _written(self) -> None:
+        """Waits for the write in flight, if any (a failed one is logged: its wallets'
+        leases lapse and they run again, as if this process had died)."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            try:
+                await writing
+            except Exception:
+                log.exception("storing the end of scheduled runs failed")
+
+
+_UNFINISHED = Conflict("the runs did not finish")
+"""A moving run's outcome until its rounds return (they raised, or were cancelled)."""
+
+
+def _ended(wallet: Wallet, status: str, reason: str) -> RunEnd:
+    """The end of a run that moved nothing; a failed one is logged."""
+    if status == OperationStatus.FAILED:
+        log.warning("run failed", extra={"wallet": wallet.address, "reason": reason})
+    return RunEnd(wallet.id, status, reason)
+
+
+def _end_of(wallet: Wallet, outcome: RunOutcome | Conflict) -> RunEnd:
+    """The end of a moving run: its operation's outcome, or not run (it did not finish)."""
+    if isinstance(outcome, Conflict):
+        return RunEnd(wallet.id)
+    return RunEnd(wallet.id, outcome.status, outcome.reason)

@@ -1,0 +1,43 @@
+"""A wallet's valuation as the optimizer reads it: its candidates (the pools it may use,
+each with what it holds there), and where its idle funds go."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from yieldagent.domain.books.operations import Move
+from yieldagent.domain.books.valuation import Valuation
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.rebalance import Costs, optimize
+
+
+def candidates(valuation: Valuation, protocols: Iterable[str]) -> list[Candidate]:
+    """The pools of ``protocols``, each with what the wallet holds there."""
+    return [
+        Candidate(p, valuation.quotes[p], valuation.positions.get(p, 0))
+        for p in protocols
+        if p in valuation.quotes
+    ]
+
+
+def placement(
+    wallet: Wallet,
+    valuation: Valuation,
+    costs: Costs,
+    paused: frozenset[str] = frozenset(),
+) -> list[Move]:
+    """Where the wallet's idle funds go, as the optimizer plans: where the best allocation
+    wants more, or with a rebalance when the rules require one (a minimum position, say)
+    or when it pays. Nothing moves without idle funds."""
+    if valuation.idle <= 0:
+        return []
+    protocols = [p for p in wallet.selected_protocols if p not in paused]
+    plan = optimize(
+        valuation.positions,
+        valuation.idle,
+        candidates(valuation, protocols),
+        wallet.constraints,
+        costs,
+    )
+    return list(plan.moves)
