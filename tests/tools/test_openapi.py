@@ -14,7 +14,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 
 from tools.openapi import generate as openapi
 from tools.openapi.generate import build, render
-from tools.openapi.swagger import generate, plugin_request
+from tools.openapi.swagger import PRAGMA, generate, plugin_request, without_pragmas
 from yieldagent.servicers.method_policy import api_services, load_policies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +49,42 @@ def _routed() -> set[str]:
         for m in s.methods
         if m.GetOptions().HasExtension(annotations_pb2.http)
     }
+
+
+def _texts(node: Any) -> Iterator[tuple[str, str]]:
+    """Every text a reader sees: descriptions, summaries and titles, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary", "title") and isinstance(value, str):
+                yield key, value
+            else:
+                yield from _texts(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _texts(item)
+
+
+def test_no_text_carries_a_tool_pragma(document: dict[str, Any]) -> None:
+    texts = list(_texts(document))
+    assert len(texts) > 100
+    for key, text in texts:
+        assert "buf:lint" not in text, (key, text)
+        for line in text.splitlines():
+            assert not PRAGMA.match(line), (key, text)
+
+
+def test_pragmas_are_dropped_from_comments_and_nothing_else() -> None:
+    comment = (
+        " buf:lint:ignore FIELD_LOWER_SNAKE_CASE\n"
+        " Address where the user deposits funds.\n"
+        " api-linter: core::0131=disabled\n"
+        " Ignore nothing else: a noqa in mid-line stays.\n"
+    )
+    kept = without_pragmas(comment).splitlines()
+    assert kept == [
+        " Address where the user deposits funds.",
+        " Ignore nothing else: a noqa in mid-line stays.",
+    ]
 
 
 def test_every_method_with_an_http_rule_is_one_operation(document: dict[str, Any]) -> None:

@@ -267,8 +267,7 @@ def _rule(method: MethodDescriptor) -> tuple[str, str, str] | None:
 
 def _text(comment: str) -> tuple[str, str]:
     """A method comment as a summary (its first sentence) and a description."""
-    lines = [line for line in comment.splitlines() if not line.startswith("buf:lint:")]
-    text = " ".join(line.strip() for line in lines).strip()
+    text = " ".join(line.strip() for line in comment.splitlines()).strip()
     summary = re.split(r"(?<=[.;:])\s", text, maxsplit=1)[0].rstrip(".;:")
     return summary, text
 
