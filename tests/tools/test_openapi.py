@@ -93,6 +93,22 @@ def test_every_method_with_an_http_rule_is_one_operation(document: dict[str, Any
     assert set(_by_id(document)) == routed
 
 
+def test_operations_are_grouped_under_the_names_partners_use(document: dict[str, Any]) -> None:
+    names = ["Accounts", "Wallets", "Rewards", "Catalog", "Optimizer", "Stats", "Health"]
+    assert [tag["name"] for tag in document["tags"]] == names
+    for tag in document["tags"]:
+        description = tag["description"]
+        assert description.endswith(".") and "\n" not in description, tag
+        assert "Service" not in description, tag
+    grouped = {op["operationId"]: op["tags"] for _, _, op in _operations(document)}
+    assert all(len(tags) == 1 and tags[0] in names for tags in grouped.values()), grouped
+    assert grouped["CreateSmartAccount"] == ["Accounts"]
+    assert grouped["Withdraw"] == ["Wallets"]
+    assert grouped["ClaimRewards"] == ["Rewards"]
+    assert grouped["Healthcheck"] == ["Health"]
+    assert {s.name for s in api_services()} == set(openapi.TAGS)
+
+
 def test_statuses_security_and_idempotency_follow_the_method_policies(
     document: dict[str, Any],
 ) -> None:
@@ -252,6 +268,9 @@ def test_a_streaming_method_without_an_http_rule_is_left_out(
     service = pool.FindServiceByName("yieldagent.v1.StreamingProbeService")
     real = list(api_services())
     monkeypatch.setattr(openapi, "api_services", lambda: iter([*real, service]))
+    with pytest.raises(ValueError, match="StreamingProbeService has no partner name"):
+        build(generate(descriptors))
+    monkeypatch.setitem(openapi.TAGS, "StreamingProbeService", "Probes")
 
     document = build(generate(descriptors))
 
@@ -259,3 +278,7 @@ def test_a_streaming_method_without_an_http_rule_is_left_out(
     assert "GetProbe" in operations
     assert "WatchProbe" not in operations
     assert list(document["paths"]["/api/v1/probes/{wallet}"]) == ["get"]
+    assert document["tags"][-1] == {
+        "name": "Probes",
+        "description": "A service with a streaming method, as WatchWallet will be.",
+    }

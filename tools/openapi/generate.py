@@ -30,7 +30,9 @@ Per operation it sets:
   kind may reach any method), 409 with an optional ``Retry-After``, 500; all
   ``{"detail": "...", "request_id": "..."}`` but 422, whose detail lists
   ``{loc, msg, type}``;
-- the ``X-Request-Id`` header Envoy sets on every answer.
+- the ``X-Request-Id`` header Envoy sets on every answer;
+- its tag: the name partners know its service's operations by (``TAGS``), described
+  by the first sentence of the service's comment.
 
 ``python -m tools.openapi.generate OUTPUT`` writes the document (``make openapi``);
 ``--check`` fails when OUTPUT differs from what the protos give (``make check-protos``).
@@ -74,6 +76,17 @@ PARTNER_KEY_HEADER = "X-Partner-API-Key"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 INTERNAL = 500
+TAGS = {
+    "SmartAccountService": "Accounts",
+    "WalletService": "Wallets",
+    "RewardService": "Rewards",
+    "CatalogService": "Catalog",
+    "OptimizerService": "Optimizer",
+    "StatsService": "Stats",
+    "HealthcheckService": "Health",
+}
+"""The name a partner knows each service's operations by, in the order the docs list them
+(the order of an integration: the account first). Every API service needs one."""
 _PARTNER_ERRORS = (AuthenticationFailed, AccessDenied, RateLimited)
 """Errors only a call with partner credentials meets: its checks and its rate limit."""
 _RETRY_AFTER = {STATUS_OF[Conflict][1]: False, STATUS_OF[RateLimited][1]: True}
@@ -337,7 +350,7 @@ def _operation(
         "operationId": source["operationId"],
         "summary": summary,
         "description": description,
-        "tags": source.get("tags", []),
+        "tags": [tag_of(method.containing_service.name)],
     }
     parameters = []
     path_fields = frozenset(re.findall(r"{([^}=]+)", template))
@@ -517,20 +530,32 @@ def build(swagger: dict[str, Any]) -> dict[str, Any]:
     left = {(path, verb) for path, verbs in swagger["paths"].items() for verb in verbs} - listed
     if left:
         raise ValueError(f"operations without a method: {sorted(left)}")
+    comments = {tag["name"]: tag["description"] for tag in swagger.get("tags", [])}
     used = {tag for verbs in paths.values() for op in verbs.values() for tag in op["tags"]}
     return {
         "openapi": "3.1.0",
         "info": {"title": TITLE, "version": yieldagent.__version__, "description": _DESCRIPTION},
-        "tags": [_tag(tag) for tag in swagger.get("tags", []) if tag["name"] in used],
+        "tags": [
+            {"name": tag, "description": _first_sentence(comments[service])}
+            for service, tag in TAGS.items()
+            if tag in used
+        ],
         "paths": dict(sorted(paths.items())),
         "components": _components(schemas, statuses),
     }
 
 
-def _tag(tag: dict[str, str]) -> dict[str, str]:
-    """A service's tag, its comment joined into paragraphs."""
-    paragraphs = [" ".join(p.split()) for p in tag["description"].split("\n\n")]
-    return {"name": tag["name"], "description": "\n\n".join(p for p in paragraphs if p)}
+def tag_of(service: str) -> str:
+    """The partner's name for the operations of a service (``TAGS``)."""
+    if service not in TAGS:
+        raise ValueError(f"{service} has no partner name in TAGS")
+    return TAGS[service]
+
+
+def _first_sentence(comment: str) -> str:
+    """A service comment's first sentence, on one line: its tag's description."""
+    text = " ".join(comment.split())
+    return re.split(r"(?<=\.)\s", text, maxsplit=1)[0]
 
 
 def render(document: dict[str, Any]) -> str:
