@@ -12,7 +12,9 @@ operation and test); the summary counts the tests' own calls only.
 
 Each operation gets ``YIELDAGENT_CONTRACT_EXAMPLES`` generated cases per test (a few
 by default; ``make fuzz`` runs many more). The requests made per operation, by status,
-are printed at the end of the session (tests/rest/conftest.py).
+are printed at the end of the session (tests/rest/conftest.py). Generated cases reach
+each status by chance: tests/rest/test_contract_flow.py provokes every documented one on
+purpose, and names in the test summary those it cannot.
 """
 
 from __future__ import annotations

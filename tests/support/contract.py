@@ -1,4 +1,5 @@
-"""What the contract tests share: schemathesis' conformance checks and their request report."""
+"""What the contract tests share: schemathesis' conformance checks, their request report,
+and the warning that names the documented statuses they did not provoke."""
 
 from __future__ import annotations
 
@@ -27,3 +28,8 @@ def record(record_property: Any, answered: Mapping[str, Counter[int]]) -> None:
     record_property(
         REPORT_PROPERTY, {label: dict(statuses) for label, statuses in answered.items()}
     )
+
+
+class UnprovokedStatuses(UserWarning):
+    """Documented statuses that no contract test provoked: listed in the test summary for
+    review (tests/rest/test_contract_flow.py)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,9 +13,11 @@ import pytest
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
 
+from tools.openapi import answers
 from tools.openapi import generate as openapi
 from tools.openapi.generate import build, render
-from tools.openapi.swagger import generate, plugin_request
+from tools.openapi.swagger import PRAGMA, generate, plugin_request, without_pragmas
+from yieldagent.domain.errors import NotFound
 from yieldagent.servicers.method_policy import api_services, load_policies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,10 +54,62 @@ def _routed() -> set[str]:
     }
 
 
+def _texts(node: Any) -> Iterator[tuple[str, str]]:
+    """Every text a reader sees: descriptions, summaries and titles, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary", "title") and isinstance(value, str):
+                yield key, value
+            else:
+                yield from _texts(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _texts(item)
+
+
+def test_no_text_carries_a_tool_pragma(document: dict[str, Any]) -> None:
+    texts = list(_texts(document))
+    assert len(texts) > 100
+    for key, text in texts:
+        assert "buf:lint" not in text, (key, text)
+        for line in text.splitlines():
+            assert not PRAGMA.match(line), (key, text)
+
+
+def test_pragmas_are_dropped_from_comments_and_nothing_else() -> None:
+    comment = (
+        " buf:lint:ignore FIELD_LOWER_SNAKE_CASE\n"
+        " Address where the user deposits funds.\n"
+        " api-linter: core::0131=disabled\n"
+        " Ignore nothing else: a noqa in mid-line stays.\n"
+    )
+    kept = without_pragmas(comment).splitlines()
+    assert kept == [
+        " Address where the user deposits funds.",
+        " Ignore nothing else: a noqa in mid-line stays.",
+    ]
+
+
 def test_every_method_with_an_http_rule_is_one_operation(document: dict[str, Any]) -> None:
     routed = _routed()
     assert "WatchWallet" not in routed
     assert set(_by_id(document)) == routed
+
+
+def test_operations_are_grouped_under_the_names_partners_use(document: dict[str, Any]) -> None:
+    names = ["Accounts", "Wallets", "Rewards", "Catalog", "Optimizer", "Stats", "Health"]
+    assert [tag["name"] for tag in document["tags"]] == names
+    for tag in document["tags"]:
+        description = tag["description"]
+        assert description.endswith(".") and "\n" not in description, tag
+        assert "Service" not in description, tag
+    grouped = {op["operationId"]: op["tags"] for _, _, op in _operations(document)}
+    assert all(len(tags) == 1 and tags[0] in names for tags in grouped.values()), grouped
+    assert grouped["CreateSmartAccount"] == ["Accounts"]
+    assert grouped["Withdraw"] == ["Wallets"]
+    assert grouped["ClaimRewards"] == ["Rewards"]
+    assert grouped["Healthcheck"] == ["Health"]
+    assert {s.name for s in api_services()} == set(openapi.TAGS)
 
 
 def test_statuses_security_and_idempotency_follow_the_method_policies(
@@ -75,29 +130,117 @@ def test_statuses_security_and_idempotency_follow_the_method_policies(
         assert bool(operation["security"]) == guarded
         for status in ("401", "403", "429"):
             assert (status in responses) == guarded, (policy.full_name, status)
-        for status in ("400", "404", "409", "422", "500", "501", "503"):
-            assert status in responses
+        if policy.idempotent:
+            assert "Retry-After" in responses["409"]["headers"], name
+        # 422 wherever a value can be sent; 413 wherever a body can; 404 wherever the path
+        # names something (or the use case looks something up).
+        assert ("422" in responses) == bool(policy.field_sources or policy.idempotent), name
+        assert ("413" in responses) == ("requestBody" in operation), name
+        declared = {error.__class__ for _, error, _ in answers.declared(name)}
+        finds = "{" in _path_of(document, name) or NotFound in declared
+        assert ("404" in responses) == finds, name
         success = responses[str(policy.success_status)]
         assert ("content" in success) == (policy.success_status != 204)
 
 
-def test_errors_are_detail_bodies_and_422_lists_loc_msg_type(document: dict[str, Any]) -> None:
-    responses = document["components"]["responses"]
-    schemas = document["components"]["schemas"]
-    assert responses["422"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/ValidationError"
+def _path_of(document: dict[str, Any], operation_id: str) -> str:
+    return next(path for path, _, op in _operations(document) if op["operationId"] == operation_id)
+
+
+def test_each_operation_lists_only_what_it_can_answer(document: dict[str, Any]) -> None:
+    operations = _by_id(document)
+    statuses = {name: set(map(int, op["responses"])) for name, op in operations.items()}
+    # Public reads of the catalog and the service itself take nothing that can be wrong.
+    assert statuses["Healthcheck"] == {200}
+    assert statuses["ListChains"] == {200}
+    assert statuses["ListTokens"] == {200, 404, 422}
+    assert statuses["GetWallet"] == {200, 404, 422}
+    # 500 where the partner contract lists it, and nowhere else.
+    assert {n for n, found in statuses.items() if 500 in found} == {
+        "ActivateWallet",
+        "CreateSmartAccount",
     }
+    # A status the use case does not raise is not listed: 501 is activation's alone.
+    assert {n for n, found in statuses.items() if 501 in found} == {"ActivateWallet"}
+    assert 409 not in statuses["ListTransactions"] | statuses["GetApr"]
+    assert statuses["UpdateProtocols"] >= {204, 400, 401, 403, 404, 409, 413, 422, 429}
+    assert 503 not in statuses["UpdateProtocols"]
+
+
+def test_every_declared_refusal_names_a_routed_method() -> None:
+    assert set(answers.REFUSALS) == _routed()
+    with pytest.raises(ValueError, match="Nope: its use case's errors are not declared"):
+        answers.declared("Nope")
+
+
+def _examples(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any], Any]]:
+    for _, _, operation in _operations(document):
+        for status, response in operation["responses"].items():
+            if int(status) < 400:
+                continue
+            media = response["content"]["application/json"]
+            for example in media["examples"].values():
+                yield operation["operationId"], status, media["schema"], example
+
+
+def test_errors_are_detail_bodies_and_422_lists_loc_msg_type(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
     item = schemas["ValidationError"]["properties"]["detail"]["items"]
     assert item["required"] == ["loc", "msg", "type"]
-    for status in ("400", "401", "403", "404", "409", "429", "500", "501", "503"):
-        body = responses[status]["content"]["application/json"]["schema"]
-        assert body == {"$ref": "#/components/schemas/Error"}
     assert schemas["Error"]["properties"]["detail"]["type"] == "string"
     assert schemas["Error"]["properties"]["request_id"]["type"] == "string"
-    assert responses["429"]["headers"]["Retry-After"]["required"] is True
-    for response in responses.values():
-        assert response["headers"]["X-Request-Id"] == {"$ref": "#/components/headers/RequestId"}
-    assert responses["409"]["headers"]["Retry-After"]["required"] is False
+    seen = set()
+    for name, status, schema, example in _examples(document):
+        seen.add(status)
+        body = example["value"]
+        assert example["summary"], (name, status)
+        assert set(body) == {"detail", "request_id"}, (name, status)
+        if status == "422":
+            assert schema == {"$ref": "#/components/schemas/ValidationError"}, name
+            assert body["detail"], name
+            for violation in body["detail"]:
+                assert set(violation) == {"loc", "msg", "type"}, (name, violation)
+                assert violation["loc"][0] in ("body", "path", "query", "header"), violation
+        else:
+            assert schema == {"$ref": "#/components/schemas/Error"}, (name, status)
+            assert isinstance(body["detail"], str), (name, status)
+    assert seen == {"400", "401", "403", "404", "409", "413", "422", "429", "500", "501", "503"}
+    for _, _, operation in _operations(document):
+        for status, response in operation["responses"].items():
+            assert response["headers"]["X-Request-Id"] == {"$ref": "#/components/headers/RequestId"}
+            if status == "429":
+                assert response["headers"]["Retry-After"]["required"] is True
+            if status == "409" and "Retry-After" in response["headers"]:
+                # Always there when every reason is passing (an Idempotency-Key in use).
+                always = operation["operationId"] == "CreateSmartAccount"
+                assert response["headers"]["Retry-After"]["required"] is always
+
+
+def test_422_examples_locate_fields_where_the_http_rule_binds_them(
+    document: dict[str, Any],
+) -> None:
+    located = {
+        (name, tuple(v["loc"]))
+        for name, status, _, example in _examples(document)
+        if status == "422"
+        for v in example["value"]["detail"]
+    }
+    assert ("Withdraw", ("body", "amount")) in located
+    assert ("TopUp", ("query", "tx_hash")) in located
+    assert ("ListProtocols", ("path", "token")) in located
+    assert ("UpdateProtocols", ("body",)) in located  # the bare array is the body
+    assert ("ListTokens", ("path", "chain_id")) in located
+    assert ("CreateSmartAccount", ("header", "Idempotency-Key")) in located
+
+
+def test_the_description_says_what_a_partner_needs_and_names_no_module(
+    document: dict[str, Any],
+) -> None:
+    description = document["info"]["description"]
+    assert not re.search(r"\b(tools|yieldagent|servicers|domain)\.[a-z_]", description)
+    assert "protoc" not in description
+    for words in ("X-Partner-Name", "413", "415", "431", "500", "smallest unit"):
+        assert words in description
 
 
 def test_amounts_and_64_bit_integers_are_json_integers_and_optionals_nullable(
@@ -216,6 +359,12 @@ def test_a_streaming_method_without_an_http_rule_is_left_out(
     service = pool.FindServiceByName("yieldagent.v1.StreamingProbeService")
     real = list(api_services())
     monkeypatch.setattr(openapi, "api_services", lambda: iter([*real, service]))
+    with pytest.raises(ValueError, match="StreamingProbeService has no partner name"):
+        build(generate(descriptors))
+    monkeypatch.setitem(openapi.TAGS, "StreamingProbeService", "Probes")
+    with pytest.raises(ValueError, match="GetProbe: its use case's errors are not declared"):
+        build(generate(descriptors))
+    monkeypatch.setitem(answers.REFUSALS, "GetProbe", ())
 
     document = build(generate(descriptors))
 
@@ -223,3 +372,7 @@ def test_a_streaming_method_without_an_http_rule_is_left_out(
     assert "GetProbe" in operations
     assert "WatchProbe" not in operations
     assert list(document["paths"]["/api/v1/probes/{wallet}"]) == ["get"]
+    assert document["tags"][-1] == {
+        "name": "Probes",
+        "description": "A service with a streaming method, as WatchWallet will be.",
+    }

@@ -6,7 +6,7 @@ module turns its Swagger 2.0 output into an OpenAPI 3.1 document of what the edg
 (Envoy, envoy/rest.lua, envoy/rest_check.lua) really answers, from the sources the
 edge itself uses: the method policies read from the proto options
 (``servicers.method_policy``), the error mapping (``servicers.errors``) and the
-request schema the edge enforces (``edge.request_schema``). No route is listed here.
+request schema the edge enforces (``service.edge``). No route is listed here.
 
 OpenAPI 3.1 rather than Swagger 2.0: its schemas are JSON Schema, which says
 "a string or null" (``optional`` fields, printed as ``null`` when unset) and
@@ -23,14 +23,19 @@ Per operation it sets:
   parameters of body-less POSTs too), the JSON body without the path's fields, a body
   naming a repeated field as a bare JSON array;
 - security: the ``x-partner-name`` and ``x-partner-api-key`` headers where the method
-  names a ``partner_permission``, with 401, 403 and 429 (rate limited, with
-  ``Retry-After``); none on public methods;
+  names a ``partner_permission``; none on public methods;
 - ``Idempotency-Key`` and the ``Idempotent-Replayed`` answer where ``idempotent``;
-- error responses: every REST status of ``servicers.errors`` (a domain error of any
-  kind may reach any method), 409 with an optional ``Retry-After``, 500; all
+- the error statuses it can answer and no other, each with its reasons and an example
+  body per reason (``tools.openapi.answers``: from the route, the policy and the
+  errors the method's use case raises); ``Retry-After`` where a reason carries it; all
   ``{"detail": "...", "request_id": "..."}`` but 422, whose detail lists
   ``{loc, msg, type}``;
-- the ``X-Request-Id`` header Envoy sets on every answer.
+- the ``X-Request-Id`` header Envoy sets on every answer;
+- its tag: the name partners know its service's operations by (``TAGS``), described
+  by the first sentence of the service's comment.
+
+What any path may answer (no operation matches it, oversized headers, the service
+down) is said once, in the document's description.
 
 ``python -m tools.openapi.generate OUTPUT`` writes the document (``make openapi``);
 ``--check`` fails when OUTPUT differs from what the protos give (``make check-protos``).
@@ -50,15 +55,8 @@ from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 
 import yieldagent
+from tools.openapi.answers import BODY_LIMIT, EXAMPLE_REQUEST_ID, REFUSALS, Answer, answers
 from tools.openapi.swagger import PLUGIN, generate, handed_over
-from yieldagent.domain.errors import (
-    AccessDenied,
-    AuthenticationFailed,
-    Conflict,
-    InvalidInput,
-    RateLimited,
-)
-from yieldagent.servicers.errors import STATUS_OF
 from yieldagent.servicers.idempotency import MAX_KEY_LENGTH
 from yieldagent.servicers.method_policy import (
     SIXTY_FOUR_BIT,
@@ -73,11 +71,17 @@ PARTNER_NAME_HEADER = "X-Partner-Name"
 PARTNER_KEY_HEADER = "X-Partner-API-Key"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
-INTERNAL = 500
-_PARTNER_ERRORS = (AuthenticationFailed, AccessDenied, RateLimited)
-"""Errors only a call with partner credentials meets: its checks and its rate limit."""
-_RETRY_AFTER = {STATUS_OF[Conflict][1]: False, STATUS_OF[RateLimited][1]: True}
-"""Statuses that carry Retry-After, and whether always (409: only when passing)."""
+TAGS = {
+    "SmartAccountService": "Accounts",
+    "WalletService": "Wallets",
+    "RewardService": "Rewards",
+    "CatalogService": "Catalog",
+    "OptimizerService": "Optimizer",
+    "StatsService": "Stats",
+    "HealthcheckService": "Health",
+}
+"""The name a partner knows each service's operations by, in the order the docs list them
+(the order of an integration: the account first). Every API service needs one."""
 
 _INT32_RANGE = {
     FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
@@ -87,21 +91,21 @@ _INT32_RANGE = {
     FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
 }
 
-_STATUS_TEXT = {
-    400: "Bad request: the request cannot be served as it is (an unknown protocol, say).",
-    401: "The partner headers are missing, or the name and key do not match.",
-    403: "Access denied: an inactive key, a permission the partner lacks, another "
-    "partner's wallet, or a deposit above the activation limit.",
-    404: "Not found: no such resource (or no such route).",
-    409: "Conflict with the resource's state. With `Retry-After`, the conflict is passing "
-    "(another call holds the wallet or the idempotency key): retry after that many seconds.",
-    422: "Invalid input: each item locates one field (`body`, `path`, `query` or `header`, "
-    "then its name).",
-    429: "Too many requests for this partner: retry after `Retry-After` seconds.",
+_STATUS_TITLE = {
+    400: "Bad request.",
+    401: "Unauthenticated.",
+    403: "Access denied.",
+    404: "Not found.",
+    409: "Conflict.",
+    413: "Payload too large.",
+    422: "Invalid input: each item of `detail` locates one field (`body`, `path`, `query` "
+    "or `header`, then its name).",
+    429: "Too many requests.",
     500: "Internal server error.",
-    501: "Not implemented: the service does not offer this yet (on this chain, say).",
-    503: "A chain node, or the service behind the edge, is unavailable: retry later.",
+    501: "Not implemented.",
+    503: "Unavailable.",
 }
+"""The first words of each error response's description; its reasons follow."""
 
 
 def _option(options: Any, extension: Any) -> Any:
@@ -267,8 +271,7 @@ def _rule(method: MethodDescriptor) -> tuple[str, str, str] | None:
 
 def _text(comment: str) -> tuple[str, str]:
     """A method comment as a summary (its first sentence) and a description."""
-    lines = [line for line in comment.splitlines() if not line.startswith("buf:lint:")]
-    text = " ".join(line.strip() for line in lines).strip()
+    text = " ".join(line.strip() for line in comment.splitlines()).strip()
     summary = re.split(r"(?<=[.;:])\s", text, maxsplit=1)[0].rstrip(".;:")
     return summary, text
 
@@ -291,35 +294,46 @@ def _parameter(source: dict[str, Any], member: FieldDescriptor, schemas: _Schema
     return parameter
 
 
-def _error_statuses(policy: MethodPolicy) -> list[int]:
-    """The error statuses a method may answer, from the error mapping and its policy."""
-    statuses = {INTERNAL}
-    for kind, (_, status) in STATUS_OF.items():
-        if issubclass(kind, _PARTNER_ERRORS) and policy.permission is None:
-            continue
-        statuses.add(status)
-    return sorted(statuses)
-
-
 _REQUEST_ID = {"$ref": "#/components/headers/RequestId"}
 
 
-def _error_response(status: int) -> dict[str, Any]:
-    schema = "ValidationError" if status == STATUS_OF[InvalidInput][1] else "Error"
-    response: dict[str, Any] = {
-        "description": _STATUS_TEXT.get(status, "Error."),
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
-    }
-    response["headers"] = {"X-Request-Id": _REQUEST_ID}
-    if status in _RETRY_AFTER:
-        response["headers"] |= {
-            "Retry-After": {
+def _refusals(found: list[Answer]) -> dict[str, Any]:
+    """The error responses of one operation: per status, its reasons and an example
+    body for each."""
+    by_status: dict[int, list[Answer]] = {}
+    for answer in found:
+        by_status.setdefault(answer.status, []).append(answer)
+    responses: dict[str, Any] = {}
+    for status, group in sorted(by_status.items()):
+        if status not in _STATUS_TITLE:
+            raise ValueError(f"no title for the status {status}")
+        whys = list(dict.fromkeys(answer.why for answer in group))
+        examples: dict[str, Any] = {}
+        for answer in group:
+            key, number = answer.name, 2
+            while key in examples:
+                key, number = f"{answer.name}_{number}", number + 1
+            value = {**answer.body, "request_id": EXAMPLE_REQUEST_ID}
+            examples[key] = {"summary": answer.why, "value": value}
+        schema = "ValidationError" if isinstance(group[0].body["detail"], list) else "Error"
+        headers: dict[str, Any] = {"X-Request-Id": _REQUEST_ID}
+        if any(answer.retry_after for answer in group):
+            headers["Retry-After"] = {
                 "description": "Seconds after which a retry may succeed.",
-                "required": _RETRY_AFTER[status],
-                "schema": {"type": "integer", "minimum": 0},
+                "required": all(answer.retry_after for answer in group),
+                "schema": {"type": "integer", "minimum": 1},
             }
+        responses[str(status)] = {
+            "description": " ".join([_STATUS_TITLE[status], *whys]),
+            "headers": headers,
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": f"#/components/schemas/{schema}"},
+                    "examples": examples,
+                }
+            },
         }
-    return response
+    return responses
 
 
 def _operation(
@@ -338,7 +352,7 @@ def _operation(
         "operationId": source["operationId"],
         "summary": summary,
         "description": description,
-        "tags": source.get("tags", []),
+        "tags": [tag_of(method.containing_service.name)],
     }
     parameters = []
     path_fields = frozenset(re.findall(r"{([^}=]+)", template))
@@ -383,7 +397,9 @@ def _operation(
         operation["parameters"] = parameters
     if request_body is not None:
         operation["requestBody"] = request_body
-    operation["responses"] = _responses(method, policy, source, schemas)
+    operation["responses"] = _responses(method, policy, source, schemas) | _refusals(
+        answers(method, policy, template, body)
+    )
     if policy.permission is not None:
         operation["security"] = [{"partnerName": [], "partnerKey": []}]
         operation["description"] += f"\n\nNeeds the partner permission `{policy.permission}`."
@@ -411,16 +427,13 @@ def _responses(
                 "schema": {"type": "string", "enum": ["true"]},
             }
         }
-    responses: dict[str, Any] = {str(policy.success_status): success}
-    for status in _error_statuses(policy):
-        responses[str(status)] = {"$ref": f"#/components/responses/{status}"}
-    return responses
+    return {str(policy.success_status): success}
 
 
 _REQUEST_ID_FIELD = {"type": "string", "description": "The request's id, as X-Request-Id."}
 
 
-def _components(schemas: _Schemas, statuses: set[int]) -> dict[str, Any]:
+def _components(schemas: _Schemas) -> dict[str, Any]:
     schemas.components["Error"] = {
         "type": "object",
         "description": "An error.",
@@ -457,7 +470,6 @@ def _components(schemas: _Schemas, statuses: set[int]) -> dict[str, Any]:
     }
     return {
         "schemas": dict(sorted(schemas.components.items())),
-        "responses": {str(status): _error_response(status) for status in sorted(statuses)},
         "headers": {
             "RequestId": {
                 "description": "The request's id (the client's X-Request-Id, or one Envoy "
@@ -484,12 +496,18 @@ def _components(schemas: _Schemas, statuses: set[int]) -> dict[str, Any]:
 
 
 _DESCRIPTION = (
-    "The REST API partners call; every operation is also a gRPC method (see the protos). "
-    "Generated from the protos by protoc-gen-swagger, then shaped by tools.openapi.generate to "
-    "what the REST edge answers. Amounts are integers in the token's smallest unit. Errors "
-    'are `{"detail": "..."}`, or for 422 a list of `{loc, msg, type}`. Beyond the statuses '
-    "each operation lists, any path answers 404 when it matches no operation, 413 for a "
-    "body above 1 MiB, 415 for a gRPC content type and 431 for oversized headers."
+    "The REST API partners call to create smart accounts for their users, run a yield agent "
+    "on each and follow what it does. Every operation is also a gRPC method of the same "
+    "protos. Amounts are integers in the token's smallest unit. Operations with a key take "
+    "the `X-Partner-Name` and `X-Partner-API-Key` headers and act on the partner's own "
+    "wallets only.\n\n"
+    "Each operation lists the statuses it answers, with the reasons for each and an example "
+    'body. Errors are `{"detail": "...", "request_id": "..."}`; for 422, `detail` lists '
+    "`{loc, msg, type}`. Beyond those, any path answers 404 when it matches no operation, "
+    f"413 for a body above {BODY_LIMIT}, 415 for a gRPC content type, 431 for headers above "
+    "8 KiB, 400 for a request HTTP cannot read, 503 while the service is unavailable and "
+    "504 when it does not answer within 60 seconds. An unexpected failure answers 500; only "
+    "activation and smart-account creation list it, as the partner contract does."
 )
 
 
@@ -497,7 +515,6 @@ def build(swagger: dict[str, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document, from the plugin's merged Swagger 2.0 output."""
     schemas = _Schemas(swagger["definitions"], _messages())
     paths: dict[str, dict[str, Any]] = {}
-    statuses: set[int] = set()
     listed = set()
     for service in api_services():
         for method in service.methods:
@@ -513,25 +530,39 @@ def build(swagger: dict[str, Any]) -> dict[str, Any]:
             listed.add((template, shown))
             policy = policy_for(method)
             operation = _operation(method, policy, source, schemas)
-            statuses.update(_error_statuses(policy))
             paths.setdefault(template, {})[verb] = operation
     left = {(path, verb) for path, verbs in swagger["paths"].items() for verb in verbs} - listed
     if left:
         raise ValueError(f"operations without a method: {sorted(left)}")
+    stale = set(REFUSALS) - {op["operationId"] for verbs in paths.values() for op in verbs.values()}
+    if stale:
+        raise ValueError(f"refusals declared for no operation: {sorted(stale)}")
+    comments = {tag["name"]: tag["description"] for tag in swagger.get("tags", [])}
     used = {tag for verbs in paths.values() for op in verbs.values() for tag in op["tags"]}
     return {
         "openapi": "3.1.0",
         "info": {"title": TITLE, "version": yieldagent.__version__, "description": _DESCRIPTION},
-        "tags": [_tag(tag) for tag in swagger.get("tags", []) if tag["name"] in used],
+        "tags": [
+            {"name": tag, "description": _first_sentence(comments[service])}
+            for service, tag in TAGS.items()
+            if tag in used
+        ],
         "paths": dict(sorted(paths.items())),
-        "components": _components(schemas, statuses),
+        "components": _components(schemas),
     }
 
 
-def _tag(tag: dict[str, str]) -> dict[str, str]:
-    """A service's tag, its comment joined into paragraphs."""
-    paragraphs = [" ".join(p.split()) for p in tag["description"].split("\n\n")]
-    return {"name": tag["name"], "description": "\n\n".join(p for p in paragraphs if p)}
+def tag_of(service: str) -> str:
+    """The partner's name for the operations of a service (``TAGS``)."""
+    if service not in TAGS:
+        raise ValueError(f"{service} has no partner name in TAGS")
+    return TAGS[service]
+
+
+def _first_sentence(comment: str) -> str:
+    """A service comment's first sentence, on one line: its tag's description."""
+    text = " ".join(comment.split())
+    return re.split(r"(?<=\.)\s", text, maxsplit=1)[0]
 
 
 def render(document: dict[str, Any]) -> str:

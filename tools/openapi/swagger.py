@@ -22,11 +22,16 @@ plugin tags each operation with its service but describes no tag: the merged doc
 gets a tag per service, described by the service's comment.
 Methods without an http rule (streaming ones, say) have no REST route: the plugin
 skips them, as the edge does.
+
+Comments become descriptions, so the plugin is handed them without the lines that
+speak to tools (``buf:lint:ignore ...`` and the like, ``PRAGMA``): buf reads those in
+the protos themselves.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,18 @@ API_PREFIX = "yieldagent/"
 DISGUISE_VERB = "delete"
 
 _VERBS = ("get", "put", "post", "delete", "patch")
+
+PRAGMA = re.compile(
+    r"^\s*(buf:lint:|buf:breaking:|api-linter:|protolint:|nolint\b|noqa\b|@ts-ignore|"
+    r"eslint-disable|type:\s*ignore)",
+    re.IGNORECASE,
+)
+"""A comment line addressed to a tool (a linter's ignore, say), not to a reader."""
+
+
+def without_pragmas(comment: str) -> str:
+    """A comment less its lines addressed to tools (``PRAGMA``)."""
+    return "".join(line for line in comment.splitlines(keepends=True) if not PRAGMA.match(line))
 
 
 def handed_over(verb: str, body: str, repeated_body: bool) -> tuple[str, str]:
@@ -86,6 +103,9 @@ def plugin_request(descriptor_set: bytes) -> plugin_pb2.CodeGeneratorRequest:
         copy.CopyFrom(source)
         if source.name.startswith(API_PREFIX):
             request.file_to_generate.append(source.name)
+            for location in copy.source_code_info.location:
+                location.leading_comments = without_pragmas(location.leading_comments)
+                location.trailing_comments = without_pragmas(location.trailing_comments)
             for service in copy.service:
                 for method in service.method:
                     _disguise(method, messages)
