@@ -30,7 +30,8 @@ from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.service.clock import SYSTEM_CLOCK
-from yieldagent.service.grpc_server import ApiServer, build_server, mark_serving
+from yieldagent.service.compose import build_server
+from yieldagent.service.grpc_server import ApiServer, mark_serving
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies

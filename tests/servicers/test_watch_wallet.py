@@ -19,7 +19,8 @@ from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.observability.metrics import REGISTRY
-from yieldagent.service.grpc_server import build_server, mark_serving
+from yieldagent.service.compose import build_server
+from yieldagent.service.grpc_server import mark_serving
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc

@@ -1,4 +1,6 @@
-"""The whole service in one process: storage, gRPC server, worker loop and, optionally, Envoy.
+"""The composition root: the one place that builds the service from its settings and
+decides which adapter backs each port (stores over one engine, the chains, the clock), then
+runs it in one process: storage, gRPC server, worker loop and, optionally, Envoy.
 
 ``yieldagent run`` (what ``make run`` starts) runs all of it; ``yieldagent serve``
 runs it without Envoy, for deployments that put their own edge in front.
@@ -16,11 +18,12 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
-from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.chain.operator import OperatorWallet, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.books.history import Reports
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
@@ -30,16 +33,37 @@ from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
-from yieldagent.service.grpc_server import ApiServer, build_server, mark_serving
+from yieldagent.service.grpc_server import ApiServer, Registration, api_server, mark_serving
 from yieldagent.service.worker import Job, Worker
+from yieldagent.servicers.auth import Authenticator
+from yieldagent.servicers.catalog import CatalogServicer
+from yieldagent.servicers.health import HealthcheckServicer
 from yieldagent.servicers.idempotency import Idempotency
-from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.servicers.interceptor import ApiInterceptor
+from yieldagent.servicers.method_policy import load_policies
+from yieldagent.servicers.optimizer import OptimizerServicer
+from yieldagent.servicers.rewards import RewardServicer
+from yieldagent.servicers.smart_accounts import SmartAccountServicer
+from yieldagent.servicers.stats import StatsServicer
+from yieldagent.servicers.wallets import WalletServicer
+from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.operations import OperationStore
+from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore
+from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.v1 import (
+    catalog_pb2_grpc,
+    health_pb2_grpc,
+    optimizer_pb2_grpc,
+    rewards_pb2_grpc,
+    smart_accounts_pb2_grpc,
+    stats_pb2_grpc,
+    wallets_pb2_grpc,
+)
 from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
 from yieldagent.webhooks.sealing import load_box
 
@@ -95,6 +119,61 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
         AgentSettings(settings.agent_interval_seconds, thresholds),
         RunMetrics(),
     )
+
+
+def build_server(
+    engine: Engine,
+    operator: OperatorWallet,
+    chains: Mapping[int, ChainPort],
+    lifecycle: Lifecycle,
+    agent: Agent,
+    address: str,
+    idempotency: Idempotency | None = None,
+    catalog: Catalog | None = None,
+    limiter: RateLimiter | None = None,
+    events: EventStore | None = None,
+) -> ApiServer:
+    """The gRPC server with every API servicer over ``engine``'s stores, bound to
+    ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
+    catalog); ``limiter``, each partner's rate limit (default: none); ``events`` feeds
+    WatchWallet (its ``close`` ends the streams)."""
+    catalog = catalog or load_catalog()
+    reports = Reports(WalletStore(engine), chains, catalog)
+    interceptor = ApiInterceptor(
+        load_policies(),
+        Authenticator(PartnerStore(engine)),
+        idempotency or Idempotency(IdempotencyStore(engine)),
+        limiter,
+    )
+    paused = RunStore(engine).paused
+    registrations: list[Registration] = [
+        (
+            health_pb2_grpc.add_HealthcheckServiceServicer_to_server,
+            HealthcheckServicer(lambda: ping(engine)),
+        ),
+        (
+            catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
+            CatalogServicer(catalog, chains, paused, reports.holdings),
+        ),
+        (
+            smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
+            SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address),
+        ),
+        (
+            wallets_pb2_grpc.add_WalletServiceServicer_to_server,
+            WalletServicer(lifecycle, agent, reports, catalog, events or EventStore(engine)),
+        ),
+        (
+            rewards_pb2_grpc.add_RewardServiceServicer_to_server,
+            RewardServicer(lifecycle, reports),
+        ),
+        (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
+        (
+            optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,
+            OptimizerServicer(catalog, chains, agent.thresholds),
+        ),
+    ]
+    return api_server(registrations, interceptor, address)
 
 
 def build_limiter(settings: Settings) -> RateLimiter | None:
