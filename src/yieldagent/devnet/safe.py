@@ -306,11 +306,13 @@ def deploy_safe(
     reward_token: str | None = None,
     swap_router: str | None = None,
 ) -> SafeDeployment:
-    """Everything a ``safe`` account needs on the devnet (see the module docstring); the
-    module's admin is ``d.admin``, its operator ``operator`` (which must differ)."""
-    admin, operator = to_checksum_address(d.admin), to_checksum_address(operator)
-    if operator == admin:
-        raise DeployError(f"the operator {operator} must not be the module's admin")
+    """Everything a ``safe`` account needs on the devnet (see the module docstring).
+
+    The module's admin is ``d.admin`` (anvil's account 0), or account 1 when ``operator`` is
+    account 0: the module refuses an operator that is its admin.
+    """
+    operator = to_checksum_address(operator)
+    admin = to_checksum_address(d.admin if operator != d.admin else d.accounts[1])
     install_deployers(d)
     safe = deploy_safe_contracts(d)
     artifacts = compile_project()
@@ -332,8 +334,8 @@ def deploy_safe(
         ]
         changes.append(operator_change(operator))
         for change in changes:
-            d.transact(module.functions.applyChange(change))
-        d.transact(module.functions.seal())
+            d.transact(module.functions.applyChange(change), sender=admin)
+        d.transact(module.functions.seal(), sender=admin)
     return SafeDeployment(
         factory=safe["SafeProxyFactory"],
         singleton=safe["SafeL2"],
