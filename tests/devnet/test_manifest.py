@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from yieldagent.devnet.manifest import (
     MANIFEST_ENV,
     Manifest,
     ProtocolDeployment,
+    SafeDeployment,
     manifest_path,
 )
 
@@ -43,6 +45,23 @@ def test_round_trips_through_json() -> None:
     loaded = Manifest.from_json(MANIFEST.to_json())
     assert loaded == MANIFEST
     assert loaded.protocol("morpho_gauntlet_usdc_prime").markets == MORPHO.markets
+
+
+def test_round_trips_with_a_safe_deployment() -> None:
+    safe = SafeDeployment(
+        factory="0x" + "a1" * 20,
+        singleton="0x" + "a2" * 20,
+        fallback_handler="0x" + "a3" * 20,
+        multi_send_call_only="0x" + "a4" * 20,
+        module_setup="0x" + "a5" * 20,
+        module="0x" + "a6" * 20,
+        admin="0x" + "a7" * 20,
+        operator="0x" + "a8" * 20,
+        price_feeds={"0x" + "44" * 20: "0x" + "a9" * 20},
+    )
+    manifest = replace(MANIFEST, safe=safe)
+    assert Manifest.from_json(manifest.to_json()) == manifest
+    assert Manifest.from_json(MANIFEST.to_json()).safe is None  # older manifests load too
 
 
 def test_writes_and_loads(tmp_path: Path) -> None:

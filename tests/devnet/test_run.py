@@ -54,6 +54,9 @@ def test_runs_in_the_foreground_until_a_signal(tmp_path: Path, stop: signal.Sign
         assert manifest.extras["fee_collector"] == "0x" + "fe" * 20
         assert summary["operator"] == manifest.extras["operator"] == operator.address
         assert int(rpc(url, "eth_getBalance", [operator.address, "latest"]), 16) > 0  # for gas
+        assert manifest.safe is not None  # the Safe operator module acts with the same key
+        assert manifest.safe.operator == operator.address
+        assert summary["safe_module"] == manifest.safe.module
 
         process.send_signal(stop)
         assert process.wait(timeout=20) == 0

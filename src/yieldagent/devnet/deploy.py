@@ -1,11 +1,12 @@
 """Deploys the whole devnet on a running anvil and describes it in a ``Manifest``.
 
 The order: USDC, Aave v3, then Compound v3, Moonwell and Morpho Blue with its vault, the
-swap router for the reward token, the smart account's session-key policy, and last the
-borrowers that give every pool a realistic utilization. Compound, Moonwell, Morpho, the
-router, the policy and the borrowers of those pools come from their own modules
-(``compound.py``, ``moonwell.py``, ``morpho.py``, ``swap.py``, ``accounts.py``,
-``borrowing.py``); a module that is not there yet is skipped with a log line.
+swap router for the reward token, the smart account's session-key policy, Safe 1.4.1 with the
+operator module and its listing, and last the borrowers that give every pool a realistic
+utilization. Compound, Moonwell, Morpho, the router, the policy, Safe and the borrowers of
+those pools come from their own modules (``compound.py``, ``moonwell.py``, ``morpho.py``,
+``swap.py``, ``accounts.py``, ``safe.py``, ``borrowing.py``); a module that is not there yet
+is skipped with a log line.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ logger = logging.getLogger(__name__)
 ZERO_ADDRESS = "0x" + "00" * 20
 MAX_FEE_BPS = 2_000  # the most of a withdrawal's yield the policy lets the fee collector take
 SMART_ACCOUNT = "SmartAccount"
+# The operator module's operator when none is given: anvil's dev account 4, whose key the
+# tests sign with (``make devnet`` passes the service's operator).
+DEFAULT_OPERATOR_ACCOUNT = 4
 
 # The borrowers' targets: near each pool's kink, as on Base.
 UTILIZATION = {
@@ -69,13 +73,15 @@ def deploy_all(
     url: str,
     *,
     fee_collector: str | None = None,
+    operator: str | None = None,
     manifest_path: Path | None = None,
 ) -> Manifest:
     """Deploys every contract of the devnet on the anvil at ``url`` and returns its manifest.
 
     ``fee_collector`` is the address the session-key policy lets fees go to (anvil's
-    account 0 by default; the service passes its own). With ``manifest_path`` the manifest
-    is also written there.
+    account 0 by default; the service passes its own). ``operator`` is the Safe operator
+    module's operator key (anvil's account ``DEFAULT_OPERATOR_ACCOUNT`` by default). With
+    ``manifest_path`` the manifest is also written there.
     """
     timings: dict[str, float] = {}
     started = time.monotonic()
@@ -108,6 +114,19 @@ def deploy_all(
                 d, usdc, protocols, collector, MAX_FEE_BPS, swap_router=swap_router
             )
 
+    safe_deployment = None
+    safe = _optional("safe")
+    if safe is not None:
+        with _timed("safe", timings):
+            safe_deployment = safe.deploy_safe(
+                d,
+                usdc,
+                protocols,
+                operator or d.accounts[DEFAULT_OPERATOR_ACCOUNT],
+                reward_token=reward_token,
+                swap_router=swap_router,
+            )
+
     with _timed("borrowers", timings):
         _borrow_everywhere(d, usdc, protocols)
 
@@ -126,6 +145,7 @@ def deploy_all(
         swap_router=swap_router,
         borrower=d.actor("aave-borrower"),
         extras={"fee_collector": collector, "admin": d.admin},
+        safe=safe_deployment,
     )
     if manifest_path is not None:
         manifest.write(manifest_path)

@@ -57,6 +57,41 @@ class ProtocolDeployment:
 
 
 @dataclass(frozen=True)
+class SafeDeployment:
+    """Safe 1.4.1 and the operator module on one chain (``devnet/safe.py``).
+
+    ``factory``, ``singleton`` (``SafeL2``), ``fallback_handler`` and ``multi_send_call_only``
+    are Safe's canonical addresses; ``module_setup`` is the contract ``Safe.setup``
+    delegatecalls to enable and register the module; ``admin`` and ``operator`` are the
+    module's two keys; ``price_feeds`` the feed of each listed token, by token.
+    """
+
+    factory: str
+    singleton: str
+    fallback_handler: str
+    multi_send_call_only: str
+    module_setup: str
+    module: str
+    admin: str
+    operator: str
+    price_feeds: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SafeDeployment:
+        """The deployment ``asdict`` gave."""
+        feeds = {str(k): str(v) for k, v in data.get("price_feeds", {}).items()}
+        fields = ("factory", "singleton", "fallback_handler", "multi_send_call_only")
+        return cls(
+            **{name: str(data[name]) for name in fields},
+            module_setup=str(data["module_setup"]),
+            module=str(data["module"]),
+            admin=str(data["admin"]),
+            operator=str(data["operator"]),
+            price_feeds=feeds,
+        )
+
+
+@dataclass(frozen=True)
 class Manifest:
     """Everything deployed on one devnet.
 
@@ -64,7 +99,8 @@ class Manifest:
     included): what happens after it is the service's. ``account_runtime`` is the smart
     account's runtime code (0x hex), installed at each account's address; ``account_policy``
     the session-key policy contract it consults; ``borrower`` the address of the devnet's
-    Aave borrower (each pool's borrower is its own actor).
+    Aave borrower (each pool's borrower is its own actor). ``safe`` is where Safe accounts
+    and their operator module are (None on a manifest written before them).
     """
 
     chain_id: int
@@ -80,6 +116,7 @@ class Manifest:
     swap_router: str | None
     borrower: str
     extras: dict[str, str] = field(default_factory=dict)
+    safe: SafeDeployment | None = None
 
     def protocol(self, name: str) -> ProtocolDeployment:
         """The protocol deployed under catalog name ``name``."""
@@ -111,6 +148,7 @@ class Manifest:
             swap_router=None if data.get("swap_router") is None else str(data["swap_router"]),
             borrower=str(data["borrower"]),
             extras={str(k): str(v) for k, v in data.get("extras", {}).items()},
+            safe=None if data.get("safe") is None else SafeDeployment.from_dict(data["safe"]),
         )
 
     def to_json(self) -> str:

@@ -52,6 +52,7 @@ def summary(manifest: Manifest, path: str) -> dict[str, object]:
         "protocols": {p.name: p.address for p in manifest.protocols},
         "account_policy": manifest.account_policy,
         "operator": manifest.extras.get("operator"),
+        "safe_module": manifest.safe and manifest.safe.module,
     }
 
 
@@ -67,7 +68,9 @@ def main() -> int:
     try:
         anvil.launch()
         operator = load_operator_wallet(settings).address
-        manifest = deploy_all(anvil.url, fee_collector=settings.fee_collector or operator)
+        manifest = deploy_all(
+            anvil.url, fee_collector=settings.fee_collector or operator, operator=operator
+        )
         Deployer(anvil.url).fund(operator, OPERATOR_GAS_MONEY)
         manifest = replace(manifest, extras={**manifest.extras, "operator": operator})
         manifest.write(path)
