@@ -63,7 +63,7 @@ from yieldagent.devnet.safe import (
     selector,
 )
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.domain.safe_accounts import (
+from yieldagent.domain.partners.safe_accounts import (
     SAFE_PROXY_CREATION_CODE,
     create_proxy_calldata,
     initializer,

@@ -27,7 +27,7 @@ from yieldagent.devnet.deploy import DEFAULT_OPERATOR_ACCOUNT
 from yieldagent.devnet.deployer import decode_custom_error
 from yieldagent.devnet.safe import module_at, safe_artifact
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
-from yieldagent.domain.safe_accounts import (
+from yieldagent.domain.partners.safe_accounts import (
     SafeAccountConstants,
     create_proxy_calldata,
     safe_account_address,

@@ -16,7 +16,7 @@ from eth_utils.crypto import keccak
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yieldagent.domain.safe_accounts import (
+from yieldagent.domain.partners.safe_accounts import (
     COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
     SAFE_L2_1_4_1,
     SAFE_PROXY_CREATION_CODE,
