@@ -33,6 +33,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from support.agent_setup import runs_of
 from support.agent_world import (
     AgentWorld,
     CycleProcess,
@@ -105,9 +106,9 @@ def _interrupted(engine: Engine) -> frozenset[str]:
     return frozenset([*(f"run {r}" for r in executing), *(f"wallet {w}" for w in running)])
 
 
-def _runs_of(runs: RunStore, wallets: Sequence[Wallet]) -> list[Operation]:
+def _runs_of(engine: Engine, wallets: Sequence[Wallet]) -> list[Operation]:
     """Every run of ``wallets``."""
-    return [run for wallet in wallets for run in runs.runs_of(wallet.id)]
+    return [run for wallet in wallets for run in runs_of(engine, wallet.id)]
 
 
 LIQUIDITY_REFUSED = "failed: not enough liquidity in the pool"
@@ -232,7 +233,7 @@ def test_killed_cycles_leave_a_ledger_that_agrees_with_the_chain(
         assert len(mid_run) >= 2, kills
         assert sum(1 for count in recovered if count > 0) >= 1, recovered
         # funds moved: wallets completed runs, each leaving the paused protocols
-        completed = sum(1 for run in _runs_of(runs, wallets) if run.status == "completed")
+        completed = sum(1 for run in _runs_of(world.engine, wallets) if run.status == "completed")
         assert completed >= ROUNDS * 2, completed
     finally:
         world.engine.dispose()
@@ -276,7 +277,7 @@ def test_the_cycle_after_a_kill_runs_every_wallet_the_killed_one_did_not(
         not_moved = [
             wallet.id
             for wallet in wallets
-            if not any(run.status == "completed" for run in runs.runs_of(wallet.id))
+            if not any(run.status == "completed" for run in runs_of(world.engine, wallet.id))
             or held & {p for p, _ in world.market.positions(BASE, BASE_USDC, wallet.address)}
         ]
         if not_moved:

@@ -1,7 +1,7 @@
 """Bad input, through Envoy, to the real service: a clear 4xx in the contract's shape.
 
-Each test is a finding of the fuzzing of issue 10: what it answered before is in its
-docstring. No malformed request may answer 5xx, leak internals, or change anything.
+Each test is a malformed request fuzzing found; its docstring says what was wrong with
+the answer. No malformed request may answer 5xx, leak internals, or change anything.
 """
 
 from __future__ import annotations

@@ -22,11 +22,13 @@ from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.books.operations import Operation, OperationKind
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.ports.chain import ChainPort, Send, TxReceipt
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import OperationRow, WalletScheduleRow
 from yieldagent.storage.wallets import WalletStore
@@ -167,5 +169,14 @@ def assert_each_ran_once_into_aave(
 ) -> None:
     """Each wallet ran exactly once, and that run moved it all into Aave."""
     for wallet in wallets:
-        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
+        assert [r.status for r in runs_of(engine, wallet.id)] == ["completed"]
         assert set(positions(market, wallet.address)) == {"aave"}
+
+
+def runs_of(engine: Engine, wallet_id: int) -> list[Operation]:
+    """A wallet's runs that moved funds (its run operations), oldest first."""
+    return [
+        operation
+        for operation in OperationStore(engine).of_wallet(wallet_id)
+        if operation.kind == OperationKind.RUN
+    ]

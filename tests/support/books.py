@@ -73,6 +73,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from support.agent_setup import runs_of
 from support.wallet_setup import FEE
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.domain.books.aggregates import Totals, apr_units
@@ -90,7 +91,6 @@ from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Wallet, WithdrawalRecord
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.storage.events import EventStore
-from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
 ROUNDING_PER_MOVE = 2
@@ -375,9 +375,7 @@ def _event_disagreements(
     claimed = Counter((e.data["tx_hash"], e.data["token"], e.amount) for e in of[REWARD_CLAIMED])
     if claimed != Counter((r.tx_hash, r.token, r.amount) for r in rewards):
         problems.append(f"(h) reward events {dict(claimed)} ≠ {len(rewards)} reward records")
-    moved = Counter(
-        run.id for run in RunStore(engine).runs_of(wallet.id) if not run.open and run_moves(run)
-    )
+    moved = Counter(run.id for run in runs_of(engine, wallet.id) if not run.open and run_moves(run))
     runs = Counter(e.data["run_id"] for e in of[RUN_COMPLETED])
     if runs != moved:
         problems.append(f"(h) run events {dict(runs)} ≠ ended runs that moved funds {dict(moved)}")

@@ -4,6 +4,7 @@ port then refuses connections) and started again on the same port."""
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 from collections import deque
@@ -11,10 +12,27 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from yieldagent.webhooks.signing import SIGNATURE_HEADER, verify
+from yieldagent.webhooks.signing import SIGNATURE_HEADER, digest
 
 HANG = -1
 """A scripted answer: hold the request until ``release`` is called."""
+
+
+def verify(secret: str, header: str, body: bytes, now: float, tolerance: float = 300) -> bool:
+    """Whether ``header`` signs ``body`` with ``secret``, at most ``tolerance`` seconds from
+    ``now`` (what a receiver checks)."""
+    fields: dict[str, list[str]] = {}
+    for part in header.split(","):
+        name, _, value = part.strip().partition("=")
+        fields.setdefault(name, []).append(value)
+    try:
+        timestamp = int(fields["t"][0])
+    except (KeyError, ValueError):
+        return False
+    if abs(now - timestamp) > tolerance:
+        return False
+    expected = digest(secret, timestamp, body)
+    return any(hmac.compare_digest(expected, given) for given in fields.get("v1", []))
 
 
 @dataclass(frozen=True, slots=True)

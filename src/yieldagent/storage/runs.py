@@ -25,18 +25,15 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlmodel import Session, col
+from sqlmodel import Session
 from sqlmodel import select as orm_select
 
-from yieldagent.domain.books.operations import Operation, OperationKind
 from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.bulk import document, recordset
 from yieldagent.storage.db import chunks
-from yieldagent.storage.operations import operation_of
 from yieldagent.storage.schedule import reschedule
 from yieldagent.storage.tables import (
     ACTIVE_ONLY,
-    OperationRow,
     ProtocolPauseRow,
     WalletScheduleRow,
 )
@@ -191,16 +188,6 @@ class RunStore:
         params = {"one": end.wallet_id, "ran_at": at, "status": end.status, "reason": end.reason}
         with self._engine.begin() as connection:
             connection.execute(_NOTE, params)
-
-    def runs_of(self, wallet_id: int) -> list[Operation]:
-        """A wallet's runs that moved funds (its run operations), oldest first."""
-        with Session(self._engine) as session:
-            rows = session.exec(
-                orm_select(OperationRow)
-                .where(OperationRow.wallet_id == wallet_id, OperationRow.kind == OperationKind.RUN)
-                .order_by(col(OperationRow.started_at))
-            ).all()
-            return [operation_of(row) for row in rows]
 
     # pauses
 

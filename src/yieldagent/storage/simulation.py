@@ -260,7 +260,7 @@ class SimSession:
         return pools
 
     def save_pool(self, pool: PoolState) -> None:
-        """Writes back a pool read through ``pools`` in this session."""
+        """Writes back a pool read through ``pools`` in this database session."""
         row = self._pool_rows[(pool.chain_id, pool.protocol, pool.token)]
         _write_pool(row, pool)
         self._session.add(row)
@@ -286,7 +286,7 @@ class SimSession:
         )
 
     def pool_id(self, pool: PoolState) -> int:
-        """The stored id of a pool read through ``pools`` in this session."""
+        """The stored id of a pool read through ``pools`` in this database session."""
         row = self._pool_rows[(pool.chain_id, pool.protocol, pool.token)]
         assert row.id is not None
         return row.id

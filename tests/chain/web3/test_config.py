@@ -60,14 +60,3 @@ def test_a_devnet_without_the_account_installs_none() -> None:
         replace(manifest, account_policy="0x" + "00" * 20),
     ):
         assert not Web3ChainConfig.from_manifest(changed).devnet
-
-
-def test_the_environment_sets_log_ranges_and_confirmations() -> None:
-    config = Web3ChainConfig.from_manifest(_manifest())
-    changed = config.with_env({"YIELDAGENT_LOG_RANGE": "500", "YIELDAGENT_CONFIRMATIONS": "12"})
-    assert (changed.log_range, changed.confirmations) == (500, 12)
-    assert config.with_env({}) == config
-    with pytest.raises(ConfigurationError, match="integer"):
-        config.with_env({"YIELDAGENT_LOG_RANGE": "many"})
-    with pytest.raises(ConfigurationError, match="at least 1"):
-        config.with_env({"YIELDAGENT_LOG_RANGE": "0"})

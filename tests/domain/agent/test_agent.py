@@ -23,6 +23,7 @@ from support.agent_setup import (
     rebalancing_wallets,
     run_row,
     run_transactions,
+    runs_of,
     schedule_row,
 )
 from support.wallet_setup import (
@@ -104,7 +105,7 @@ async def test_a_run_right_after_activation_has_nothing_to_do(
     after = assert_valued(engine, market, wallet.address)
     assert after.status == WalletStatus.ACTIVATED
     # a run that moves nothing is no operation: its outcome is noted in the schedule
-    assert RunStore(engine).runs_of(wallet.id) == []
+    assert runs_of(engine, wallet.id) == []
     assert outcome.run_id == ""
     row = schedule_row(engine, wallet.id)
     assert (row.runs, row.last_outcome, row.last_reason) == (1, "no_action", outcome.reason)
@@ -131,7 +132,7 @@ async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_th
     assert after.selected_protocols == ("aave",)
     assert after.token == BASE_USDC
     assert after.current_apr > 0
-    [run] = RunStore(engine).runs_of(wallet.id)
+    [run] = runs_of(engine, wallet.id)
     assert run.id == outcome.run_id
     assert run.status == "completed"
     assert run.steps_done == len(run.moves)
@@ -178,7 +179,7 @@ async def test_a_protocol_list_the_constraints_cannot_use_fails_and_moves_nothin
     assert positions(market, wallet.address) == before
     assert all_transactions(engine, wallet.id) == history
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
-    assert RunStore(engine).runs_of(wallet.id) == []
+    assert runs_of(engine, wallet.id) == []
     row = schedule_row(engine, wallet.id)
     assert (row.runs, row.last_outcome, row.last_reason) == (1, "failed", outcome.reason)
 
@@ -196,7 +197,7 @@ async def test_a_manual_run_is_refused_for_a_wallet_of_another_partner(
         await make_agent(engine, lifecycle).run(BASE, wallet.address, other.id)
 
     assert positions(market, wallet.address) == before
-    assert RunStore(engine).runs_of(wallet.id) == []
+    assert runs_of(engine, wallet.id) == []
 
 
 # -- the running state and the stored plan -------------------------------------------------
@@ -218,7 +219,7 @@ async def test_the_wallet_is_running_while_its_moves_execute(
     outcome = await agent.run(BASE, wallet.address, owner.id)
 
     assert outcome.status == "completed"
-    assert len(watched.moves) == len(RunStore(engine).runs_of(wallet.id)[0].moves) >= 2
+    assert len(watched.moves) == len(runs_of(engine, wallet.id)[0].moves) >= 2
     assert seen == [WalletStatus.RUNNING] * len(watched.moves)
     assert stored(engine, wallet.address).status == WalletStatus.ACTIVATED
 
@@ -231,7 +232,7 @@ async def test_the_plan_is_stored_before_its_first_step_executes(
     seen: list[tuple[str, int, int]] = []
 
     async def look(action: str, protocol: str, amount: int) -> None:
-        [run] = RunStore(engine).runs_of(wallet.id)
+        [run] = runs_of(engine, wallet.id)
         seen.append((run.status, len(run.moves), run.steps_done))
 
     watched = WatchedChain(market, look)
@@ -239,7 +240,7 @@ async def test_the_plan_is_stored_before_its_first_step_executes(
 
     await agent.run(BASE, wallet.address, owner.id)
 
-    planned = len(RunStore(engine).runs_of(wallet.id)[0].moves)
+    planned = len(runs_of(engine, wallet.id)[0].moves)
     assert seen == [("executing", planned, done) for done in range(planned)]
 
 
@@ -272,7 +273,7 @@ async def test_a_step_the_chain_refuses_leaves_the_plan_the_step_done_and_the_tr
     assert "step 2" in outcome.reason
     assert "execution reverted" in outcome.reason
     assert [getattr(r, "reason", None) for r in caplog.records] == [outcome.reason]
-    [run] = RunStore(engine).runs_of(wallet.id)
+    [run] = runs_of(engine, wallet.id)
     assert (run.id, run.status, run.steps_done) == (outcome.run_id, "failed", 1)
     assert len(run.moves) == 3
     assert run_row(engine, run.id).reason == outcome.reason
@@ -309,7 +310,7 @@ async def test_the_next_run_finishes_what_a_refused_step_left_undone(
     assert outcome.status == "completed"
     assert positions(market, wallet.address) == {"aave": total}
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
-    assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["failed", "completed"]
+    assert [r.status for r in runs_of(engine, wallet.id)] == ["failed", "completed"]
 
 
 # -- protocol pauses -----------------------------------------------------------------------
@@ -339,7 +340,7 @@ async def test_a_paused_protocol_is_left_at_the_next_run_even_when_moving_does_n
     assert chain_value(market, wallet.address) == total
     assert idle_of(market, wallet.address) == 0
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
-    [exit_] = [m for m in runs.runs_of(wallet.id)[-1].moves if m.protocol == paused]
+    [exit_] = [m for m in runs_of(engine, wallet.id)[-1].moves if m.protocol == paused]
     assert exit_ == Move(StepAction.WITHDRAW, paused, wallet.allocation[paused])
     assert (await agent.run(BASE, wallet.address)).status == "no_action"
     assert paused not in positions(market, wallet.address)
@@ -393,7 +394,7 @@ async def test_every_wallet_in_a_paused_protocol_leaves_it_on_its_next_scheduled
         assert paused not in positions(market, wallet.address)
         assert chain_value(market, wallet.address) == total
         assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
-        assert [r.status for r in RunStore(engine).runs_of(wallet.id)] == ["completed"]
+        assert [r.status for r in runs_of(engine, wallet.id)] == ["completed"]
 
 
 # -- emergency and blocked wallets -----------------------------------------------------------
@@ -427,7 +428,7 @@ async def test_a_wallet_the_operator_holds_is_not_run(
     assert idle_of(market, wallet.address) == idle
     assert all_transactions(engine, wallet.id) == history
     assert stored(engine, wallet.address).status == held.status
-    assert RunStore(engine).runs_of(wallet.id) == []
+    assert runs_of(engine, wallet.id) == []
     if action == "emergency":
         assert before == {}
         assert idle == chain_value(market, wallet.address) > 0
@@ -483,26 +484,26 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
     ended = time.time()
 
     assert ran == 1
-    assert [r.status for r in runs.runs_of(due.id)] == ["completed"]
+    assert [r.status for r in runs_of(engine, due.id)] == ["completed"]
     assert set(positions(market, due.address)) == {"aave"}
     row = schedule_row(engine, due.id)
     assert started + INTERVAL <= schedule_row(engine, due.id).next_run_at <= ended + INTERVAL
     assert (row.lease_owner, row.lease_until) == (None, None)
     for wallet in (later, held, leased):
-        assert runs.runs_of(wallet.id) == []
+        assert runs_of(engine, wallet.id) == []
     assert {w.id: positions(market, w.address) for w in (later, leased)} == untouched
     assert schedule_row(engine, later.id).next_run_at == later_at
     assert schedule_row(engine, leased.id).next_run_at == 0.0
     assert schedule_row(engine, leased.id).lease_owner == "another-replica"
 
     assert await agent.run_due() == 0
-    assert len(runs.runs_of(due.id)) == 1
+    assert len(runs_of(engine, due.id)) == 1
 
     store.release_lease(leased.id, "another-replica")
     assert await agent.run_due() == 1
-    assert [r.status for r in runs.runs_of(leased.id)] == ["completed"]
+    assert [r.status for r in runs_of(engine, leased.id)] == ["completed"]
     assert set(positions(market, leased.address)) == {"aave"}
-    assert runs.runs_of(later.id) == []
+    assert runs_of(engine, later.id) == []
 
 
 async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_before_moving(
@@ -538,9 +539,9 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
 
     expected = ["no_action", "no_action", "failed"]
     assert [outcome for outcome, _, _ in seen[: len(others)]] == expected
-    assert [RunStore(engine).runs_of(wallet.id) for wallet in others] == [[], [], []]
+    assert [runs_of(engine, wallet.id) for wallet in others] == [[], [], []]
     assert all(lease is None and next_run > 0 for _, lease, next_run in seen)
-    assert [r.status for r in RunStore(engine).runs_of(mover.id)] == ["completed"]
+    assert [r.status for r in runs_of(engine, mover.id)] == ["completed"]
     assert set(positions(market, mover.address)) == {"aave"}
     for wallet in [mover, *others]:
         row = schedule_row(engine, wallet.id)
@@ -674,7 +675,7 @@ async def test_a_manual_run_waits_for_the_lease_another_holds_then_runs(
 
     assert not task.done()
     assert positions(market, wallet.address) == before
-    assert RunStore(engine).runs_of(wallet.id) == []
+    assert runs_of(engine, wallet.id) == []
 
     leases.release_lease(wallet.id, "another-process")
     outcome = await asyncio.wait_for(task, 20)
@@ -801,7 +802,7 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
         Step(StepAction.DEPOSIT, BASE_USDC, amount, protocol="aave"),
     )
     head = await chains[BASE].head()
-    runs, store = RunStore(engine), WalletStore(engine)
+    store = WalletStore(engine)
     run = Operation(
         "crashed-run",
         wallet.id,
@@ -826,7 +827,7 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
         ("withdraw", source, amount, receipt.tx_hash, run.id)
     ]
     assert added[0].block_number == receipt.block_number
-    [recovered] = runs.runs_of(wallet.id)
+    [recovered] = runs_of(engine, wallet.id)
     assert recovered.status == "recovered"
     assert run_row(engine, run.id).finished_at is not None
     after = assert_valued(engine, market, wallet.address)

@@ -17,6 +17,7 @@ from support.agent_setup import (
     assert_each_ran_once_into_aave,
     make_agent,
     rebalancing_wallets,
+    runs_of,
 )
 from support.wallet_setup import BASE, activated, make_lifecycle, positions, stored
 from yieldagent.chain.simulated.chain import SimulatedChain
@@ -25,7 +26,6 @@ from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal
 from yieldagent.domain.errors import ChainRejected
 from yieldagent.domain.ports.chain import ChainPort, Send, TxReceipt
-from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.usefixtures("books_balance_after")
@@ -77,12 +77,11 @@ async def test_a_batch_stores_every_plan_before_its_first_step_and_moves_each_wa
     seen: list[list[tuple[str, int, WalletStatus]]] = []
 
     async def look(action: str, protocol: str, amount: int) -> None:
-        runs = RunStore(engine)
         seen.append(
             [
                 (run.status, len(run.moves), stored(engine, w.address).status)
                 for w in wallets
-                for run in runs.runs_of(w.id)
+                for run in runs_of(engine, w.id)
             ]
         )
 
@@ -109,7 +108,7 @@ async def test_a_step_the_chain_refuses_fails_only_its_own_run(
     assert await agent.run_due() == 3
 
     assert len(chain.batches) >= 2 and chain.batches[0] == 3  # step 1 of every run at once
-    [run] = RunStore(engine).runs_of(refused.id)
+    [run] = runs_of(engine, refused.id)
     assert run.status == "failed"
     assert run.reason.startswith("step 1 failed: ") and "paused" in run.reason
     assert positions(market, refused.address) == before
@@ -129,7 +128,7 @@ async def test_a_wallet_that_changed_before_its_plan_was_stored_moves_nothing(
 
     assert await agent.run_due() == 2
 
-    assert RunStore(engine).runs_of(changed.id) == []  # its plan was never stored
+    assert runs_of(engine, changed.id) == []  # its plan was never stored
     assert positions(market, changed.address) == before
     assert stored(engine, changed.address).status == WalletStatus.ACTIVATED
     assert_each_ran_once_into_aave(engine, market, others)

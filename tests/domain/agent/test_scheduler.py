@@ -16,6 +16,7 @@ from support.agent_setup import (
     INTERVAL,
     PartnerKey,
     rebalancing_wallet,
+    runs_of,
     schedule_row,
 )
 from support.wallet_setup import activated, make_lifecycle
@@ -89,8 +90,8 @@ async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it
         assert row.runs == 1
         assert (row.lease_owner, row.lease_until) == (None, None)
         assert row.next_run_at > time.time()
-    assert [len(runs.runs_of(w.id)) for w in [*movers, *idle]] == [1, 1, 0, 0, 0]
-    assert {r.status for w in movers for r in runs.runs_of(w.id)} == {"completed"}
+    assert [len(runs_of(engine, w.id)) for w in [*movers, *idle]] == [1, 1, 0, 0, 0]
+    assert {r.status for w in movers for r in runs_of(engine, w.id)} == {"completed"}
     assert {schedule_row(engine, w.id).last_outcome for w in movers} == {"completed"}
     assert {schedule_row(engine, w.id).last_outcome for w in idle} == {"no_action"}
     assert await agent.run_cycle() == 0

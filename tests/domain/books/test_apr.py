@@ -17,7 +17,6 @@ from yieldagent.domain.books.apr import (
     SubPeriod,
     interpolate,
     time_weighted_apr,
-    window,
 )
 
 P = PerformancePoint
@@ -225,29 +224,6 @@ def test_the_apr_chains_the_sub_periods_and_annualizes(points: list[PerformanceP
     assert time_weighted_apr(shuffled) == result
 
 
-# -- window ---------------------------------------------------------------------------------------
-
-POINTS = [P(day(3), 30), P(day(1), 10), P(day(2), 20), P(day(4), 40)]
-
-
-def test_window_without_bounds_is_every_point_in_time_order() -> None:
-    assert [p.value for p in window(POINTS, None, None)] == [10, 20, 30, 40]
-
-
-def test_window_bounds_are_inclusive() -> None:
-    assert [p.value for p in window(POINTS, day(2), day(3))] == [20, 30]
-    assert [p.value for p in window(POINTS, day(1.5), day(3.5))] == [20, 30]
-    assert [p.value for p in window(POINTS, day(2), None)] == [20, 30, 40]
-    assert [p.value for p in window(POINTS, None, day(2))] == [10, 20]
-
-
-def test_window_may_be_empty() -> None:
-    assert window(POINTS, day(5), None) == []
-    assert window(POINTS, None, day(0)) == []
-    assert window(POINTS, day(3), day(2)) == []
-    assert window([], None, None) == []
-
-
 # -- interpolate ----------------------------------------------------------------------------------
 
 
@@ -320,11 +296,12 @@ def test_interpolate_passes_through_its_points(
     assert interpolate(before, after, at) == expected
 
 
-# -- the linear implementation against the one it replaced ----------------------------------------
+# -- the linear implementation against the quadratic reference ------------------------------------
 
 
 def _reference_apr(points: list[PerformancePoint]) -> AprResult:
-    """``time_weighted_apr`` as it was before it was made linear (issue 13), verbatim."""
+    """A straightforward quadratic ``time_weighted_apr``: the reference the linear one must
+    agree with."""
     ordered = sorted(points, key=lambda p: p.at)
     if len(ordered) < 2:
         return AprResult(0.0, ())

@@ -1,4 +1,4 @@
-"""The books come from the chain (issue 10).
+"""The books come from the chain.
 
 Every scenario ends with the one conservation check (``support.books``): the ledger's
 deposits are the chain's inflows, each once; its withdrawals and fees are the chain's

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
-from yieldagent.domain.books.effects import derive, may_change_status, run_moves
+from yieldagent.domain.books.effects import derive, run_moves
 from yieldagent.domain.books.events import WalletEvent
 from yieldagent.domain.books.operations import (
     Operation,
@@ -199,11 +199,6 @@ def test_other_operation_commits_announce_no_run(
 ) -> None:
     journal = Journal(wallet(), operation=operation)
     assert derive(journal, WalletStatus.RUNNING, previous) == []
-
-
-def test_only_commits_to_activated_or_deactivated_need_the_previous_status() -> None:
-    needing = {s for s in WalletStatus if may_change_status(Journal(wallet(s)))}
-    assert needing == {WalletStatus.ACTIVATED, WalletStatus.DEACTIVATED}
 
 
 def test_run_moves_skip_what_the_chain_never_mined() -> None:

@@ -93,10 +93,6 @@ class PoolState:
         """Underlying supplied to the pool's markets, interest included."""
         return sum(m.supply for m in self.markets)
 
-    def total_borrows(self) -> int:
-        """Underlying borrowed from the pool's markets."""
-        return sum(m.borrows for m in self.markets)
-
     def cash(self) -> int:
         """What can be withdrawn from the pool now."""
         return sum(m.cash() for m in self.markets)

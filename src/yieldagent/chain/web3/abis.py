@@ -79,11 +79,6 @@ class Fn:
         values = decode(list(self.outputs), data)
         return tuple(_checksummed(t, v) for t, v in zip(self.outputs, values, strict=True))
 
-    def decode_one(self, data: bytes) -> Any:
-        """The single decoded return value."""
-        [value] = self.decode(data)
-        return value
-
 
 TRANSFER_TOPIC = keccak(text="Transfer(address,address,uint256)")
 """topic0 of an ERC-20 ``Transfer(address indexed from, address indexed to, uint256)``."""

@@ -8,9 +8,8 @@ from the catalog's addresses.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from eth_utils.address import to_checksum_address
@@ -86,23 +85,6 @@ class Web3ChainConfig:
             if protocol.name == name:
                 return protocol
         raise ConfigurationError(f"no protocol {name!r} on chain {self.chain_id}")
-
-    def with_env(self, env: Mapping[str, str] | None = None) -> Web3ChainConfig:
-        """This config with ``YIELDAGENT_LOG_RANGE`` and ``YIELDAGENT_CONFIRMATIONS``
-        applied when set."""
-        env = os.environ if env is None else env
-        changes: dict[str, Any] = {}
-        for name, attribute in (
-            ("YIELDAGENT_LOG_RANGE", "log_range"),
-            ("YIELDAGENT_CONFIRMATIONS", "confirmations"),
-        ):
-            raw = env.get(name)
-            if raw:
-                try:
-                    changes[attribute] = int(raw)
-                except ValueError:
-                    raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
-        return replace(self, **changes)
 
     @classmethod
     def from_manifest(cls, manifest: Any, **overrides: Any) -> Web3ChainConfig:

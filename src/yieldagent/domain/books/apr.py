@@ -86,17 +86,6 @@ def interpolate(before: PerformancePoint, after: PerformancePoint, at: datetime)
         return int(Decimal(start) * (Decimal(end) / Decimal(start)) ** fraction)
 
 
-def window(
-    points: Sequence[PerformancePoint], start: datetime | None, end: datetime | None
-) -> list[PerformancePoint]:
-    """The points from the first at or after ``start`` to the last at or before ``end``."""
-    return [
-        p
-        for p in sorted(points, key=_AT)
-        if (start is None or p.at >= start) and (end is None or p.at <= end)
-    ]
-
-
 def time_weighted_apr(points: Sequence[PerformancePoint]) -> AprResult:
     """Chains and annualizes the return over ``points`` (the period's first to last).
 

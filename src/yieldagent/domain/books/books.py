@@ -41,7 +41,7 @@ from yieldagent.domain.books.operations import (
 from yieldagent.domain.books.valuation import Valuation, value_many
 from yieldagent.domain.books.wallets import Journal, RewardRecord, Wallet, require
 from yieldagent.domain.catalog import Catalog, TokenInfo
-from yieldagent.domain.errors import ChainUnavailable, Conflict, NotFound, YieldAgentError
+from yieldagent.domain.errors import ChainUnavailable, NotFound, YieldAgentError
 from yieldagent.domain.optimizer.rebalance import Costs
 from yieldagent.domain.ports.chain import (
     BatchHistory,
@@ -368,11 +368,6 @@ class Books:
             operation=operation,
             owner=owner,
         )
-
-    def check_current(self, wallet: Wallet, read: Wallet) -> None:
-        """Conflict if ``wallet`` changed since ``read`` was taken (another writer)."""
-        if wallet.version != read.version:
-            raise Conflict("The wallet changed meanwhile; retry")
 
 
 async def _histories(chain: ChainPort, wallets: Sequence[Wallet]) -> dict[int, list[ChainTx]]:

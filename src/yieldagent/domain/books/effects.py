@@ -220,12 +220,6 @@ def derive(
     return drafts
 
 
-def may_change_status(journal: Journal) -> bool:
-    """Whether ``derive`` needs the wallet's previous status for this journal (only a
-    commit to ``activated`` or ``deactivated`` can conclude an event)."""
-    return journal.wallet.status in (WalletStatus.ACTIVATED, WalletStatus.DEACTIVATED)
-
-
 # -- chain totals ----------------------------------------------------------------------------
 
 
