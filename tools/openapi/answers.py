@@ -23,6 +23,9 @@ locates its fields where the http rule binds them. The contract tests
 500 is declared where the partner contract lists it (activation, smart-account creation).
 What any path may answer (no operation matches, oversized headers, the service down) is
 said once, in the document's description.
+
+The module is longer than the house's usual because ``REFUSALS`` is a table, one entry per
+method, which reads best whole.
 """
 
 from __future__ import annotations

@@ -47,24 +47,22 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from google.api import annotations_pb2
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
 import yieldagent
 from tools.openapi.answers import BODY_LIMIT, EXAMPLE_REQUEST_ID, REFUSALS, Answer, answers
+from tools.openapi.schemas import Schemas, definition_name, messages, option, ref_target
 from tools.openapi.swagger import PLUGIN, generate, handed_over
 from yieldagent.servicers.idempotency import MAX_KEY_LENGTH
 from yieldagent.servicers.method_policy import (
-    SIXTY_FOUR_BIT,
     MethodPolicy,
     api_services,
     policy_for,
 )
-from yieldagent.v1 import options_pb2, types_pb2
 
 TITLE = "yieldagent partner API"
 PARTNER_NAME_HEADER = "X-Partner-Name"
@@ -83,13 +81,6 @@ TAGS = {
 """The name a partner knows each service's operations by, in the order the docs list them
 (the order of an integration: the account first). Every API service needs one."""
 
-_INT32_RANGE = {
-    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
-    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
-}
 
 _STATUS_TITLE = {
     400: "Bad request.",
@@ -108,159 +99,9 @@ _STATUS_TITLE = {
 """The first words of each error response's description; its reasons follow."""
 
 
-def _option(options: Any, extension: Any) -> Any:
-    return options.Extensions[extension]
-
-
-# Messages ------------------------------------------------------------------
-
-
-def _definition_name(message: Descriptor) -> str:
-    """The plugin's name for a message: the package's last part, then the nesting."""
-    names = []
-    current: Descriptor | None = message
-    while current is not None:
-        names.append(current.name)
-        current = current.containing_type
-    return message.file.package.rsplit(".", 1)[-1] + "".join(reversed(names))
-
-
-def _walk(messages: Any) -> Iterator[Descriptor]:
-    for message in messages:
-        yield message
-        yield from _walk(message.nested_types)
-
-
-def _messages() -> dict[str, Descriptor]:
-    """Every API message by the plugin's definition name."""
-    found: dict[str, Descriptor] = {}
-    files = [types_pb2.DESCRIPTOR] + [s.file for s in api_services()]
-    for file in files:
-        for message in _walk(file.message_types_by_name.values()):
-            found[_definition_name(message)] = message
-    return found
-
-
-def _schema_name(definition: str) -> str:
-    return definition[len("v1") :] if definition.startswith("v1") else definition
-
-
-def _ref_target(ref: str) -> str:
-    return ref.rsplit("/", 1)[-1]
-
-
-# Schemas -------------------------------------------------------------------
-
-
-class _Schemas:
-    """Converts the plugin's definitions into components/schemas, per direction.
-
-    A message's schema depends on its direction: a response prints amounts as
-    integers, a request takes them as integers or decimal strings. A message used both
-    ways gets a second schema, suffixed ``Input``, for requests.
-    """
-
-    def __init__(self, definitions: dict[str, Any], messages: dict[str, Descriptor]) -> None:
-        self._definitions = definitions
-        self._messages = messages
-        self._names: dict[tuple[str, bool], str] = {}
-        self.components: dict[str, Any] = {}
-
-    def ref(self, definition: str, request: bool) -> dict[str, Any]:
-        """A ``$ref`` to the schema of a definition, converting it on first use."""
-        key = (definition, request)
-        if key not in self._names:
-            name = _schema_name(definition)
-            if (definition, not request) in self._names:
-                name += "Input" if request else "Output"
-            self._names[key] = name
-            self.components[name] = {}  # reserved first: a message may contain itself
-            self.components[name] = self.convert(definition, request)
-        return {"$ref": f"#/components/schemas/{self._names[key]}"}
-
-    def convert(
-        self, definition: str, request: bool, without: frozenset[str] = frozenset()
-    ) -> dict[str, Any]:
-        """The JSON Schema of a definition, minus the fields in ``without``."""
-        source = self._definitions[definition]
-        message = self._messages[definition]
-        schema: dict[str, Any] = {"type": "object"}
-        if "description" in source:
-            schema["description"] = source["description"]
-        properties: dict[str, Any] = {}
-        required: list[str] = []
-        for name, prop in source.get("properties", {}).items():
-            if name in without:
-                continue
-            member = message.fields_by_name[name]
-            properties[name] = self.field(member, prop, request)
-            if member.type != FieldDescriptor.TYPE_MESSAGE or member.is_repeated:
-                required.append(name)  # printed even when unset; optional ones as null
-        schema["properties"] = properties
-        if not request:
-            schema["required"] = required
-            schema["additionalProperties"] = False
-        return schema
-
-    def field(self, member: FieldDescriptor, prop: dict[str, Any], request: bool) -> dict[str, Any]:
-        """The JSON Schema of one field, from the plugin's property and the descriptor."""
-        description = prop.get("description")
-        integer = bool(_option(member.GetOptions(), options_pb2.json_integer))
-        entry = member.message_type
-        if entry is not None and entry.GetOptions().map_entry:
-            value = entry.fields_by_name["value"]
-            values = self.value(value, prop.get("additionalProperties", {}), request)
-            if integer and request:
-                values = _amount(request)
-            schema: dict[str, Any] = {"type": "object", "additionalProperties": values}
-        elif member.is_repeated:
-            schema = {"type": "array", "items": self.value(member, prop["items"], request)}
-        else:
-            schema = self.value(member, prop, request)
-            if member.has_presence and member.type != FieldDescriptor.TYPE_MESSAGE:
-                schema = _nullable(schema)
-        if description:
-            schema = {**schema, "description": description}
-        return schema
-
-    def value(self, member: FieldDescriptor, prop: dict[str, Any], request: bool) -> dict[str, Any]:
-        """The JSON Schema of one value of a field (an item, for a repeated one)."""
-        if "$ref" in prop:
-            return self.ref(_ref_target(prop["$ref"]), request)
-        if _option(member.GetOptions(), options_pb2.json_integer):
-            return _amount(request)
-        if member.type in SIXTY_FOUR_BIT:
-            return {"type": "integer", "format": "int64"}
-        schema = {k: v for k, v in prop.items() if k in ("type", "format", "enum", "default")}
-        if schema.get("format") in ("boolean", "string"):  # the plugin's, no JSON Schema format
-            del schema["format"]
-        if member.type in _INT32_RANGE and request:  # the edge refuses values beyond
-            low, high = _INT32_RANGE[member.type]
-            schema.update(type="integer", minimum=low, maximum=high)
-            schema.pop("format", None)
-        return schema
-
-
-def _amount(request: bool) -> dict[str, Any]:
-    """An arbitrary-precision integer: a JSON integer, or on requests a decimal string."""
-    if request:
-        return {"type": ["integer", "string"], "pattern": "^-?[0-9]+$"}
-    return {"type": "integer"}
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in schema:
-        return {"anyOf": [schema, {"type": "null"}]}
-    kind = schema["type"]
-    return {**schema, "type": [*(kind if isinstance(kind, list) else [kind]), "null"]}
-
-
-# Operations ----------------------------------------------------------------
-
-
 def _rule(method: MethodDescriptor) -> tuple[str, str, str] | None:
     """The http rule's verb, path template and body; None without a rule."""
-    rule = _option(method.GetOptions(), annotations_pb2.http)
+    rule = option(method.GetOptions(), annotations_pb2.http)
     verb = rule.WhichOneof("pattern")
     if verb is None:
         return None
@@ -276,7 +117,7 @@ def _text(comment: str) -> tuple[str, str]:
     return summary, text
 
 
-def _parameter(source: dict[str, Any], member: FieldDescriptor, schemas: _Schemas) -> Any:
+def _parameter(source: dict[str, Any], member: FieldDescriptor, schemas: Schemas) -> Any:
     prop = {k: v for k, v in source.items() if k in ("type", "format", "items", "enum")}
     schema = schemas.field(member, prop, request=True)
     schema.pop("description", None)
@@ -340,13 +181,13 @@ def _operation(
     method: MethodDescriptor,
     policy: MethodPolicy,
     source: dict[str, Any],
-    schemas: _Schemas,
+    schemas: Schemas,
 ) -> dict[str, Any]:
     rule = _rule(method)
     assert rule is not None
     _, template, body = rule
     request = method.input_type
-    request_definition = _definition_name(request)
+    request_definition = definition_name(request)
     summary, description = _text(source.get("summary", "") + "\n" + source.get("description", ""))
     operation: dict[str, Any] = {
         "operationId": source["operationId"],
@@ -409,7 +250,7 @@ def _operation(
 
 
 def _responses(
-    method: MethodDescriptor, policy: MethodPolicy, source: dict[str, Any], schemas: _Schemas
+    method: MethodDescriptor, policy: MethodPolicy, source: dict[str, Any], schemas: Schemas
 ) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Success."}
     if policy.success_status == 204:
@@ -417,7 +258,7 @@ def _responses(
     else:
         reply = source["responses"]["200"]["schema"]
         success["content"] = {
-            "application/json": {"schema": schemas.ref(_ref_target(reply["$ref"]), False)}
+            "application/json": {"schema": schemas.ref(ref_target(reply["$ref"]), False)}
         }
     success["headers"] = {"X-Request-Id": _REQUEST_ID}
     if policy.idempotent:
@@ -433,7 +274,7 @@ def _responses(
 _REQUEST_ID_FIELD = {"type": "string", "description": "The request's id, as X-Request-Id."}
 
 
-def _components(schemas: _Schemas) -> dict[str, Any]:
+def _components(schemas: Schemas) -> dict[str, Any]:
     schemas.components["Error"] = {
         "type": "object",
         "description": "An error.",
@@ -513,7 +354,7 @@ _DESCRIPTION = (
 
 def build(swagger: dict[str, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document, from the plugin's merged Swagger 2.0 output."""
-    schemas = _Schemas(swagger["definitions"], _messages())
+    schemas = Schemas(swagger["definitions"], messages())
     paths: dict[str, dict[str, Any]] = {}
     listed = set()
     for service in api_services():

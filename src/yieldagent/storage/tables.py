@@ -1,6 +1,9 @@
 """The tables, as SQLModel classes. Migrations in ``migrations/versions`` create them.
 
 Token amounts are stored as ``NUMERIC(78, 0)``: exact integers up to 2**256.
+
+Every table is here, in one module longer than the house's usual: the whole schema reads
+in one place, next to the migrations that make it.
 """
 
 from __future__ import annotations
