@@ -1,5 +1,5 @@
 """Summarises a py-spy raw profile (collapsed stacks): the share of samples in each
-function, self and cumulative, so that the README can say where the time goes.
+function, self and cumulative, so that docs/performance.md can say where the time goes.
 
 ``python -m benchmarks.profiles FILE [N]`` prints the top N (default 12) of each.
 """

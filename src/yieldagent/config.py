@@ -1,7 +1,7 @@
 """Settings, read once from ``YIELDAGENT_*`` environment variables.
 
 Every setting has a default that runs the whole service on embedded parts:
-SQLite under the data directory and the simulated chain. The README lists them.
+SQLite under the data directory and the simulated chain. docs/configuration.md lists them.
 """
 
 from __future__ import annotations

@@ -372,7 +372,7 @@ def test_pay_the_owner_with_a_fee_up_to_the_bound(acct: Account) -> None:
 def test_gas_of_deployment_activation_and_rebalance(
     acct: Account, funded: tuple[SafeWorld, Account, dict[str, int]]
 ) -> None:
-    """Measured from receipts: printed for the README, bounded so a regression shows."""
+    """Measured from receipts: printed for the docs, bounded so a regression shows."""
     world, a, usdc = acct.world, acct.address, acct.usdc.address
     gas = dict(funded[2])
     rebalance = [

@@ -126,7 +126,7 @@ def test_metrics_count_each_method_by_code_and_time_it(
     assert delta(f"{latency}_count", method=CHAINS) == 3
     assert delta(f"{latency}_bucket", method=CHAINS, le="+Inf") == 3
     assert delta(f"{latency}_bucket", method=CHAINS, le="30.0") == 3
-    # Every metric the README lists is exported, with its help text.
+    # Every metric the operating docs list is exported, with its help text.
     names = {sample for sample, _ in after}
     for exported in (
         "yieldagent_agent_runs_total",

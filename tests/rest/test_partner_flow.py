@@ -1,5 +1,5 @@
 """The whole partner flow over REST through Envoy, with the simulated chain driven by the
-``yieldagent sim`` command as a user and an operator would (the README's walkthrough)."""
+``yieldagent sim`` command as a user and an operator would (the quickstart's steps)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ takes one. A call that finds the bucket empty is refused with the time until a t
 back. Time comes from the caller (a monotonic clock), so the limiter does no I/O.
 
 Buckets are per process: with N replicas behind a load balancer a partner gets up to N
-times the rate (see the README's "Rate limits").
+times the rate (see "Rate limits" in docs/operating.md).
 """
 
 from __future__ import annotations
