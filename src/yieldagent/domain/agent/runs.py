@@ -35,6 +35,7 @@ from yieldagent.domain.books.wallet_states import allowed, transition
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.errors import Conflict, YieldAgentError
 from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.optimizer.placement import moving_costs
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.observers import UNOBSERVED, RunObserver
@@ -113,7 +114,7 @@ class Agent:
         try:
             paused = self._runs.paused(wallet.chain_id)
             valuation = await value(chain, wallet)
-            costs = await self._books.costs(chain, wallet)
+            costs = await moving_costs(chain, self._books.token_info(wallet))
         except Exception as refused:  # the chain, or the store of pauses, failed to answer
             return self._note(wallet, OperationStatus.FAILED, refusal(refused))
         decision = Planner(paused, self.thresholds).plan(wallet, valuation, costs)

@@ -27,6 +27,7 @@ from yieldagent.domain.books.valuation import value_many
 from yieldagent.domain.books.wallet_states import allowed
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.errors import Conflict
+from yieldagent.domain.optimizer.placement import moving_costs
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 from yieldagent.domain.ports.observers import RunObserver
 from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
@@ -169,7 +170,7 @@ class Scheduler:
         for wallet in runnable:
             try:
                 if wallet.token not in costs:
-                    costs[wallet.token] = await self._books.costs(chain, wallet)
+                    costs[wallet.token] = await moving_costs(chain, self._books.token_info(wallet))
             except Exception as refused:  # the chain failed to answer
                 ends.append(_ended(wallet, OperationStatus.FAILED, refusal(refused)))
                 continue

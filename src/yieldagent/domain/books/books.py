@@ -42,11 +42,9 @@ from yieldagent.domain.books.valuation import Valuation, value_many
 from yieldagent.domain.books.wallets import Journal, RewardRecord, Wallet, require
 from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.errors import ChainUnavailable, NotFound, YieldAgentError
-from yieldagent.domain.optimizer.rebalance import Costs
 from yieldagent.domain.ports.chain import (
     BatchHistory,
     BatchWrites,
-    ChainKind,
     ChainPort,
     ChainTx,
     Send,
@@ -133,12 +131,6 @@ class Books:
     def token_info(self, wallet: Wallet) -> TokenInfo:
         """Catalog facts of the wallet's token."""
         return self.catalog.token(wallet.chain_id, wallet.token)
-
-    async def costs(self, chain: ChainPort, wallet: Wallet) -> Costs:
-        """What moving the wallet's funds costs now, and what its token is worth."""
-        token = self.token_info(wallet)
-        gas = await chain.gas_cost(ChainKind.SUPPLY)
-        return Costs(gas.usd, token.price_usd, token.decimals)
 
     # -- operations --------------------------------------------------------------------
 

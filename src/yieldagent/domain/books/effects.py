@@ -428,7 +428,24 @@ class Commits:
         ready = self._sealed(journals)
         sent = [journal for journal in ready if journal is not None]
         written = iter(self._wallets.commit_many(sent))
-        return [journal is not None and next(written) for journal in ready]
+        answers = [journal is not None and next(written) for journal in ready]
+        # A journal refused though its wallet's version and lease were as read (a chain event
+        # booked meanwhile) leaves the wallet where it was, which its later journals were not
+        # sealed for: those are committed one by one, against what is stored then.
+        surprised: set[int] = set()
+        for index, journal in enumerate(journals):
+            if journal.wallet.id in surprised:
+                answers[index] = self._alone(journal)
+            elif ready[index] is not None and not answers[index]:
+                surprised.add(journal.wallet.id)
+        return answers
+
+    def _alone(self, journal: Journal) -> bool:
+        try:
+            self.commit(journal)
+        except Conflict:
+            return False
+        return True
 
     def create(self, journal: Journal, lease_until: float | None = None) -> Wallet:
         """``WalletRepository.create`` of a new wallet's journal with its effects."""

@@ -45,7 +45,7 @@ from yieldagent.domain.errors import (
     NotFound,
 )
 from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.placement import placement
+from yieldagent.domain.optimizer.placement import moving_costs, placement
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.ports.chain import ChainPort, Transfer
 
@@ -261,7 +261,7 @@ class Deposits:
         try:
             await chain.prepare_account(wallet.address, wallet.eoa)
             valuation = await value(chain, wallet)
-            costs = await books.costs(chain, wallet)
+            costs = await moving_costs(chain, books.token_info(wallet))
             for move in placement(wallet, valuation, costs, self._paused(wallet.chain_id)):
                 quote = valuation.quotes.get(move.protocol)
                 step = Step(

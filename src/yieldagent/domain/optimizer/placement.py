@@ -8,8 +8,16 @@ from collections.abc import Iterable
 from yieldagent.domain.books.operations import Move
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, optimize
+from yieldagent.domain.ports.chain import ChainKind, ChainPort
+
+
+async def moving_costs(chain: ChainPort, token: TokenInfo) -> Costs:
+    """What moving funds of ``token`` costs on ``chain`` now, and what the token is worth."""
+    gas = await chain.gas_cost(ChainKind.SUPPLY)
+    return Costs(gas.usd, token.price_usd, token.decimals)
 
 
 def candidates(valuation: Valuation, protocols: Iterable[str]) -> list[Candidate]:
