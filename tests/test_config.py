@@ -95,3 +95,33 @@ def test_operating_settings_can_be_set_or_turned_off() -> None:
 def test_a_port_out_of_range_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_METRICS_PORT must be a port"):
         load_settings({"YIELDAGENT_METRICS_PORT": "70000"})
+
+
+def test_tls_files_come_together_and_must_exist(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    with pytest.raises(ConfigurationError, match="set together"):
+        load_settings({"YIELDAGENT_TLS_CERT_FILE": str(cert)})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_TLS_CERT_FILE: no such file"):
+        load_settings({"YIELDAGENT_TLS_CERT_FILE": str(cert), "YIELDAGENT_TLS_KEY_FILE": str(key)})
+    cert.write_text("certificate")
+    key.write_text("key")
+    settings = load_settings(
+        {"YIELDAGENT_TLS_CERT_FILE": str(cert), "YIELDAGENT_TLS_KEY_FILE": str(key)}
+    )
+    assert settings.tls and (settings.tls_cert_file, settings.tls_key_file) == (cert, key)
+    assert not load_settings({}).tls
+
+
+def test_reflection_is_on_in_development_and_off_in_production() -> None:
+    assert load_settings({}).grpc_reflection
+    assert not load_settings({"YIELDAGENT_GRPC_REFLECTION": "off"}).grpc_reflection
+    assert not load_settings({"YIELDAGENT_ENV": "production"}).grpc_reflection
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_GRPC_REFLECTION must be"):
+        load_settings({"YIELDAGENT_GRPC_REFLECTION": "maybe"})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ENV must be"):
+        load_settings({"YIELDAGENT_ENV": "staging"})
+
+
+def test_the_grpc_edge_listener_is_off_unless_given_a_port() -> None:
+    assert load_settings({}).grpc_edge_port is None
+    assert load_settings({"YIELDAGENT_GRPC_EDGE_PORT": "50052"}).grpc_edge_port == 50052

@@ -68,7 +68,19 @@ class Settings:
     webhook_secret_key: str | None = field(default=None, repr=False)
     """Seals webhook secrets at rest; unset: a key generated under the data dir."""
     metrics_port: int | None = 9464
-    """Where ``/metrics`` is served on 127.0.0.1; 0: any free port, None: not served."""
+    """Where ``/metrics`` is served; 0: any free port, None: not served."""
+    metrics_host: str | None = None
+    """The address ``/metrics`` binds; None (not set): 127.0.0.1."""
+    environment: str = "development"
+    """``development`` or ``production`` (which refuses unsafe settings at start)."""
+    tls_cert_file: Path | None = None
+    """PEM certificate chain the REST and gRPC listeners present; None: plaintext."""
+    tls_key_file: Path | None = None
+    """PEM private key of ``tls_cert_file``."""
+    grpc_reflection: bool = True
+    """Whether the gRPC server answers server reflection."""
+    grpc_edge_port: int | None = None
+    """Envoy's gRPC listener (on ``http_host``); None: gRPC clients reach the server only."""
     partner_rate_limit: float = 100.0
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
@@ -87,6 +99,16 @@ class Settings:
             return configured
         devnet = self.data_dir / "devnet.json"
         return devnet if devnet.exists() else None
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listeners serve TLS."""
+        return self.tls_cert_file is not None
+
+    @property
+    def metrics_bind(self) -> str:
+        """The address ``/metrics`` binds."""
+        return self.metrics_host or "127.0.0.1"
 
     @property
     def grpc_target(self) -> str:
@@ -142,6 +164,44 @@ def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
     return Path(raw).resolve()
 
 
+ON = frozenset({"on", "true", "yes", "1"})
+ENVIRONMENTS = ("development", "production")
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """An on/off setting."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ON:
+        return True
+    if raw in OFF | {"false", "no", "0"}:
+        return False
+    raise ConfigurationError(f"{name} must be 'on' or 'off', got {raw!r}")
+
+
+def _environment(env: Mapping[str, str]) -> str:
+    raw = (env.get("YIELDAGENT_ENV") or "development").strip().lower()
+    if raw not in ENVIRONMENTS:
+        raise ConfigurationError(f"YIELDAGENT_ENV must be one of {', '.join(ENVIRONMENTS)}")
+    return raw
+
+
+def _tls_files(env: Mapping[str, str]) -> tuple[Path | None, Path | None]:
+    """The certificate and key files: both or neither, and readable."""
+    names = ("YIELDAGENT_TLS_CERT_FILE", "YIELDAGENT_TLS_KEY_FILE")
+    cert, key = (env.get(name) or None for name in names)
+    if cert is None and key is None:
+        return None, None
+    if cert is None or key is None:
+        raise ConfigurationError(f"{names[0]} and {names[1]} are set together or not at all")
+    paths = (Path(cert).resolve(), Path(key).resolve())
+    for name, path in zip(names, paths, strict=True):
+        if not path.is_file():
+            raise ConfigurationError(f"{name}: no such file {path}")
+    return paths
+
+
 def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
     """``<prefix><chain_id>`` variables, by chain id."""
     found = {}
@@ -159,6 +219,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
+    environment = _environment(env)
+    tls_cert, tls_key = _tls_files(env)
     return Settings(
         http_host=env.get("YIELDAGENT_HTTP_HOST") or "127.0.0.1",
         http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
@@ -207,6 +269,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         webhook_batch=max(_int(env, "YIELDAGENT_WEBHOOK_BATCH", 50), 1),
         webhook_secret_key=env.get("YIELDAGENT_WEBHOOK_SECRET_KEY") or None,
         metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
+        metrics_host=env.get("YIELDAGENT_METRICS_HOST") or None,
+        environment=environment,
+        tls_cert_file=tls_cert,
+        tls_key_file=tls_key,
+        grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
+        grpc_edge_port=(
+            _port_or_off(env, "YIELDAGENT_GRPC_EDGE_PORT", 0)
+            if env.get("YIELDAGENT_GRPC_EDGE_PORT")
+            else None
+        ),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),
     )
