@@ -2,10 +2,13 @@
 
 Every setting has a default that runs the whole service on embedded parts:
 SQLite under the data directory and the simulated chain. docs/configuration.md lists them.
+Production mode's checks (``production_problems``) judge the settings before anything
+starts: each is a function of its own, naming the problem and its fix.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -282,3 +285,109 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),
     )
+
+
+# Production mode: each check below names what it refuses and how to fix it; the service
+# refuses to start with every problem listed together, so that one restart fixes them all.
+
+MIN_CONFIRMATIONS: Mapping[int, int] = {
+    1: 3,  # Ethereum: proof-of-stake reorgs seen are of one or two blocks; 3 is 36 s
+    8453: 10,  # Base: 2 s blocks from one sequencer; 20 s covers its rare unsafe-head reorgs
+    42161: 20,  # Arbitrum One: 0.25 s blocks; 20 is 5 s, past a sequencer's reordering
+    137: 32,  # Polygon PoS: reorgs of tens of blocks happened; milestones finalize in ~16
+    11155111: 1,  # Sepolia: test money
+    84532: 1,  # Base Sepolia: test money
+}
+"""The fewest confirmations production accepts on a chain served by web3 (docs:
+configuration.md, "Production mode")."""
+DEFAULT_MIN_CONFIRMATIONS = 12
+"""The minimum on a chain the table does not name: about what most exchanges ask."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``); a name is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def plaintext_listeners(settings: Settings, with_edge: bool = True) -> list[str]:
+    """Listeners off loopback that would serve plaintext."""
+    if settings.tls:
+        return []
+    listeners = [("gRPC server", "YIELDAGENT_GRPC_HOST", settings.grpc_host)]
+    if with_edge:
+        listeners.insert(0, ("REST (Envoy)", "YIELDAGENT_HTTP_HOST", settings.http_host))
+    return [
+        f"the {what} listener on {host} ({name}) would serve plaintext off loopback: "
+        "set YIELDAGENT_TLS_CERT_FILE and YIELDAGENT_TLS_KEY_FILE"
+        for what, name, host in listeners
+        if not is_loopback(host)
+    ]
+
+
+def reflection_on(settings: Settings) -> list[str]:
+    """Reflection, which maps the API for anyone."""
+    if not settings.grpc_reflection:
+        return []
+    return ["gRPC server reflection is on: set YIELDAGENT_GRPC_REFLECTION=off"]
+
+
+def too_few_confirmations(settings: Settings) -> list[str]:
+    """Chains served by web3 that would count a deposit before its documented minimum."""
+    problems = []
+    for chain_id in sorted(settings.rpc_urls):
+        least = MIN_CONFIRMATIONS.get(chain_id, DEFAULT_MIN_CONFIRMATIONS)
+        if settings.confirmations < least:
+            problems.append(
+                f"chain {chain_id} needs at least {least} confirmations, "
+                f"YIELDAGENT_CONFIRMATIONS is {settings.confirmations}"
+            )
+    return problems
+
+
+def generated_sealing_key(settings: Settings) -> list[str]:
+    """A webhook sealing key generated per data directory, which replicas do not share."""
+    if settings.webhook_secret_key is not None:
+        return []
+    return [
+        "the webhook sealing key would be generated under the data directory, which other "
+        "replicas cannot read: set YIELDAGENT_WEBHOOK_SECRET_KEY, the same on every replica"
+    ]
+
+
+def unreachable_metrics(settings: Settings) -> list[str]:
+    """Metrics left on the loopback default, where no scraper off the machine reaches."""
+    if settings.metrics_port is None or settings.metrics_host is not None:
+        return []
+    return [
+        "metrics would bind 127.0.0.1 by default, out of a scraper's reach: set "
+        "YIELDAGENT_METRICS_HOST (127.0.0.1 itself if a local agent scrapes) or "
+        "YIELDAGENT_METRICS_PORT=off"
+    ]
+
+
+def production_problems(settings: Settings, with_edge: bool = True) -> list[str]:
+    """Everything production mode refuses in ``settings``, one sentence each;
+    ``with_edge``: whether Envoy's listeners run too."""
+    return [
+        *plaintext_listeners(settings, with_edge),
+        *reflection_on(settings),
+        *too_few_confirmations(settings),
+        *generated_sealing_key(settings),
+        *unreachable_metrics(settings),
+    ]
+
+
+def check_production(settings: Settings, with_edge: bool = True) -> None:
+    """Raises ConfigurationError listing every problem, in production mode; else nothing."""
+    if settings.environment != "production":
+        return
+    problems = production_problems(settings, with_edge)
+    if problems:
+        raise ConfigurationError(
+            "YIELDAGENT_ENV=production refuses to start:\n" + "\n".join(problems)
+        )

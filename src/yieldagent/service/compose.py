@@ -20,7 +20,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import OperatorWallet, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.config import Settings
+from yieldagent.config import Settings, check_production
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
@@ -285,8 +285,10 @@ class Service:
         return self.api.port
 
     async def start(self) -> None:
-        """Migrates the database, then starts the gRPC server, the worker and Envoy."""
+        """Checks the settings (production mode), migrates the database, then starts the
+        gRPC server, the worker and Envoy."""
         settings = self.settings
+        check_production(settings, self.with_edge)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
