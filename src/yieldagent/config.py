@@ -84,6 +84,11 @@ class Settings:
     """Whether the gRPC server answers server reflection."""
     grpc_edge_port: int | None = None
     """Envoy's gRPC listener (on ``http_host``); None: gRPC clients reach the server only."""
+    client_rate_limit: int = 100
+    """Public REST requests a second per client address, at Envoy (bursts of twice
+    that); 0: no per-client limits."""
+    envoy_max_heap_mb: int = 512
+    """Envoy's heap limit, past which its overload manager sheds load."""
     partner_rate_limit: float = 100.0
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
@@ -277,6 +282,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         tls_cert_file=tls_cert,
         tls_key_file=tls_key,
         grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
+        client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
+        envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         grpc_edge_port=(
             _port_or_off(env, "YIELDAGENT_GRPC_EDGE_PORT", 0)
             if env.get("YIELDAGENT_GRPC_EDGE_PORT")

