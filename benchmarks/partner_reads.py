@@ -65,6 +65,7 @@ def _ceiling() -> Iterator[str]:
                 **os.environ,
                 "YIELDAGENT_DATA_DIR": directory,
                 "YIELDAGENT_HTTP_PORT": str(http_port),
+                "YIELDAGENT_CLIENT_RATE_LIMIT": "0",  # the load comes from one address
             }
         )
         envoy = EnvoyProcess(settings, grpc_port)

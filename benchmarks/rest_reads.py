@@ -115,6 +115,8 @@ def running_service() -> Iterator[Running]:
             # Keyed reads at 32 connections exceed the default per-partner limit: measure
             # the service, not the limiter's 429s (BENCH_RATE_LIMIT sets one to measure).
             "YIELDAGENT_PARTNER_RATE_LIMIT": os.environ.get("BENCH_RATE_LIMIT", "0"),
+            # The load comes from one address: no per-client limits at the edge either.
+            "YIELDAGENT_CLIENT_RATE_LIMIT": "0",
         }
         env.pop("YIELDAGENT_DATABASE_URL", None)
         server = subprocess.Popen(

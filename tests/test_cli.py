@@ -99,3 +99,27 @@ def test_totals_check_and_rebuild(data_dir: Path, capsys: pytest.CaptureFixture[
     assert _run(capsys, "totals", "check") == (0, {"consistent": False, "chains": [8453]})
     assert _run(capsys, "totals", "rebuild") == (0, {"rebuilt": True})
     assert _run(capsys, "totals", "check") == (0, {"consistent": True, "chains": []})
+
+
+def test_production_mode_refuses_to_start_listing_every_problem(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {
+        "YIELDAGENT_ENV": "production",
+        "YIELDAGENT_GRPC_HOST": "192.0.2.10",
+        "YIELDAGENT_GRPC_REFLECTION": "on",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("YIELDAGENT_WEBHOOK_SECRET_KEY", "YIELDAGENT_METRICS_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    code = main(["serve"])
+    assert code == 1
+    refused = json.loads(capsys.readouterr().err.splitlines()[-1])  # after the log lines
+    assert refused["error"] == "YIELDAGENT_ENV=production refuses to start:"
+    problems = refused["problems"]
+    assert isinstance(problems, list) and len(problems) == 4, problems
+    assert "YIELDAGENT_GRPC_HOST" in problems[0] and "YIELDAGENT_TLS_CERT_FILE" in problems[0]
+    assert "YIELDAGENT_GRPC_REFLECTION=off" in problems[1]
+    assert "YIELDAGENT_WEBHOOK_SECRET_KEY" in problems[2]
+    assert "YIELDAGENT_METRICS_HOST" in problems[3]
+    assert not (data_dir / "yieldagent.db").exists()  # refused before touching anything

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from yieldagent.config import load_settings
+from yieldagent.config import (
+    MIN_CONFIRMATIONS,
+    check_production,
+    load_settings,
+    production_problems,
+)
 from yieldagent.domain.errors import ConfigurationError
 
 
@@ -95,3 +100,110 @@ def test_operating_settings_can_be_set_or_turned_off() -> None:
 def test_a_port_out_of_range_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_METRICS_PORT must be a port"):
         load_settings({"YIELDAGENT_METRICS_PORT": "70000"})
+
+
+def test_tls_files_come_together_and_must_exist(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    with pytest.raises(ConfigurationError, match="set together"):
+        load_settings({"YIELDAGENT_TLS_CERT_FILE": str(cert)})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_TLS_CERT_FILE: no such file"):
+        load_settings({"YIELDAGENT_TLS_CERT_FILE": str(cert), "YIELDAGENT_TLS_KEY_FILE": str(key)})
+    cert.write_text("certificate")
+    key.write_text("key")
+    settings = load_settings(
+        {"YIELDAGENT_TLS_CERT_FILE": str(cert), "YIELDAGENT_TLS_KEY_FILE": str(key)}
+    )
+    assert settings.tls and (settings.tls_cert_file, settings.tls_key_file) == (cert, key)
+    assert not load_settings({}).tls
+
+
+def test_reflection_is_on_in_development_and_off_in_production() -> None:
+    assert load_settings({}).grpc_reflection
+    assert not load_settings({"YIELDAGENT_GRPC_REFLECTION": "off"}).grpc_reflection
+    assert not load_settings({"YIELDAGENT_ENV": "production"}).grpc_reflection
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_GRPC_REFLECTION must be"):
+        load_settings({"YIELDAGENT_GRPC_REFLECTION": "maybe"})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ENV must be"):
+        load_settings({"YIELDAGENT_ENV": "staging"})
+
+
+def test_the_grpc_edge_listener_is_off_unless_given_a_port() -> None:
+    assert load_settings({}).grpc_edge_port is None
+    assert load_settings({"YIELDAGENT_GRPC_EDGE_PORT": "50052"}).grpc_edge_port == 50052
+
+
+def _production(tmp_path: Path, **overrides: str) -> dict[str, str]:
+    """A production environment with no problem, plus ``overrides``."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("certificate")
+    key.write_text("key")
+    return {
+        "YIELDAGENT_ENV": "production",
+        "YIELDAGENT_HTTP_HOST": "192.0.2.10",
+        "YIELDAGENT_GRPC_HOST": "192.0.2.10",
+        "YIELDAGENT_TLS_CERT_FILE": str(cert),
+        "YIELDAGENT_TLS_KEY_FILE": str(key),
+        "YIELDAGENT_RPC_URL_8453": "http://node:8545",
+        "YIELDAGENT_RPC_URL_1": "http://node:8546",
+        "YIELDAGENT_CONFIRMATIONS": "10",
+        "YIELDAGENT_WEBHOOK_SECRET_KEY": "sealing",
+        "YIELDAGENT_METRICS_HOST": "10.0.0.5",
+        **overrides,
+    }
+
+
+def test_a_safe_production_configuration_starts(tmp_path: Path) -> None:
+    settings = load_settings(_production(tmp_path))
+    assert production_problems(settings) == []
+    check_production(settings)
+    # Metrics off, or kept on loopback on purpose, are fine too.
+    for metrics in ({"YIELDAGENT_METRICS_PORT": "off"}, {"YIELDAGENT_METRICS_HOST": "127.0.0.1"}):
+        assert production_problems(load_settings(_production(tmp_path, **metrics))) == []
+
+
+def test_production_lists_every_problem_at_once(tmp_path: Path) -> None:
+    env = _production(tmp_path, YIELDAGENT_GRPC_REFLECTION="on", YIELDAGENT_CONFIRMATIONS="2")
+    for name in (
+        "YIELDAGENT_TLS_CERT_FILE",
+        "YIELDAGENT_TLS_KEY_FILE",
+        "YIELDAGENT_WEBHOOK_SECRET_KEY",
+        "YIELDAGENT_METRICS_HOST",
+    ):
+        del env[name]
+    with pytest.raises(ConfigurationError) as refused:
+        check_production(load_settings(env))
+    lines = refused.value.detail.splitlines()
+    assert lines[0] == "YIELDAGENT_ENV=production refuses to start:"
+    assert [line.split(" ")[1] for line in lines[1:3]] == ["REST", "gRPC"]
+    assert "YIELDAGENT_GRPC_REFLECTION=off" in lines[3]
+    assert lines[4:6] == [
+        "chain 1 needs at least 3 confirmations, YIELDAGENT_CONFIRMATIONS is 2",
+        "chain 8453 needs at least 10 confirmations, YIELDAGENT_CONFIRMATIONS is 2",
+    ]
+    assert "YIELDAGENT_WEBHOOK_SECRET_KEY" in lines[6]
+    assert "YIELDAGENT_METRICS_HOST" in lines[7]
+    assert len(lines) == 8
+
+
+def test_plaintext_is_fine_on_loopback_and_without_the_edge(tmp_path: Path) -> None:
+    env = _production(tmp_path, YIELDAGENT_HTTP_HOST="::1", YIELDAGENT_GRPC_HOST="localhost")
+    del env["YIELDAGENT_TLS_CERT_FILE"], env["YIELDAGENT_TLS_KEY_FILE"]
+    assert production_problems(load_settings(env)) == []
+    env["YIELDAGENT_HTTP_HOST"] = "192.0.2.10"
+    assert production_problems(load_settings(env), with_edge=False) == []
+    assert len(production_problems(load_settings(env))) == 1
+
+
+def test_development_refuses_nothing() -> None:
+    settings = load_settings({"YIELDAGENT_GRPC_HOST": "192.0.2.10"})
+    assert production_problems(settings)  # what production would refuse ...
+    check_production(settings)  # ... development accepts
+
+
+def test_every_catalog_chain_has_a_documented_minimum() -> None:
+    from yieldagent.catalog import load_catalog
+
+    assert set(load_catalog().chain_ids()) <= set(MIN_CONFIRMATIONS)
+    page = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
+    for chain_id, least in MIN_CONFIRMATIONS.items():
+        assert f"| {chain_id} | {least} |" in page

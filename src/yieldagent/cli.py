@@ -438,7 +438,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.log_level, settings.log_format)
         _COMMANDS[args.command](settings, args)
     except (YieldAgentError, MarketError) as error:
-        print(json.dumps({"error": getattr(error, "detail", str(error))}), file=sys.stderr)
+        # A detail of several lines (production mode's problems) is printed as a list.
+        first, *rest = str(getattr(error, "detail", str(error))).split("\n")
+        reported: dict[str, Any] = {"error": first, **({"problems": rest} if rest else {})}
+        print(json.dumps(reported), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -2,10 +2,13 @@
 
 Every setting has a default that runs the whole service on embedded parts:
 SQLite under the data directory and the simulated chain. docs/configuration.md lists them.
+Production mode's checks (``production_problems``) judge the settings before anything
+starts: each is a function of its own, naming the problem and its fix.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,7 +71,24 @@ class Settings:
     webhook_secret_key: str | None = field(default=None, repr=False)
     """Seals webhook secrets at rest; unset: a key generated under the data dir."""
     metrics_port: int | None = 9464
-    """Where ``/metrics`` is served on 127.0.0.1; 0: any free port, None: not served."""
+    """Where ``/metrics`` is served; 0: any free port, None: not served."""
+    metrics_host: str | None = None
+    """The address ``/metrics`` binds; None (not set): 127.0.0.1."""
+    environment: str = "development"
+    """``development`` or ``production`` (which refuses unsafe settings at start)."""
+    tls_cert_file: Path | None = None
+    """PEM certificate chain the REST and gRPC listeners present; None: plaintext."""
+    tls_key_file: Path | None = None
+    """PEM private key of ``tls_cert_file``."""
+    grpc_reflection: bool = True
+    """Whether the gRPC server answers server reflection."""
+    grpc_edge_port: int | None = None
+    """Envoy's gRPC listener (on ``http_host``); None: gRPC clients reach the server only."""
+    client_rate_limit: int = 100
+    """Public REST requests a second per client address, at Envoy (bursts of twice
+    that); 0: no per-client limits."""
+    envoy_max_heap_mb: int = 512
+    """Envoy's heap limit, past which its overload manager sheds load."""
     partner_rate_limit: float = 100.0
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
@@ -87,6 +107,16 @@ class Settings:
             return configured
         devnet = self.data_dir / "devnet.json"
         return devnet if devnet.exists() else None
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listeners serve TLS."""
+        return self.tls_cert_file is not None
+
+    @property
+    def metrics_bind(self) -> str:
+        """The address ``/metrics`` binds."""
+        return self.metrics_host or "127.0.0.1"
 
     @property
     def grpc_target(self) -> str:
@@ -142,6 +172,44 @@ def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
     return Path(raw).resolve()
 
 
+ON = frozenset({"on", "true", "yes", "1"})
+ENVIRONMENTS = ("development", "production")
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """An on/off setting."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ON:
+        return True
+    if raw in OFF | {"false", "no", "0"}:
+        return False
+    raise ConfigurationError(f"{name} must be 'on' or 'off', got {raw!r}")
+
+
+def _environment(env: Mapping[str, str]) -> str:
+    raw = (env.get("YIELDAGENT_ENV") or "development").strip().lower()
+    if raw not in ENVIRONMENTS:
+        raise ConfigurationError(f"YIELDAGENT_ENV must be one of {', '.join(ENVIRONMENTS)}")
+    return raw
+
+
+def _tls_files(env: Mapping[str, str]) -> tuple[Path | None, Path | None]:
+    """The certificate and key files: both or neither, and readable."""
+    names = ("YIELDAGENT_TLS_CERT_FILE", "YIELDAGENT_TLS_KEY_FILE")
+    cert, key = (env.get(name) or None for name in names)
+    if cert is None and key is None:
+        return None, None
+    if cert is None or key is None:
+        raise ConfigurationError(f"{names[0]} and {names[1]} are set together or not at all")
+    paths = (Path(cert).resolve(), Path(key).resolve())
+    for name, path in zip(names, paths, strict=True):
+        if not path.is_file():
+            raise ConfigurationError(f"{name}: no such file {path}")
+    return paths
+
+
 def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
     """``<prefix><chain_id>`` variables, by chain id."""
     found = {}
@@ -159,6 +227,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
+    environment = _environment(env)
+    tls_cert, tls_key = _tls_files(env)
     return Settings(
         http_host=env.get("YIELDAGENT_HTTP_HOST") or "127.0.0.1",
         http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
@@ -207,6 +277,124 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         webhook_batch=max(_int(env, "YIELDAGENT_WEBHOOK_BATCH", 50), 1),
         webhook_secret_key=env.get("YIELDAGENT_WEBHOOK_SECRET_KEY") or None,
         metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
+        metrics_host=env.get("YIELDAGENT_METRICS_HOST") or None,
+        environment=environment,
+        tls_cert_file=tls_cert,
+        tls_key_file=tls_key,
+        grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
+        client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
+        envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
+        grpc_edge_port=(
+            _port_or_off(env, "YIELDAGENT_GRPC_EDGE_PORT", 0)
+            if env.get("YIELDAGENT_GRPC_EDGE_PORT")
+            else None
+        ),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),
     )
+
+
+# Production mode: each check below names what it refuses and how to fix it; the service
+# refuses to start with every problem listed together, so that one restart fixes them all.
+
+MIN_CONFIRMATIONS: Mapping[int, int] = {
+    1: 3,  # Ethereum: proof-of-stake reorgs seen are of one or two blocks; 3 is 36 s
+    8453: 10,  # Base: 2 s blocks from one sequencer; 20 s covers its rare unsafe-head reorgs
+    42161: 20,  # Arbitrum One: 0.25 s blocks; 20 is 5 s, past a sequencer's reordering
+    137: 32,  # Polygon PoS: reorgs of tens of blocks happened; milestones finalize in ~16
+    11155111: 1,  # Sepolia: test money
+    84532: 1,  # Base Sepolia: test money
+}
+"""The fewest confirmations production accepts on a chain served by web3 (docs:
+configuration.md, "Production mode")."""
+DEFAULT_MIN_CONFIRMATIONS = 12
+"""The minimum on a chain the table does not name: about what most exchanges ask."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``); a name is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def plaintext_listeners(settings: Settings, with_edge: bool = True) -> list[str]:
+    """Listeners off loopback that would serve plaintext."""
+    if settings.tls:
+        return []
+    listeners = [("gRPC server", "YIELDAGENT_GRPC_HOST", settings.grpc_host)]
+    if with_edge:
+        listeners.insert(0, ("REST (Envoy)", "YIELDAGENT_HTTP_HOST", settings.http_host))
+    return [
+        f"the {what} listener on {host} ({name}) would serve plaintext off loopback: "
+        "set YIELDAGENT_TLS_CERT_FILE and YIELDAGENT_TLS_KEY_FILE"
+        for what, name, host in listeners
+        if not is_loopback(host)
+    ]
+
+
+def reflection_on(settings: Settings) -> list[str]:
+    """Reflection, which maps the API for anyone."""
+    if not settings.grpc_reflection:
+        return []
+    return ["gRPC server reflection is on: set YIELDAGENT_GRPC_REFLECTION=off"]
+
+
+def too_few_confirmations(settings: Settings) -> list[str]:
+    """Chains served by web3 that would count a deposit before its documented minimum."""
+    problems = []
+    for chain_id in sorted(settings.rpc_urls):
+        least = MIN_CONFIRMATIONS.get(chain_id, DEFAULT_MIN_CONFIRMATIONS)
+        if settings.confirmations < least:
+            problems.append(
+                f"chain {chain_id} needs at least {least} confirmations, "
+                f"YIELDAGENT_CONFIRMATIONS is {settings.confirmations}"
+            )
+    return problems
+
+
+def generated_sealing_key(settings: Settings) -> list[str]:
+    """A webhook sealing key generated per data directory, which replicas do not share."""
+    if settings.webhook_secret_key is not None:
+        return []
+    return [
+        "the webhook sealing key would be generated under the data directory, which other "
+        "replicas cannot read: set YIELDAGENT_WEBHOOK_SECRET_KEY, the same on every replica"
+    ]
+
+
+def unreachable_metrics(settings: Settings) -> list[str]:
+    """Metrics left on the loopback default, where no scraper off the machine reaches."""
+    if settings.metrics_port is None or settings.metrics_host is not None:
+        return []
+    return [
+        "metrics would bind 127.0.0.1 by default, out of a scraper's reach: set "
+        "YIELDAGENT_METRICS_HOST (127.0.0.1 itself if a local agent scrapes) or "
+        "YIELDAGENT_METRICS_PORT=off"
+    ]
+
+
+def production_problems(settings: Settings, with_edge: bool = True) -> list[str]:
+    """Everything production mode refuses in ``settings``, one sentence each;
+    ``with_edge``: whether Envoy's listeners run too."""
+    return [
+        *plaintext_listeners(settings, with_edge),
+        *reflection_on(settings),
+        *too_few_confirmations(settings),
+        *generated_sealing_key(settings),
+        *unreachable_metrics(settings),
+    ]
+
+
+def check_production(settings: Settings, with_edge: bool = True) -> None:
+    """Raises ConfigurationError listing every problem, in production mode; else nothing."""
+    if settings.environment != "production":
+        return
+    problems = production_problems(settings, with_edge)
+    if problems:
+        raise ConfigurationError(
+            "YIELDAGENT_ENV=production refuses to start:\n" + "\n".join(problems)
+        )

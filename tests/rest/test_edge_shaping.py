@@ -113,7 +113,11 @@ def edge(
     assert ready.wait(10)
     http_port = free_port()
     settings = load_settings(
-        {"YIELDAGENT_DATA_DIR": str(directory), "YIELDAGENT_HTTP_PORT": str(http_port)}
+        {
+            "YIELDAGENT_DATA_DIR": str(directory),
+            "YIELDAGENT_HTTP_PORT": str(http_port),
+            "YIELDAGENT_CLIENT_RATE_LIMIT": "0",
+        }
     )
     envoy = EnvoyProcess(settings, state["port"])
     envoy.start()

@@ -20,7 +20,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import OperatorWallet, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.config import Settings
+from yieldagent.config import Settings, check_production
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
@@ -33,7 +33,13 @@ from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
-from yieldagent.service.grpc_server import ApiServer, Registration, api_server, mark_serving
+from yieldagent.service.grpc_server import (
+    ApiServer,
+    Registration,
+    Tls,
+    api_server,
+    mark_serving,
+)
 from yieldagent.service.worker import Job, Worker
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
@@ -132,11 +138,14 @@ def build_server(
     catalog: Catalog | None = None,
     limiter: RateLimiter | None = None,
     events: EventStore | None = None,
+    tls: Tls | None = None,
+    reflect: bool = True,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
     catalog); ``limiter``, each partner's rate limit (default: none); ``events`` feeds
-    WatchWallet (its ``close`` ends the streams)."""
+    WatchWallet (its ``close`` ends the streams); ``tls``, the certificate it serves
+    (default: plaintext); ``reflect``, whether it answers server reflection."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     interceptor = ApiInterceptor(
@@ -173,7 +182,14 @@ def build_server(
             OptimizerServicer(catalog, chains, agent.thresholds),
         ),
     ]
-    return api_server(registrations, interceptor, address)
+    return api_server(registrations, interceptor, address, tls, reflect)
+
+
+def server_tls(settings: Settings) -> Tls | None:
+    """The certificate the gRPC server presents, when TLS is configured."""
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return None
+    return Tls(settings.tls_cert_file, settings.tls_key_file)
 
 
 def build_limiter(settings: Settings) -> RateLimiter | None:
@@ -269,8 +285,10 @@ class Service:
         return self.api.port
 
     async def start(self) -> None:
-        """Migrates the database, then starts the gRPC server, the worker and Envoy."""
+        """Checks the settings (production mode), migrates the database, then starts the
+        gRPC server, the worker and Envoy."""
         settings = self.settings
+        check_production(settings, self.with_edge)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
@@ -307,6 +325,8 @@ class Service:
             catalog,
             build_limiter(settings),
             self.events,
+            server_tls(settings),
+            settings.grpc_reflection,
         )
         deliverer = build_deliverer(settings, self.engine, count_delivery)
         self.deliveries.add(
@@ -320,7 +340,7 @@ class Service:
         self.deliveries.start_thread()
         if settings.metrics_port is not None:
             registry = service_registry(RunStore(self.engine).oldest_due)
-            self.metrics = MetricsServer(settings.metrics_port, registry)
+            self.metrics = MetricsServer(settings.metrics_port, registry, settings.metrics_bind)
             self.metrics.start()
         if self.with_edge:
             self.envoy = EnvoyProcess(settings, self.api.port)
@@ -329,7 +349,8 @@ class Service:
             log.info(
                 "rest edge ready",
                 extra={
-                    "url": f"http://{settings.http_host}:{settings.http_port}/api/v1/healthcheck"
+                    "url": f"{'https' if settings.tls else 'http'}://{settings.http_host}:"
+                    f"{settings.http_port}/api/v1/healthcheck"
                 },
             )
 

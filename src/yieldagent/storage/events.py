@@ -11,9 +11,10 @@ transaction, after the wallet's row is written, so it never waits for a row lock
 held.
 
 **Notices.** ``signal_for(engine)`` is one notifier per database per process: a commit
-that recorded events calls it, and every ``watch`` of this process (any thread, any
-event loop) wakes at once. Events another process (a replica, the CLI) commits are
-found by the watchers' poll, within ``poll_seconds``.
+that recorded events calls it, and the poller of every event loop of this process that
+has streams open (``storage.event_watch``) wakes at once and reads the new events once
+for all of them. Events another process (a replica, the CLI) commits are found by the
+poller's poll, within ``poll_seconds``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,8 +31,8 @@ from sqlalchemy import Connection, Engine, bindparam, insert, select, text
 from sqlmodel import Session
 
 from yieldagent.domain.books.events import EventDraft, WalletEvent
-from yieldagent.domain.ports.storage import EventRepository
 from yieldagent.storage.db import one_of
+from yieldagent.storage.event_watch import Poller, follow
 from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, WebhookDeliveryRow
 
 EVENTS_LOCK = 0x79_61_65_76  # "yaev": serializes event ids with commits (PostgreSQL)
@@ -45,6 +46,12 @@ _EVENTS_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
 _INSERT_EVENTS = insert(_events)
 _INSERT_EVENTS_RETURNING = insert(_events).returning(_events.c.id, sort_by_parameter_order=True)
 _INSERT_DELIVERIES = insert(_deliveries)
+_NEW = (
+    select(_events)
+    .where(_events.c.id > bindparam("cursor"))
+    .order_by(_events.c.id)
+    .limit(bindparam("limit"))
+)
 _AFTER = (
     select(_events)
     .where(_events.c.wallet_id == bindparam("wallet_id"), _events.c.id > bindparam("cursor"))
@@ -116,34 +123,6 @@ def record_events(executor: Session | Connection, drafts: Sequence[EventDraft]) 
     return len(rows)
 
 
-Wait = Callable[[float], Awaitable[None]]
-"""Returns when new events may have been stored, or after the given seconds at most."""
-
-
-async def follow(
-    events: EventRepository,
-    wallet_id: int,
-    cursor: int,
-    wait: Wait,
-    poll_seconds: float,
-    closing: Callable[[], bool] = lambda: False,
-    batch: int = 100,
-) -> AsyncIterator[WalletEvent]:
-    """The wallet's events after ``cursor``: first those stored, then new ones as they
-    are stored, until ``closing`` turns true. Between reads it waits for a notice of new
-    events (``wait``), or ``poll_seconds`` at most, so events another process stores
-    arrive within that bound."""
-    while not closing():
-        found = events.after(wallet_id, cursor, batch)
-        for event in found:
-            cursor = event.id
-            yield event
-        if len(found) < batch:
-            await wait(poll_seconds)
-        else:
-            await asyncio.sleep(0)
-
-
 class EventSignal:
     """Wakes this process's watchers of one database when events were committed; safe
     to call from any thread."""
@@ -199,6 +178,8 @@ class EventStore:
         self._engine = engine
         self.poll_seconds = poll_seconds
         self._closing = threading.Event()
+        self._pollers: dict[asyncio.AbstractEventLoop, Poller] = {}
+        self._lock = threading.Lock()
 
     def after(self, wallet_id: int, cursor: int, limit: int) -> list[WalletEvent]:
         with self._engine.connect() as connection:
@@ -207,23 +188,52 @@ class EventStore:
             )
             return [event_of(row) for row in rows]
 
+    def newer(self, cursor: int, limit: int) -> list[WalletEvent]:
+        """Every wallet's events with an id above ``cursor``, oldest first, at most
+        ``limit``."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(_NEW, {"cursor": cursor, "limit": limit})
+            return [event_of(row) for row in rows]
+
     def latest_id(self) -> int:
         """The highest event id stored (0 when none)."""
         with self._engine.connect() as connection:
             found = connection.execute(select(_events.c.id).order_by(_events.c.id.desc())).first()
         return int(found.id) if found else 0
 
+    def poller(self) -> Poller:
+        """The running event loop's poller, which serves all its streams."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._pollers.get(loop)
+            if found is None:
+                for gone in [other for other in self._pollers if other.is_closed()]:
+                    del self._pollers[gone]
+                found = Poller(
+                    self.newer,
+                    self.latest_id,
+                    signal_for(self._engine),
+                    self.poll_seconds,
+                    self._closing.is_set,
+                )
+                self._pollers[loop] = found
+            return found
+
     async def watch(self, wallet_id: int, cursor: int) -> AsyncIterator[WalletEvent]:
         """The wallet's events after ``cursor``, stored ones first, then new ones as they
         are committed (by this process: at once; by another: within ``poll_seconds``),
         until ``close``."""
-        with signal_for(self._engine).subscribe() as wait:
-            async for event in follow(
-                self, wallet_id, cursor, wait, self.poll_seconds, self._closing.is_set
-            ):
-                yield event
+        async for event in follow(
+            self.poller(), self.after, wallet_id, cursor, self._closing.is_set
+        ):
+            yield event
 
     def close(self) -> None:
-        """Ends every watch at its next wake-up (at most ``poll_seconds`` later)."""
+        """Ends every watch (from any thread) at once."""
         self._closing.set()
+        with self._lock:
+            pollers = list(self._pollers.items())
+        for loop, poller in pollers:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                loop.call_soon_threadsafe(poller.wake_all)
         signal_for(self._engine).notify()

@@ -3,7 +3,6 @@ events (``follow``): pure, no database."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -11,7 +10,6 @@ import pytest
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.effects import derive, run_moves
-from yieldagent.domain.books.events import WalletEvent
 from yieldagent.domain.books.operations import (
     Operation,
     OperationKind,
@@ -29,7 +27,6 @@ from yieldagent.domain.books.wallets import (
 )
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.ports.chain import TxReceipt
-from yieldagent.storage.events import follow
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
@@ -206,51 +203,3 @@ def test_run_moves_skip_what_the_chain_never_mined() -> None:
         OperationStatus.FAILED, (MOVES[0], replace(MOVES[1], tx_hash=None, abandoned=True))
     )
     assert [m["from_protocol"] for m in run_moves(operation)] == ["moonwell"]
-
-
-def stored(event_id: int) -> WalletEvent:
-    return WalletEvent(event_id, MOMENT, "withdrawn", 7, 3, 8453, "0xab", 1, {"n": event_id})
-
-
-class Feed:
-    """Stored events, some appended while a follower waits."""
-
-    def __init__(self, ids: list[int]) -> None:
-        self.events = [stored(i) for i in ids]
-        self.reads: list[int] = []
-
-    def after(self, wallet_id: int, cursor: int, limit: int) -> list[WalletEvent]:
-        self.reads.append(cursor)
-        return [e for e in self.events if e.id > cursor][:limit]
-
-
-async def test_follow_replays_in_batches_then_waits_and_resumes_from_the_last_id() -> None:
-    feed = Feed([2, 3, 5, 8, 9])
-    waits: list[float] = []
-    closing = False
-
-    async def wait(seconds: float) -> None:
-        nonlocal closing
-        waits.append(seconds)
-        if len(waits) == 1:
-            feed.events.append(stored(12))  # committed while it waited
-        else:
-            closing = True
-
-    got = [e.id async for e in follow(feed, 7, 3, wait, 0.5, lambda: closing, batch=2)]
-
-    assert got == [5, 8, 9, 12]
-    assert feed.reads == [3, 8, 9]  # a full batch reads on at once; a short one waits
-    assert waits == [0.5, 0.5]
-
-
-async def test_follow_ends_when_closing_even_while_events_keep_coming() -> None:
-    feed = Feed(list(range(1, 1000)))
-    seen: list[int] = []
-
-    async def wait(seconds: float) -> None:
-        await asyncio.sleep(0)
-
-    async for event in follow(feed, 7, 0, wait, 1.0, lambda: len(seen) >= 150, batch=100):
-        seen.append(event.id)
-    assert seen == list(range(1, 201))  # ends at the next read after it was asked to

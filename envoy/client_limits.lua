@@ -1,0 +1,91 @@
+-- Per-client limits for the partner REST API: sorts each request into a class that
+-- the local_ratelimit filter listed after it limits per client address (envoy.yaml,
+-- `client_limits`), in the request header x-yieldagent-client:
+--
+--   failing  any request from an address whose partner credentials failed FAILURES
+--            times within WINDOW seconds (401s), until that window ends;
+--   public   otherwise, a request that no partner key authorizes: every method and
+--            path but the keyed ones below (so the wallet poll, the catalog, stats,
+--            the healthcheck, the docs and unknown paths), whatever headers it sends.
+--
+-- Keyed requests from other addresses get no class: the gRPC service limits them per
+-- partner once authenticated. A client's own x-yieldagent-client header is dropped.
+--
+-- Failures are counted per Envoy worker (each has its own Lua state), so with N
+-- workers an address may fail up to N * FAILURES times in a window before it is
+-- marked. At most MAX_TRACKED addresses are counted: when full, the count starts over.
+
+local FAILURES, WINDOW, MAX_TRACKED = 5, 60, 10000
+local HEADER = 'x-yieldagent-client'
+
+-- The REST methods that need a partner key (tests/rest/test_client_limits.py checks
+-- this list against the protos' http rules and partner_permission options).
+local KEYED = {
+  'POST /api/v1/proxy/zerodev/smart-accounts',
+  'GET /api/v1/proxy/zerodev/smart-accounts',
+  'POST /api/v1/{chain_id}/wallets',
+  'POST /api/v1/{chain_id}/wallets/{wallet}:deactivate',
+  'POST /api/v1/{chain_id}/wallets/{wallet}:withdraw',
+  'POST /api/v1/{chain_id}/wallets/{wallet}:run',
+  'POST /api/v1/{chain_id}/wallets/{wallet}:top-up',
+  'PUT /api/v1/{chain_id}/wallets/{wallet}/protocols',
+  'GET /api/v1/{chain_id}/wallets/{wallet}/transactions',
+  'GET /api/v1/{chain_id}/wallets/{wallet}/apr',
+  'POST /api/v1/{chain_id}/wallets/{wallet}:claim-rewards',
+  'GET /api/v1/{chain_id}/rewards/{wallet}/history',
+  'GET /api/v1/{chain_id}/rewards/{wallet}',
+  'POST /api/v1/{chain_id}/rewards/{wallet}',
+  'POST /api/v1/optimizer/{chain_id}/optimize',
+}
+
+-- Each template as a Lua pattern, by method: a variable is one path segment.
+local keyed = {}
+for _, route in ipairs(KEYED) do
+  local method, template = string.match(route, '^(%u+) (.+)$')
+  local pattern = string.gsub(template, '[%^%$%(%)%%%.%[%]%*%+%-%?]', '%%%0')
+  pattern = '^' .. string.gsub(pattern, '{[%w_]+}', '[^/]+') .. '$'
+  keyed[method] = keyed[method] or {}
+  table.insert(keyed[method], pattern)
+end
+
+local function is_keyed(method, path)
+  for _, pattern in ipairs(keyed[method] or {}) do
+    if string.find(path, pattern) then return true end
+  end
+  return false
+end
+
+local failures, tracked = {}, 0 -- address -> {count, since}
+
+local function address_of(handle)
+  local remote = handle:streamInfo():downstreamRemoteAddress() or ''
+  return string.match(remote, '^%[(.*)%]:%d+$') or string.match(remote, '^(.*):%d+$') or remote
+end
+
+function envoy_on_request(handle)
+  local headers = handle:headers()
+  headers:remove(HEADER)
+  local record = failures[address_of(handle)]
+  if record and os.time() - record.since < WINDOW and record.count >= FAILURES then
+    headers:add(HEADER, 'failing')
+    return
+  end
+  local path = string.match(headers:get(':path') or '', '^[^?]*')
+  if not is_keyed(headers:get(':method') or '', path) then headers:add(HEADER, 'public') end
+end
+
+function envoy_on_response(handle)
+  local headers = handle:headers()
+  if (headers:get('x-yieldagent-status') or headers:get(':status')) ~= '401' then return end
+  local address, now = address_of(handle), os.time()
+  local record = failures[address]
+  if record == nil or now - record.since >= WINDOW then
+    if record == nil then
+      if tracked >= MAX_TRACKED then failures, tracked = {}, 0 end
+      tracked = tracked + 1
+    end
+    failures[address] = {count = 1, since = now}
+  else
+    record.count = record.count + 1
+  end
+end
