@@ -95,3 +95,24 @@ def test_operating_settings_can_be_set_or_turned_off() -> None:
 def test_a_port_out_of_range_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_METRICS_PORT must be a port"):
         load_settings({"YIELDAGENT_METRICS_PORT": "70000"})
+
+
+def test_webhook_and_retention_defaults() -> None:
+    settings = load_settings({})
+    assert settings.environment == "development" and not settings.production
+    assert not settings.webhook_allow_loopback
+    assert settings.webhook_dead_after_seconds == 3 * 86_400
+    assert settings.event_retention_seconds == 30 * 86_400
+    assert settings.prune_batch == 1_000
+
+
+def test_loopback_webhooks_are_for_development_only() -> None:
+    allowed = load_settings({"YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "true"})
+    assert allowed.webhook_allow_loopback
+    assert load_settings({"YIELDAGENT_ENV": "production"}).production
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK"):
+        load_settings({"YIELDAGENT_ENV": "production", "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "1"})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ENV"):
+        load_settings({"YIELDAGENT_ENV": "prod"})
+    with pytest.raises(ConfigurationError, match="true or false"):
+        load_settings({"YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "maybe"})

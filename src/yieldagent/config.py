@@ -73,6 +73,22 @@ class Settings:
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
     """Envoy's JSON access log; None: none."""
+    environment: str = "development"
+    """``production`` or ``development`` (``YIELDAGENT_ENV``)."""
+    webhook_allow_loopback: bool = False
+    """Webhooks may go to loopback addresses (a receiver on this machine); never in
+    production."""
+    webhook_dead_after_seconds: float = 3 * 86_400.0
+    """A delivery failing once its event is older than this is dead (not retried)."""
+    event_retention_seconds: float = 30 * 86_400.0
+    """Events (and their webhook deliveries) older than this are pruned."""
+    prune_batch: int = 1_000
+    """Most events pruned in one transaction."""
+
+    @property
+    def production(self) -> bool:
+        """Whether the service runs in production (``YIELDAGENT_ENV=production``)."""
+        return self.environment == "production"
 
     @property
     def partner_rate_burst(self) -> float:
@@ -133,6 +149,24 @@ def _port_or_off(env: Mapping[str, str], name: str, default: int) -> int | None:
     return port
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """A yes/no setting: ``1``, ``true``, ``yes``, ``on`` or ``0``, ``false``, ``no``,
+    ``off`` (empty: no)."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
+
+
+def _environment(env: Mapping[str, str]) -> str:
+    raw = (env.get("YIELDAGENT_ENV") or "development").strip().lower()
+    if raw not in ("development", "production"):
+        raise ConfigurationError(f"YIELDAGENT_ENV must be development or production, got {raw!r}")
+    return raw
+
+
 def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
     raw = env.get("YIELDAGENT_ENVOY_ACCESS_LOG")
     if raw is None or raw == "":
@@ -159,6 +193,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
+    environment = _environment(env)
+    allow_loopback = _flag(env, "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK")
+    if allow_loopback and environment == "production":
+        raise ConfigurationError(
+            "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK is for development: webhooks never reach "
+            "loopback addresses in production"
+        )
     return Settings(
         http_host=env.get("YIELDAGENT_HTTP_HOST") or "127.0.0.1",
         http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
@@ -209,4 +250,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),
+        environment=environment,
+        webhook_allow_loopback=allow_loopback,
+        webhook_dead_after_seconds=max(
+            _float(env, "YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS", 3 * 86_400.0), 0.0
+        ),
+        event_retention_seconds=max(
+            _float(env, "YIELDAGENT_EVENT_RETENTION_SECONDS", 30 * 86_400.0), 3_600.0
+        ),
+        prune_batch=max(_int(env, "YIELDAGENT_PRUNE_BATCH", 1_000), 1),
     )

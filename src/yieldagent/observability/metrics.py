@@ -22,9 +22,10 @@ the servicer, app and worker layers, never from the domain:
   reads: ``storage.runs.RunStore.oldest_due``); served with the rest by each service
   (``service_registry``);
 - ``yieldagent_webhook_deliveries_total{outcome}``: webhook delivery attempts by outcome
-  (``delivered``, ``failed``: the receiver answered an error or did not answer, retried
-  later; none is ever given up). Defined here; the delivery job records it
-  (``app.count_delivery``).
+  (``delivered``; ``failed``: the receiver answered an error, did not answer, or its
+  address is refused, retried later; ``dead``: failed once its event was older than
+  ``YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS``, never retried). Defined here; the delivery
+  job records it (``compose.count_delivery``).
 - ``yieldagent_rate_limited_total``: partner calls refused with 429 / RESOURCE_EXHAUSTED.
 """
 
@@ -84,7 +85,8 @@ MOVED_AMOUNT = Counter(
 )
 WEBHOOK_DELIVERIES = Counter(
     "yieldagent_webhook_deliveries",
-    "Webhook delivery attempts by outcome: delivered, failed (to be retried).",
+    "Webhook delivery attempts by outcome: delivered, failed (to be retried), dead (failed "
+    "after YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS: never retried).",
     ["outcome"],
     registry=REGISTRY,
 )

@@ -65,6 +65,7 @@ from yieldagent.v1 import (
     wallets_pb2_grpc,
 )
 from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
+from yieldagent.webhooks.destinations import DestinationPolicy
 from yieldagent.webhooks.sealing import load_box
 
 log = logging.getLogger(__name__)
@@ -217,14 +218,23 @@ def build_deliverer(
             timeout_seconds=settings.webhook_timeout_seconds,
             max_backoff_seconds=settings.webhook_max_backoff_seconds,
             batch=settings.webhook_batch,
+            dead_after_seconds=settings.webhook_dead_after_seconds,
+            destinations=destination_policy(settings),
         ),
         observe,
     )
 
 
+def destination_policy(settings: Settings) -> DestinationPolicy:
+    """Where webhooks may go: https only in production; loopback only when allowed."""
+    return DestinationPolicy(
+        https_only=settings.production, allow_loopback=settings.webhook_allow_loopback
+    )
+
+
 def count_delivery(outcome: DeliveryOutcome) -> None:
     """Counts a webhook delivery attempt in ``yieldagent_webhook_deliveries_total``."""
-    WEBHOOK_DELIVERIES.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+    WEBHOOK_DELIVERIES.labels(outcome=outcome.outcome).inc()
 
 
 def webhook_delivery(deliverer: Deliverer, stopping: Callable[[], bool] = lambda: False) -> Job:
