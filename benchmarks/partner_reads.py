@@ -65,6 +65,7 @@ def _ceiling() -> Iterator[str]:
                 **os.environ,
                 "YIELDAGENT_DATA_DIR": directory,
                 "YIELDAGENT_HTTP_PORT": str(http_port),
+                "YIELDAGENT_ENVOY_ACCESS_LOG": str(Path(directory) / "envoy-access.log"),
             }
         )
         envoy = EnvoyProcess(settings, grpc_port)

@@ -64,7 +64,10 @@ def test_operating_defaults() -> None:
     settings = load_settings({"YIELDAGENT_DATA_DIR": "/srv/ya"})
     assert settings.metrics_port == 9464
     assert settings.envoy_admin_port == 0  # any free port; its address under the data dir
-    assert settings.envoy_access_log == Path("/srv/ya/envoy-access.log")
+    assert settings.envoy_access_log == Path("/dev/stdout")  # rotated by what runs us
+    assert load_settings({"YIELDAGENT_ENVOY_ACCESS_LOG": "stdout"}).envoy_access_log == Path(
+        "/dev/stdout"
+    )
     assert (settings.partner_rate_limit, settings.partner_rate_burst) == (100.0, 200.0)
 
 

@@ -72,7 +72,7 @@ class Settings:
     partner_rate_limit: float = 100.0
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
-    """Envoy's JSON access log; None: none."""
+    """Envoy's JSON access log: ``STDOUT`` (the default), a file, or None (none)."""
     environment: str = "development"
     """``production`` or ``development`` (``YIELDAGENT_ENV``)."""
     webhook_allow_loopback: bool = False
@@ -167,10 +167,16 @@ def _environment(env: Mapping[str, str]) -> str:
     return raw
 
 
-def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
+STDOUT = Path("/dev/stdout")
+"""Envoy's access log by default: the service's standard output, which whatever runs the
+service (a container runtime, systemd's journal) collects and rotates. A file Envoy
+writes under the data dir grows until someone rotates it."""
+
+
+def _access_log(env: Mapping[str, str]) -> Path | None:
     raw = env.get("YIELDAGENT_ENVOY_ACCESS_LOG")
-    if raw is None or raw == "":
-        return data_dir / "envoy-access.log"
+    if raw is None or raw == "" or raw.strip().lower() == "stdout":
+        return STDOUT
     if raw.strip().lower() in OFF:
         return None
     return Path(raw).resolve()
@@ -249,7 +255,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         webhook_secret_key=env.get("YIELDAGENT_WEBHOOK_SECRET_KEY") or None,
         metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
-        envoy_access_log=_access_log(env, data_dir),
+        envoy_access_log=_access_log(env),
         environment=environment,
         webhook_allow_loopback=allow_loopback,
         webhook_dead_after_seconds=max(

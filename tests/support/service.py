@@ -107,6 +107,8 @@ def running_service(
             # Unlimited: suites that hammer one partner (the property tests) must not
             # depend on the machine's speed. tests/rest/test_operating.py sets a limit.
             "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
+            # A file the tests read, rather than the test process's standard output.
+            "YIELDAGENT_ENVOY_ACCESS_LOG": str(data_dir / "envoy-access.log"),
             **(env or {}),
         }
     )
