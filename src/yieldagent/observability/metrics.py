@@ -27,6 +27,8 @@ the servicer, app and worker layers, never from the domain:
   ``YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS``, never retried). Defined here; the delivery
   job records it (``compose.count_delivery``).
 - ``yieldagent_rate_limited_total``: partner calls refused with 429 / RESOURCE_EXHAUSTED.
+- ``yieldagent_pruned_rows_total{table}``: rows the retention job deleted (``wallet_events``,
+  ``webhook_deliveries``); recorded by ``compose.event_pruning``.
 """
 
 from __future__ import annotations
@@ -90,6 +92,13 @@ WEBHOOK_DELIVERIES = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+PRUNED_ROWS = Counter(
+    "yieldagent_pruned_rows",
+    "Rows deleted for being older than YIELDAGENT_EVENT_RETENTION_SECONDS, by table "
+    "(wallet_events, webhook_deliveries).",
+    ["table"],
+    registry=REGISTRY,
+)
 RATE_LIMITED = Counter(
     "yieldagent_rate_limited",
     "Partner calls refused because the partner exceeded YIELDAGENT_PARTNER_RATE_LIMIT.",
@@ -99,6 +108,10 @@ RATE_LIMITED = Counter(
 RUN_OUTCOMES = ("completed", "no_action", "failed", "recovered", "error")
 for _outcome in RUN_OUTCOMES:  # every outcome shows from the start, at 0
     AGENT_RUNS.labels(outcome=_outcome)
+for _outcome in ("delivered", "failed", "dead"):
+    WEBHOOK_DELIVERIES.labels(outcome=_outcome)
+for _table in ("wallet_events", "webhook_deliveries"):
+    PRUNED_ROWS.labels(table=_table)
 
 
 REQUESTS_HELP = (
