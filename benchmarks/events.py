@@ -34,6 +34,7 @@ from yieldagent.storage.wallets import WalletStore
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.webhooks.admin import set_webhook
 from yieldagent.webhooks.delivery import Deliverer, DeliverySettings
+from yieldagent.webhooks.destinations import DestinationPolicy
 from yieldagent.webhooks.sealing import load_box
 
 WALLETS = 50
@@ -106,14 +107,15 @@ async def _record_and_deliver(
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     box = load_box(None, directory)
-    set_webhook(WebhookStore(engine), box, "bench", f"http://127.0.0.1:{port}/hooks")
+    local = DestinationPolicy(allow_loopback=True)  # the receiver runs on this machine
+    set_webhook(WebhookStore(engine), box, "bench", f"http://127.0.0.1:{port}/hooks", local)
     try:
         start = time.perf_counter()
         for amount in range(EVENTS_PER_WALLET):
             for wallet in wallets:
                 _record(engine, wallet, amount)
         record_ms = (time.perf_counter() - start) / (len(wallets) * EVENTS_PER_WALLET) * 1000
-        settings = DeliverySettings(batch=len(wallets), rounds=10**6)
+        settings = DeliverySettings(batch=len(wallets), rounds=10**6, destinations=local)
         deliverer = Deliverer(WebhookStore(engine), box, settings)
         start = time.perf_counter()
         await deliverer.deliver_due()

@@ -66,6 +66,7 @@ def _ceiling() -> Iterator[str]:
                 "YIELDAGENT_DATA_DIR": directory,
                 "YIELDAGENT_HTTP_PORT": str(http_port),
                 "YIELDAGENT_CLIENT_RATE_LIMIT": "0",  # the load comes from one address
+                "YIELDAGENT_ENVOY_ACCESS_LOG": str(Path(directory) / "envoy-access.log"),
             }
         )
         envoy = EnvoyProcess(settings, grpc_port)

@@ -112,6 +112,8 @@ def running_service() -> Iterator[Running]:
             "YIELDAGENT_GRPC_PORT": str(_free_port()),
             "YIELDAGENT_LOG_LEVEL": "WARNING",
             "YIELDAGENT_METRICS_PORT": "0",
+            # Written as in production, to a file rather than this program's output.
+            "YIELDAGENT_ENVOY_ACCESS_LOG": str(Path(directory) / "envoy-access.log"),
             # Keyed reads at 32 connections exceed the default per-partner limit: measure
             # the service, not the limiter's 429s (BENCH_RATE_LIMIT sets one to measure).
             "YIELDAGENT_PARTNER_RATE_LIMIT": os.environ.get("BENCH_RATE_LIMIT", "0"),

@@ -69,7 +69,10 @@ def test_operating_defaults() -> None:
     settings = load_settings({"YIELDAGENT_DATA_DIR": "/srv/ya"})
     assert settings.metrics_port == 9464
     assert settings.envoy_admin_port == 0  # any free port; its address under the data dir
-    assert settings.envoy_access_log == Path("/srv/ya/envoy-access.log")
+    assert settings.envoy_access_log == Path("/dev/stdout")  # rotated by what runs us
+    assert load_settings({"YIELDAGENT_ENVOY_ACCESS_LOG": "stdout"}).envoy_access_log == Path(
+        "/dev/stdout"
+    )
     assert (settings.partner_rate_limit, settings.partner_rate_burst) == (100.0, 200.0)
 
 
@@ -207,3 +210,22 @@ def test_every_catalog_chain_has_a_documented_minimum() -> None:
     page = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
     for chain_id, least in MIN_CONFIRMATIONS.items():
         assert f"| {chain_id} | {least} |" in page
+def test_webhook_and_retention_defaults() -> None:
+    settings = load_settings({})
+    assert settings.environment == "development" and not settings.production
+    assert not settings.webhook_allow_loopback
+    assert settings.webhook_dead_after_seconds == 3 * 86_400
+    assert settings.event_retention_seconds == 30 * 86_400
+    assert settings.prune_batch == 1_000
+
+
+def test_loopback_webhooks_are_for_development_only() -> None:
+    allowed = load_settings({"YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "true"})
+    assert allowed.webhook_allow_loopback
+    assert load_settings({"YIELDAGENT_ENV": "production"}).production
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK"):
+        load_settings({"YIELDAGENT_ENV": "production", "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "1"})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ENV"):
+        load_settings({"YIELDAGENT_ENV": "prod"})
+    with pytest.raises(ConfigurationError, match="must be 'on' or 'off'"):
+        load_settings({"YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "maybe"})

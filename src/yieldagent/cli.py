@@ -66,7 +66,12 @@ from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.observability.logs import configure_logging
 from yieldagent.service.clock import SYSTEM_CLOCK
-from yieldagent.service.compose import build_agent, build_lifecycle, run_service
+from yieldagent.service.compose import (
+    build_agent,
+    build_lifecycle,
+    destination_policy,
+    run_service,
+)
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
@@ -124,7 +129,7 @@ def _cmd_webhooks(settings: Settings, args: argparse.Namespace) -> None:
     store = WebhookStore(engine)
     if args.action == "webhook":
         box = load_box(settings.webhook_secret_key, settings.data_dir)
-        _print(set_webhook(store, box, args.name, args.url))
+        _print(set_webhook(store, box, args.name, args.url, destination_policy(settings)))
     else:
         _print(delivery_log(store, args.name, args.limit))
 

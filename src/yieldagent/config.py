@@ -92,7 +92,21 @@ class Settings:
     partner_rate_limit: float = 100.0
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
-    """Envoy's JSON access log; None: none."""
+    """Envoy's JSON access log: ``STDOUT`` (the default), a file, or None (none)."""
+    webhook_allow_loopback: bool = False
+    """Webhooks may go to loopback addresses (a receiver on this machine); never in
+    production."""
+    webhook_dead_after_seconds: float = 3 * 86_400.0
+    """A delivery failing once its event is older than this is dead (not retried)."""
+    event_retention_seconds: float = 30 * 86_400.0
+    """Events (and their webhook deliveries) older than this are pruned."""
+    prune_batch: int = 1_000
+    """Most events pruned in one transaction."""
+
+    @property
+    def production(self) -> bool:
+        """Whether the service runs in production (``YIELDAGENT_ENV=production``)."""
+        return self.environment == "production"
 
     @property
     def partner_rate_burst(self) -> float:
@@ -163,10 +177,16 @@ def _port_or_off(env: Mapping[str, str], name: str, default: int) -> int | None:
     return port
 
 
-def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
+STDOUT = Path("/dev/stdout")
+"""Envoy's access log by default: the service's standard output, which whatever runs the
+service (a container runtime, systemd's journal) collects and rotates. A file Envoy
+writes under the data dir grows until someone rotates it."""
+
+
+def _access_log(env: Mapping[str, str]) -> Path | None:
     raw = env.get("YIELDAGENT_ENVOY_ACCESS_LOG")
-    if raw is None or raw == "":
-        return data_dir / "envoy-access.log"
+    if raw is None or raw == "" or raw.strip().lower() == "stdout":
+        return STDOUT
     if raw.strip().lower() in OFF:
         return None
     return Path(raw).resolve()
@@ -229,6 +249,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
     environment = _environment(env)
     tls_cert, tls_key = _tls_files(env)
+    allow_loopback = _switch(env, "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK", False)
+    if allow_loopback and environment == "production":
+        raise ConfigurationError(
+            "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK is for development: webhooks never reach "
+            "loopback addresses in production"
+        )
     return Settings(
         http_host=env.get("YIELDAGENT_HTTP_HOST") or "127.0.0.1",
         http_port=_int(env, "YIELDAGENT_HTTP_PORT", 8080),
@@ -290,7 +316,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             else None
         ),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
-        envoy_access_log=_access_log(env, data_dir),
+        envoy_access_log=_access_log(env),
+        webhook_allow_loopback=allow_loopback,
+        webhook_dead_after_seconds=max(
+            _float(env, "YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS", 3 * 86_400.0), 0.0
+        ),
+        event_retention_seconds=max(
+            _float(env, "YIELDAGENT_EVENT_RETENTION_SECONDS", 30 * 86_400.0), 3_600.0
+        ),
+        prune_batch=max(_int(env, "YIELDAGENT_PRUNE_BATCH", 1_000), 1),
     )
 
 
@@ -391,7 +425,7 @@ def production_problems(settings: Settings, with_edge: bool = True) -> list[str]
 
 def check_production(settings: Settings, with_edge: bool = True) -> None:
     """Raises ConfigurationError listing every problem, in production mode; else nothing."""
-    if settings.environment != "production":
+    if not settings.production:
         return
     problems = production_problems(settings, with_edge)
     if problems:

@@ -83,3 +83,13 @@ def test_a_service_serves_the_shared_metrics_and_its_own_gauge() -> None:
     assert families["yieldagent_most_overdue_wallet_age_seconds"].samples[0].value == 0
     assert "yieldagent_grpc_requests" in families
     assert families["yieldagent_webhook_deliveries"].documentation.startswith("Webhook")
+    dead = [
+        s
+        for s in families["yieldagent_webhook_deliveries"].samples
+        if s.labels["outcome"] == "dead"
+    ]
+    assert dead, "the dead outcome shows before any delivery dies"
+    assert {s.labels["table"] for s in families["yieldagent_pruned_rows"].samples} >= {
+        "wallet_events",
+        "webhook_deliveries",
+    }

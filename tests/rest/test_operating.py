@@ -293,7 +293,9 @@ def test_direct_grpc_callers_get_a_request_id_when_they_send_none(ops: RunningSe
 
 
 def _access_log_line(path: Path, request_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 10  # Envoy flushes its access log about once a second
+    # Envoy writes its log files out every 10 s (its bootstrap's file_flush_interval) or
+    # once 64 KiB are buffered.
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if path.exists():
             for line in path.read_text().splitlines():
@@ -322,6 +324,29 @@ def test_envoy_writes_a_json_access_log_without_api_keys(
     assert entry["duration_ms"] >= 0 and entry["bytes_sent"] == len(response.body)
     assert headers["X-Partner-API-Key"] not in log_file.read_text()
     assert "api_key" not in json.dumps(entry).lower()
+
+
+def test_the_access_log_file_is_rotated_by_renaming_it_and_reopening(
+    ops: RunningService, ops_engine: Engine
+) -> None:
+    """What a log rotation's postrotate step does: rename the file, then ask Envoy's admin
+    listener to reopen its logs; later lines go to a new file."""
+    _, headers = _partner(ops_engine)
+    log_file = ops.data_dir / "envoy-access.log"
+    before, after = f"ops-rotate-{uuid.uuid4()}", f"ops-rotate-{uuid.uuid4()}"
+    ops.request("GET", _lookup(), headers={**headers, "X-Request-Id": before})
+    _access_log_line(log_file, before)
+    rotated = log_file.rename(log_file.with_name("envoy-access.log.1"))
+    address = (ops.data_dir / "envoy-admin.address").read_text().strip()
+    reopen = urllib.request.Request(f"http://{address}/reopen_logs", method="POST")
+    with urllib.request.urlopen(reopen, timeout=10) as reply:  # noqa: S310 (loopback)
+        assert reply.status == 200
+
+    ops.request("GET", _lookup(), headers={**headers, "X-Request-Id": after})
+
+    assert _access_log_line(log_file, after)["request_id"] == after
+    assert before not in log_file.read_text() and before in rotated.read_text()
+    assert after not in rotated.read_text()
 
 
 def test_envoy_stats_are_on_its_admin_port_on_loopback(ops: RunningService) -> None:

@@ -34,6 +34,7 @@ FAST = {
     "YIELDAGENT_WEBHOOK_INTERVAL_SECONDS": "0.1",
     "YIELDAGENT_WEBHOOK_MAX_BACKOFF_SECONDS": "0.2",
     "YIELDAGENT_WEBHOOK_TIMEOUT_SECONDS": "2",
+    "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "1",  # the receiver runs on 127.0.0.1
 }
 
 
@@ -84,6 +85,7 @@ def test_a_rest_flow_arrives_at_the_webhook_in_order_across_a_restart(
     migrate(engine)
     monkeypatch.setenv("YIELDAGENT_DATABASE_URL", database_url)
     monkeypatch.setenv("YIELDAGENT_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK", "1")
     _, key = PartnerStore(engine).create("hooked", PERMISSIONS)
     headers = {"X-Partner-Name": "hooked", "X-Partner-API-Key": key}
     receiver = Receiver().start()

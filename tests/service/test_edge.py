@@ -87,9 +87,9 @@ def test_rendering_sets_the_admin_port_and_the_access_log(tmp_path: Path) -> Non
     validate_shipped_config(rendered)
 
 
-def test_the_access_log_goes_to_the_data_dir_by_default() -> None:
+def test_the_access_log_goes_to_standard_output_by_default() -> None:
     text = render_config(_settings(), grpc_port=15051)
-    assert "path: /x/envoy-access.log" in text
+    assert "path: /dev/stdout" in text and "/x/envoy-access.log" not in text
     assert "port_value: 0}" in text  # the admin listener takes any free port
 
 

@@ -110,6 +110,8 @@ def running_service(
             # Every test calls from 127.0.0.1, many with wrong keys on purpose: no per-client
             # limits (tests/rest/test_client_limits.py sets them).
             "YIELDAGENT_CLIENT_RATE_LIMIT": "0",
+            # A file the tests read, rather than the test process's standard output.
+            "YIELDAGENT_ENVOY_ACCESS_LOG": str(data_dir / "envoy-access.log"),
             **(env or {}),
         }
     )

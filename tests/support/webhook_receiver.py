@@ -16,6 +16,8 @@ from yieldagent.webhooks.signing import SIGNATURE_HEADER, digest
 
 HANG = -1
 """A scripted answer: hold the request until ``release`` is called."""
+ENDLESS = -2
+"""A scripted answer: 200 with a body that never ends (written until the client leaves)."""
 
 
 def verify(secret: str, header: str, body: bytes, now: float, tolerance: float = 300) -> bool:
@@ -63,6 +65,8 @@ class Receiver:
         """Requests held (scripted HANG), never answered; not in ``received``."""
         self.script: deque[int] = deque()
         self.arrived = threading.Condition()
+        self.abandoned = threading.Event()
+        """Set when a client left an ENDLESS answer unread."""
         self._release = threading.Event()
         self._port = port
         self._server: ThreadingHTTPServer | None = None
@@ -86,6 +90,18 @@ class Receiver:
                         receiver.held.append(Received(headers, body, None))
                         receiver.arrived.notify_all()
                     receiver._release.wait(30)
+                    return
+                if status == ENDLESS:
+                    receiver._record(Received(headers, body, 200))
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(2**40))
+                    self.end_headers()
+                    chunk = b"x" * 65_536
+                    try:
+                        while not receiver._release.is_set():
+                            self.wfile.write(chunk)
+                    except OSError:  # the client closed the connection
+                        receiver.abandoned.set()
                     return
                 receiver._record(Received(headers, body, status))
                 self.send_response(status)

@@ -1,13 +1,14 @@
-"""Webhook deliveries to a real HTTP receiver on 127.0.0.1, with events from real flows:
-signatures, order per wallet, retries (500s, a receiver that is down), and nothing lost
-when a deliverer dies mid-post and another one takes over on the same database."""
+"""Webhook deliveries to a real HTTP receiver on 127.0.0.1 (loopback allowed, as in
+development), with events from real flows: signatures, order per wallet, retries (500s, a
+receiver that is down), nothing lost when a deliverer dies mid-post and another one takes
+over on the same database; dead deliveries, disabled partners, refused destinations and
+answers read to a bound."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
+import time
 
 import pytest
 from sqlalchemy import Engine
@@ -31,11 +32,15 @@ from yieldagent.storage.events import EventStore
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.webhooks.admin import delivery_log, set_webhook
 from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
-from yieldagent.webhooks.sealing import SecretBox, load_box
+from yieldagent.webhooks.destinations import DestinationPolicy
+from yieldagent.webhooks.sealing import SecretBox
 from yieldagent.webhooks.signing import SIGNATURE_HEADER
 
 PartnerKey = tuple[Partner, str]
-START = 1_800_000_000.0
+START = float(int(time.time()) + 3600)
+"""The deliverer's clock: an hour ahead of the wall clock the deliveries are stamped with
+(so every one is due), and far from the time they die."""
+LOCAL = DestinationPolicy(allow_loopback=True)
 
 
 class Clock:
@@ -48,23 +53,16 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    started = Receiver().start()
-    yield started
-    started.release()
-    started.stop()
-
-
-@pytest.fixture
-def box(tmp_path: Path) -> SecretBox:
-    return load_box(None, tmp_path)
-
-
 def deliverer(
-    engine: Engine, box: SecretBox, clock: Clock, outcomes: list[DeliveryOutcome] | None = None
+    engine: Engine,
+    box: SecretBox,
+    clock: Clock,
+    outcomes: list[DeliveryOutcome] | None = None,
+    policy: DestinationPolicy = LOCAL,
 ) -> Deliverer:
-    settings = DeliverySettings(timeout_seconds=2, max_backoff_seconds=60, batch=10)
+    settings = DeliverySettings(
+        timeout_seconds=2, max_backoff_seconds=60, batch=10, destinations=policy
+    )
     observe = outcomes.append if outcomes is not None else None
     return Deliverer(WebhookStore(engine), box, settings, observe, clock)
 
@@ -116,7 +114,7 @@ async def test_every_event_arrives_once_signed_and_in_order_per_wallet(
     box: SecretBox,
 ) -> None:
     owner, _ = partner
-    hook = set_webhook(WebhookStore(engine), box, owner.name, receiver.url)
+    hook = set_webhook(WebhookStore(engine), box, owner.name, receiver.url, LOCAL)
     wallets = await flows(engine, market, chains, owner)
     expected = stored_bodies(engine, wallets)
     total = sum(len(bodies) for bodies in expected.values())
@@ -162,7 +160,7 @@ async def test_a_failing_receiver_is_retried_with_backoff_and_holds_back_the_wal
     box: SecretBox,
 ) -> None:
     owner, _ = partner
-    set_webhook(WebhookStore(engine), box, owner.name, receiver.url)
+    set_webhook(WebhookStore(engine), box, owner.name, receiver.url, LOCAL)
     lifecycle = make_lifecycle(engine, chains)
     wallet = await activated(lifecycle, engine, market, owner.id, 50 * USDC)
     first, second = EventStore(engine).after(wallet.id, 0, 10)
@@ -210,7 +208,7 @@ async def test_a_receiver_that_is_down_gets_the_events_once_it_is_back(
     box: SecretBox,
 ) -> None:
     owner, _ = partner
-    set_webhook(WebhookStore(engine), box, owner.name, receiver.url)
+    set_webhook(WebhookStore(engine), box, owner.name, receiver.url, LOCAL)
     receiver.stop()
     wallet = await activated(make_lifecycle(engine, chains), engine, market, owner.id, USDC)
     clock = Clock()
@@ -244,7 +242,7 @@ async def test_a_deliverer_that_dies_mid_post_loses_nothing(
     recorded, and its lease holds the wallet's queue. A new process on the same database,
     once that lease lapsed, posts the interrupted event again, then the rest, in order."""
     owner, _ = partner
-    hook = set_webhook(WebhookStore(engine), box, owner.name, receiver.url)
+    hook = set_webhook(WebhookStore(engine), box, owner.name, receiver.url, LOCAL)
     wallets = await flows(engine, market, chains, owner)
     expected = stored_bodies(engine, wallets)
     receiver.script.append(HANG)
@@ -288,9 +286,9 @@ async def test_a_new_secret_and_url_apply_to_what_is_still_undelivered(
 ) -> None:
     owner, _ = partner
     store = WebhookStore(engine)
-    old = set_webhook(store, box, owner.name, "http://127.0.0.1:9/nowhere")
+    old = set_webhook(store, box, owner.name, "http://127.0.0.1:9/nowhere", LOCAL)
     await activated(make_lifecycle(engine, chains), engine, market, owner.id, USDC)
-    new = set_webhook(store, box, owner.name, receiver.url)
+    new = set_webhook(store, box, owner.name, receiver.url, LOCAL)
 
     await deliverer(engine, box, Clock()).deliver_due()
 
@@ -314,7 +312,7 @@ async def test_two_deliverers_at_once_post_each_event_once_in_order(
     """Two replicas' delivery jobs, interleaved at every post: the leases keep them off
     each other's deliveries, and each wallet's order holds."""
     owner, _ = partner
-    set_webhook(WebhookStore(engine), box, owner.name, receiver.url)
+    set_webhook(WebhookStore(engine), box, owner.name, receiver.url, LOCAL)
     wallets = await flows(engine, market, chains, owner)
     expected = stored_bodies(engine, wallets)
     other = create_db_engine(database_url)

@@ -22,10 +22,13 @@ the servicer, app and worker layers, never from the domain:
   reads: ``storage.runs.RunStore.oldest_due``); served with the rest by each service
   (``service_registry``);
 - ``yieldagent_webhook_deliveries_total{outcome}``: webhook delivery attempts by outcome
-  (``delivered``, ``failed``: the receiver answered an error or did not answer, retried
-  later; none is ever given up). Defined here; the delivery job records it
-  (``app.count_delivery``).
+  (``delivered``; ``failed``: the receiver answered an error, did not answer, or its
+  address is refused, retried later; ``dead``: failed once its event was older than
+  ``YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS``, never retried). Defined here; the delivery
+  job records it (``compose.count_delivery``).
 - ``yieldagent_rate_limited_total``: partner calls refused with 429 / RESOURCE_EXHAUSTED.
+- ``yieldagent_pruned_rows_total{table}``: rows the retention job deleted (``wallet_events``,
+  ``webhook_deliveries``); recorded by ``compose.event_pruning``.
 """
 
 from __future__ import annotations
@@ -84,8 +87,16 @@ MOVED_AMOUNT = Counter(
 )
 WEBHOOK_DELIVERIES = Counter(
     "yieldagent_webhook_deliveries",
-    "Webhook delivery attempts by outcome: delivered, failed (to be retried).",
+    "Webhook delivery attempts by outcome: delivered, failed (to be retried), dead (failed "
+    "after YIELDAGENT_WEBHOOK_DEAD_AFTER_SECONDS: never retried).",
     ["outcome"],
+    registry=REGISTRY,
+)
+PRUNED_ROWS = Counter(
+    "yieldagent_pruned_rows",
+    "Rows deleted for being older than YIELDAGENT_EVENT_RETENTION_SECONDS, by table "
+    "(wallet_events, webhook_deliveries).",
+    ["table"],
     registry=REGISTRY,
 )
 RATE_LIMITED = Counter(
@@ -97,6 +108,10 @@ RATE_LIMITED = Counter(
 RUN_OUTCOMES = ("completed", "no_action", "failed", "recovered", "error")
 for _outcome in RUN_OUTCOMES:  # every outcome shows from the start, at 0
     AGENT_RUNS.labels(outcome=_outcome)
+for _outcome in ("delivered", "failed", "dead"):
+    WEBHOOK_DELIVERIES.labels(outcome=_outcome)
+for _table in ("wallet_events", "webhook_deliveries"):
+    PRUNED_ROWS.labels(table=_table)
 
 
 REQUESTS_HELP = (

@@ -13,6 +13,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 
@@ -30,7 +31,12 @@ from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
-from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
+from yieldagent.observability.metrics import (
+    PRUNED_ROWS,
+    WEBHOOK_DELIVERIES,
+    MetricsServer,
+    service_registry,
+)
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
 from yieldagent.service.grpc_server import (
@@ -71,6 +77,7 @@ from yieldagent.v1 import (
     wallets_pb2_grpc,
 )
 from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
+from yieldagent.webhooks.destinations import DestinationPolicy
 from yieldagent.webhooks.sealing import load_box
 
 log = logging.getLogger(__name__)
@@ -233,14 +240,23 @@ def build_deliverer(
             timeout_seconds=settings.webhook_timeout_seconds,
             max_backoff_seconds=settings.webhook_max_backoff_seconds,
             batch=settings.webhook_batch,
+            dead_after_seconds=settings.webhook_dead_after_seconds,
+            destinations=destination_policy(settings),
         ),
         observe,
     )
 
 
+def destination_policy(settings: Settings) -> DestinationPolicy:
+    """Where webhooks may go: https only in production; loopback only when allowed."""
+    return DestinationPolicy(
+        https_only=settings.production, allow_loopback=settings.webhook_allow_loopback
+    )
+
+
 def count_delivery(outcome: DeliveryOutcome) -> None:
     """Counts a webhook delivery attempt in ``yieldagent_webhook_deliveries_total``."""
-    WEBHOOK_DELIVERIES.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+    WEBHOOK_DELIVERIES.labels(outcome=outcome.outcome).inc()
 
 
 def webhook_delivery(deliverer: Deliverer, stopping: Callable[[], bool] = lambda: False) -> Job:
@@ -250,6 +266,35 @@ def webhook_delivery(deliverer: Deliverer, stopping: Callable[[], bool] = lambda
         await deliverer.deliver_due(stopping)
 
     return deliver_webhooks
+
+
+PRUNE_BATCHES_PER_RUN = 100
+"""Most batches one run of the pruning job deletes (100,000 events at the default batch):
+a backlog is worked off over several runs, between the worker's other jobs."""
+
+
+def event_pruning(
+    events: EventStore,
+    retention_seconds: float,
+    batch: int,
+    stopping: Callable[[], bool] = lambda: False,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Job:
+    """The worker job that deletes events (and their webhook deliveries) older than the
+    retention, a batch per transaction, until none is left, the run has pruned
+    ``PRUNE_BATCHES_PER_RUN`` batches, or the service is stopping."""
+
+    async def prune_events() -> None:
+        before = now() - timedelta(seconds=retention_seconds)
+        for _ in range(PRUNE_BATCHES_PER_RUN):
+            pruned = events.prune(before, batch)
+            PRUNED_ROWS.labels(table="wallet_events").inc(pruned.events)
+            PRUNED_ROWS.labels(table="webhook_deliveries").inc(pruned.deliveries)
+            if not pruned.more or stopping():
+                return
+            await asyncio.sleep(0)
+
+    return prune_events
 
 
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
@@ -314,6 +359,14 @@ class Service:
             settings.idempotency_wait_seconds,
         )
         self.events = EventStore(self.engine, settings.events_poll_seconds)
+        self.worker.add(
+            event_pruning(
+                EventStore(self.engine),
+                settings.event_retention_seconds,
+                settings.prune_batch,
+                stopping,
+            )
+        )
         self.api = build_server(
             self.engine,
             operator,

@@ -15,6 +15,14 @@ that recorded events calls it, and the poller of every event loop of this proces
 has streams open (``storage.event_watch``) wakes at once and reads the new events once
 for all of them. Events another process (a replica, the CLI) commits are found by the
 poller's poll, within ``poll_seconds``.
+
+**Retention.** ``EventStore.prune`` deletes events recorded before a moment, with their
+webhook deliveries, a bounded batch per transaction: the worker calls it with the
+retention (``YIELDAGENT_EVENT_RETENTION_SECONDS``). A batch is the oldest events by id,
+read through the primary key (no index on ``created_at`` to keep up on every insert);
+those among them older than the moment go. Ids are never reused (SQLite's
+AUTOINCREMENT, PostgreSQL's sequence), so a cursor stays meaningful: one that points
+before the retention resumes at the wallet's oldest event still kept.
 """
 
 from __future__ import annotations
@@ -24,10 +32,11 @@ import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, insert, select, text
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, text
 from sqlmodel import Session
 
 from yieldagent.domain.books.events import EventDraft, WalletEvent
@@ -171,6 +180,16 @@ def signal_for(engine: Engine) -> EventSignal:
         return _signals.setdefault(key, EventSignal())
 
 
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """What one batch of ``EventStore.prune`` deleted."""
+
+    events: int
+    deliveries: int
+    more: bool
+    """Whether the batch was full: older events may remain."""
+
+
 class EventStore:
     """Reads wallet events and follows them as they are committed."""
 
@@ -194,6 +213,24 @@ class EventStore:
         with self._engine.connect() as connection:
             rows = connection.execute(_NEW, {"cursor": cursor, "limit": limit})
             return [event_of(row) for row in rows]
+    def prune(self, before: datetime, limit: int) -> Pruned:
+        """Deletes, in one transaction, those of the ``limit`` oldest events recorded
+        before ``before``, and their webhook deliveries (whatever their state)."""
+        oldest = select(_events.c.id, _events.c.created_at).order_by(_events.c.id).limit(limit)
+        window = oldest.subquery()
+        with self._engine.begin() as connection:
+            ids = list(
+                connection.execute(
+                    select(window.c.id).where(window.c.created_at < before)
+                ).scalars()
+            )
+            if not ids:
+                return Pruned(0, 0, False)
+            deliveries = connection.execute(
+                delete(_deliveries).where(_deliveries.c.event_id.in_(ids))
+            ).rowcount
+            events = connection.execute(delete(_events).where(_events.c.id.in_(ids))).rowcount
+        return Pruned(int(events), int(deliveries), len(ids) == limit)
 
     def latest_id(self) -> int:
         """The highest event id stored (0 when none)."""

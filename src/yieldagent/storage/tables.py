@@ -461,7 +461,9 @@ class WebhookDeliveryRow(SQLModel, table=True):
 
     Created with the event (the same transaction) when the partner has a webhook.
     ``delivered_at`` is set on the first 2xx; until then each attempt records its outcome
-    and the time of the next one. The delivery job leases a row while it posts it.
+    and the time of the next one. ``dead_at`` is set instead when an attempt fails after the
+    event is older than the dead-letter time: it is not tried again. The delivery job
+    leases a row while it posts it.
     """
 
     __tablename__ = "webhook_deliveries"
@@ -486,6 +488,7 @@ class WebhookDeliveryRow(SQLModel, table=True):
         default=None, sa_column=Column(UtcDateTime(), nullable=True)
     )
     created_at: datetime = Field(sa_column=utc_column())
+    dead_at: datetime | None = Field(default=None, sa_column=Column(UtcDateTime(), nullable=True))
 
 
 # -- chain totals (domain.books.aggregates) ------------------------------------------------------

@@ -5,7 +5,9 @@ transaction, when the partner has a webhook; it stays until the receiver accepts
 delivery job claims **the oldest undelivered delivery of each wallet** that is due, with
 a lease, so a wallet's event n+1 is never posted before n was accepted, and two replicas
 never post the same one at once. A process that dies mid-post leaves the lease to lapse;
-the delivery is then claimed again (at least once).
+the delivery is then claimed again (at least once). A disabled partner's deliveries are
+not claimed: they wait, and go out once it is enabled again. A dead delivery
+(``dead_at`` set: it failed too long) is never claimed again and holds nothing back.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from yieldagent.storage.tables import (
 _deliveries = WebhookDeliveryRow.__table__  # type: ignore[attr-defined]
 _events = WalletEventRow.__table__  # type: ignore[attr-defined]
 _hooks = PartnerWebhookRow.__table__  # type: ignore[attr-defined]
+_partners = PartnerRow.__table__  # type: ignore[attr-defined]
+_ACTIVE = select(_partners.c.id).where(_partners.c.active.is_(True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,8 @@ class Claimed:
     partner_id: int
     url: str
     sealed_secret: str
+    created_at: float
+    """When the delivery (and its event) was recorded (wall-clock unix time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,8 @@ class Attempt:
     error: str
     next_attempt_at: float
     """When to try again, if it was not delivered (wall-clock unix time)."""
+    dead: bool = False
+    """Not delivered, and never to be tried again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +89,7 @@ class DeliveryEntry:
     last_error: str
     next_attempt_at: datetime | None
     delivered_at: datetime | None
+    dead_at: datetime | None = None
 
     def json(self) -> dict[str, Any]:
         """The entry as JSON values."""
@@ -97,6 +106,7 @@ class DeliveryEntry:
             "error": self.last_error or None,
             "next_attempt_at": moment(self.next_attempt_at),
             "delivered_at": moment(self.delivered_at),
+            "dead_at": moment(self.dead_at),
         }
 
 
@@ -164,6 +174,7 @@ class WebhookStore:
         earlier = d.alias("earlier")
         blocked = exists().where(
             earlier.c.delivered.is_(False),
+            earlier.c.dead_at.is_(None),
             earlier.c.wallet_id == d.c.wallet_id,
             earlier.c.partner_id == d.c.partner_id,
             earlier.c.event_id < d.c.event_id,
@@ -171,7 +182,14 @@ class WebhookStore:
         free = or_(d.c.lease_owner.is_(None), d.c.lease_until < now)
         heads = (
             select(d.c.id)
-            .where(d.c.delivered.is_(False), d.c.next_attempt_at <= now, free, ~blocked)
+            .where(
+                d.c.delivered.is_(False),
+                d.c.dead_at.is_(None),
+                d.c.next_attempt_at <= now,
+                free,
+                d.c.partner_id.in_(_ACTIVE),
+                ~blocked,
+            )
             .order_by(d.c.event_id)
             .limit(limit)
         )
@@ -192,6 +210,7 @@ class WebhookStore:
                     _events,
                     _deliveries.c.id.label("delivery_id"),
                     _deliveries.c.attempts,
+                    _deliveries.c.created_at.label("delivery_created_at"),
                     _hooks.c.url,
                     _hooks.c.secret,
                 )
@@ -202,7 +221,13 @@ class WebhookStore:
             ).all()
         return [
             Claimed(
-                row.delivery_id, event_of(row), row.attempts, row.partner_id, row.url, row.secret
+                row.delivery_id,
+                event_of(row),
+                row.attempts,
+                row.partner_id,
+                row.url,
+                row.secret,
+                _utc(row.delivery_created_at).timestamp(),  # type: ignore[union-attr]
             )
             for row in rows
         ]
@@ -224,6 +249,8 @@ class WebhookStore:
                 }
                 if attempt.delivered:
                     values.update(delivered=True, delivered_at=now)
+                elif attempt.dead:
+                    values["dead_at"] = now
                 else:
                     values["next_attempt_at"] = attempt.next_attempt_at
                 result = session.execute(
@@ -259,16 +286,19 @@ class WebhookStore:
                 last_status=row.last_status,
                 last_error=row.last_error,
                 next_attempt_at=None
-                if row.delivered
+                if row.delivered or row.dead_at is not None
                 else datetime.fromtimestamp(row.next_attempt_at, UTC),
                 delivered_at=_utc(row.delivered_at),
+                dead_at=_utc(row.dead_at),
             )
             for row in rows
         ]
 
     def pending(self, partner_id: int | None = None) -> int:
-        """How many deliveries wait (of one partner, or of all)."""
-        query = select(func.count()).where(_deliveries.c.delivered.is_(False))
+        """How many deliveries wait (of one partner, or of all); dead ones do not."""
+        query = select(func.count()).where(
+            _deliveries.c.delivered.is_(False), _deliveries.c.dead_at.is_(None)
+        )
         if partner_id is not None:
             query = query.where(_deliveries.c.partner_id == partner_id)
         with self._engine.connect() as connection:

@@ -1,5 +1,5 @@
-"""The operator's webhook commands: set a partner's webhook (a fresh secret each time),
-and read its delivery log."""
+"""The operator's webhook commands: set a partner's webhook (a fresh secret each time, to a
+destination the delivery job may post to), and read its delivery log."""
 
 from __future__ import annotations
 
@@ -8,17 +8,26 @@ from typing import Any
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.partners.webhooks import check_webhook_url
 from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.webhooks.destinations import PUBLIC_ONLY, DestinationPolicy, check_destination
 from yieldagent.webhooks.sealing import SecretBox, partner_context
 from yieldagent.webhooks.signing import new_secret
 
 MAX_LOG = 1000
 
 
-def set_webhook(store: WebhookStore, box: SecretBox, name: str, url: str) -> dict[str, Any]:
+def set_webhook(
+    store: WebhookStore,
+    box: SecretBox,
+    name: str,
+    url: str,
+    policy: DestinationPolicy = PUBLIC_ONLY,
+) -> dict[str, Any]:
     """Points the partner's events at ``url`` with a new signing secret; returns
-    ``{name, url, secret}`` (the only time the secret is shown)."""
-    check_webhook_url(url)
+    ``{name, url, secret}`` (the only time the secret is shown). The URL must be one the
+    delivery job may post to now (``check_destination``): InvalidInput otherwise."""
+    check_webhook_url(url, policy.https_only)
     partner_id = store.partner_id(name)
+    check_destination(url, policy)
     secret = new_secret()
     store.set(partner_id, url, box.seal(secret, partner_context(partner_id)))
     return {"name": name, "url": url, "secret": secret}
