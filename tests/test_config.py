@@ -210,6 +210,8 @@ def test_every_catalog_chain_has_a_documented_minimum() -> None:
     page = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
     for chain_id, least in MIN_CONFIRMATIONS.items():
         assert f"| {chain_id} | {least} |" in page
+
+
 def test_webhook_and_retention_defaults() -> None:
     settings = load_settings({})
     assert settings.environment == "development" and not settings.production

@@ -213,6 +213,7 @@ class EventStore:
         with self._engine.connect() as connection:
             rows = connection.execute(_NEW, {"cursor": cursor, "limit": limit})
             return [event_of(row) for row in rows]
+
     def prune(self, before: datetime, limit: int) -> Pruned:
         """Deletes, in one transaction, those of the ``limit`` oldest events recorded
         before ``before``, and their webhook deliveries (whatever their state)."""
