@@ -17,6 +17,7 @@ from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import TransactionNotFound
 
 from support.anvil import CHAIN_ID, Anvil, Deployed, dev_key, free_port
+from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.fees import FeeSettings
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
@@ -44,7 +45,9 @@ def sender(
     settings: SendSettings = FAST,
 ) -> TransactionSender:
     """A sender from dev account ``account``, its nonces leased from ``engine``."""
-    return TransactionSender(w3, CHAIN_ID, lambda: dev_key(account), NonceStore(engine), settings)
+    return TransactionSender(
+        w3, CHAIN_ID, LocalKeySigner(dev_key(account)), NonceStore(engine), settings
+    )
 
 
 class Broadcasts(list[dict[str, Any]]):
@@ -271,7 +274,7 @@ async def test_a_transaction_counts_once_confirmed(
 async def test_a_node_that_does_not_answer_is_unavailable(engine: Engine) -> None:
     silent = AsyncWeb3(AsyncHTTPProvider(f"http://127.0.0.1:{free_port()}"))
     operator = TransactionSender(
-        silent, CHAIN_ID, lambda: dev_key(9), NonceStore(engine), FAST, address=OPERATOR_9
+        silent, CHAIN_ID, LocalKeySigner(dev_key(9)), NonceStore(engine), FAST, address=OPERATOR_9
     )
     with pytest.raises(ChainUnavailable, match="reading the fees failed"):
         await operator.send(OPERATOR_9, b"", gas=21_000)
