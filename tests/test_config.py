@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from yieldagent.config import DEV_KEY_PASSWORD, load_settings, require_operator_key
+from yieldagent.config import load_settings
 from yieldagent.domain.errors import ConfigurationError
 
 
@@ -95,54 +95,3 @@ def test_operating_settings_can_be_set_or_turned_off() -> None:
 def test_a_port_out_of_range_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_METRICS_PORT must be a port"):
         load_settings({"YIELDAGENT_METRICS_PORT": "70000"})
-
-
-def test_the_settings_repr_carries_no_secret() -> None:
-    secrets = {
-        "YIELDAGENT_OPERATOR_PRIVATE_KEY": "0x" + "5e" * 32,
-        "YIELDAGENT_OPERATOR_KEY_PASSWORD": "operator-keystore-password",
-        "YIELDAGENT_WEBHOOK_SECRET_KEY": "webhook-sealing-key",
-        "YIELDAGENT_DATABASE_URL": "postgresql://app:database-password@db/app",
-        "YIELDAGENT_RPC_URL_8453": "https://base.example/v2/rpc-api-key",
-    }
-    settings = load_settings(secrets)
-    shown = repr(settings) + str(settings)
-    for value in secrets.values():
-        assert value not in shown
-    assert "5e5e" not in shown
-    assert settings.operator_private_key is not None
-    assert settings.operator_private_key.reveal() == secrets["YIELDAGENT_OPERATOR_PRIVATE_KEY"]
-    assert settings.operator_key_password.reveal() == "operator-keystore-password"
-
-
-def test_the_development_password_is_the_default_off_a_real_chain(tmp_path: Path) -> None:
-    settings = load_settings({"YIELDAGENT_DATA_DIR": str(tmp_path)})
-    assert settings.operator_key_password.reveal() == DEV_KEY_PASSWORD
-    require_operator_key(settings)  # the simulated chain: nothing to refuse
-
-
-@pytest.mark.parametrize(
-    ("env", "names"),
-    [
-        ({}, "set YIELDAGENT_OPERATOR_KEY_PASSWORD"),
-        ({"YIELDAGENT_OPERATOR_KEY_PASSWORD": "own"}, "set YIELDAGENT_OPERATOR_PRIVATE_KEY"),
-    ],
-)
-def test_a_real_chain_needs_a_key_fit_for_money(
-    tmp_path: Path, env: dict[str, str], names: str
-) -> None:
-    settings = load_settings(
-        {
-            "YIELDAGENT_DATA_DIR": str(tmp_path),
-            "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:8545",
-            "YIELDAGENT_RPC_URL_1": "http://127.0.0.1:8546",
-            **env,
-        }
-    )
-    with pytest.raises(ConfigurationError, match=names) as refused:
-        require_operator_key(settings)
-    assert "YIELDAGENT_RPC_URL_1, YIELDAGENT_RPC_URL_8453 are set" in str(refused.value)
-    configured = load_settings(
-        {"YIELDAGENT_RPC_URL_8453": "x", "YIELDAGENT_OPERATOR_PRIVATE_KEY": "0x" + "5e" * 32}
-    )
-    require_operator_key(configured)

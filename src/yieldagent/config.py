@@ -101,6 +101,29 @@ class Settings:
         return self.data_dir / "operator-keystore.json"
 
 
+def require_operator_key(settings: Settings) -> None:
+    """Refuses a development operator key where money is real (any ``YIELDAGENT_RPC_URL_*``
+    set): the default keystore password, which anyone who reads this file knows, or no key
+    at all, since a key generated at start would give each new data directory a new
+    operator, one the accounts do not know. The simulated chain needs neither."""
+    if not settings.rpc_urls or settings.operator_private_key is not None:
+        return
+    names = [f"YIELDAGENT_RPC_URL_{chain_id}" for chain_id in sorted(settings.rpc_urls)]
+    chains = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'}"
+    if settings.operator_key_password.reveal() == DEV_KEY_PASSWORD:
+        raise ConfigurationError(
+            f"{chains} set, so the operator key guards real money: set "
+            "YIELDAGENT_OPERATOR_KEY_PASSWORD to the operator keystore's password (the "
+            "development default is refused), or set YIELDAGENT_OPERATOR_PRIVATE_KEY"
+        )
+    if not settings.operator_keystore.exists():
+        raise ConfigurationError(
+            f"{chains} set, but there is no operator key: set "
+            "YIELDAGENT_OPERATOR_PRIVATE_KEY, or create the keystore "
+            f"{settings.operator_keystore} with `yieldagent operator create-key`"
+        )
+
+
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -119,6 +142,11 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _secret(env: Mapping[str, str], name: str) -> Secret | None:
+    raw = env.get(name)
+    return Secret(raw) if raw else None
 
 
 OFF = frozenset({"off", "none", "disabled"})
@@ -142,11 +170,6 @@ def _access_log(env: Mapping[str, str], data_dir: Path) -> Path | None:
     if raw.strip().lower() in OFF:
         return None
     return Path(raw).resolve()
-
-
-def _secret(env: Mapping[str, str], name: str) -> Secret | None:
-    raw = env.get(name)
-    return Secret(raw) if raw else None
 
 
 def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
@@ -219,26 +242,3 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),
     )
-
-
-def require_operator_key(settings: Settings) -> None:
-    """Refuses a development operator key where money is real (any ``YIELDAGENT_RPC_URL_*``
-    set): the default keystore password, which anyone who reads this file knows, or no key
-    at all, since a key generated at start would give each new data directory a new
-    operator, one the accounts do not know. The simulated chain needs neither."""
-    if not settings.rpc_urls or settings.operator_private_key is not None:
-        return
-    names = [f"YIELDAGENT_RPC_URL_{chain_id}" for chain_id in sorted(settings.rpc_urls)]
-    chains = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'}"
-    if settings.operator_key_password.reveal() == DEV_KEY_PASSWORD:
-        raise ConfigurationError(
-            f"{chains} set, so the operator key guards real money: set "
-            "YIELDAGENT_OPERATOR_KEY_PASSWORD to the operator keystore's password (the "
-            "development default is refused), or set YIELDAGENT_OPERATOR_PRIVATE_KEY"
-        )
-    if not settings.operator_keystore.exists():
-        raise ConfigurationError(
-            f"{chains} set, but there is no operator key: set "
-            "YIELDAGENT_OPERATOR_PRIVATE_KEY, or create the keystore "
-            f"{settings.operator_keystore} with `yieldagent operator create-key`"
-        )
