@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import pickle
+import threading
+from typing import Any
 
 import pytest
 from eth_account import Account
+from eth_account.datastructures import SignedTransaction
 from eth_account.messages import encode_defunct
+from eth_account.signers.local import LocalAccount
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,3 +73,17 @@ def test_the_key_is_in_no_repr_and_is_not_pickled() -> None:
 def test_a_malformed_key_is_refused() -> None:
     with pytest.raises(ValueError, match="32 bytes"):
         LocalKeySigner(b"\x01\x02")
+
+
+async def test_signing_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    signer = LocalKeySigner(KEY)
+    threads: list[int] = []
+    sign = LocalAccount.sign_transaction
+
+    def recorded(self: LocalAccount, tx: dict[str, Any]) -> SignedTransaction:
+        threads.append(threading.get_ident())
+        return sign(self, tx)
+
+    monkeypatch.setattr(LocalAccount, "sign_transaction", recorded)
+    await signer.sign_transaction(_tx(0, 0, b""))
+    assert threads and threads[0] != threading.get_ident()
