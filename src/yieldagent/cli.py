@@ -30,6 +30,9 @@
     yieldagent wallet block|unblock|emergency|resume ADDRESS [--chain C]
                                            operator actions on a wallet (emergency moves
                                            every position out and keeps the funds idle)
+    yieldagent operator create-key         create the operator keystore under the data dir,
+                                           encrypted with YIELDAGENT_OPERATOR_KEY_PASSWORD
+    yieldagent operator address            the operator's address (the backend wallet)
 
 Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code.
 """
@@ -48,15 +51,16 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
-from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.chain.operator import create_keystore, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
-from yieldagent.config import Settings, load_settings
+from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import (
     ChainUnavailable,
+    ConfigurationError,
     FieldViolation,
     InvalidInput,
     InvalidRequest,
@@ -329,6 +333,22 @@ def _cmd_agent(settings: Settings, args: argparse.Namespace) -> None:
     _print({"recovered": recovered, "ran": ran})
 
 
+def _cmd_operator(settings: Settings, args: argparse.Namespace) -> None:
+    path = settings.operator_keystore
+    if args.action == "address":
+        _print({"address": load_operator_wallet(settings).address})
+        return
+    password = settings.operator_key_password.reveal()
+    if password == DEV_KEY_PASSWORD:
+        raise ConfigurationError(
+            "set YIELDAGENT_OPERATOR_KEY_PASSWORD: a keystore for a real chain needs a "
+            "password of its own"
+        )
+    if not create_keystore(path, password):
+        raise ConfigurationError(f"{path} already holds an operator key: it is kept")
+    _print({"address": load_operator_wallet(settings).address, "keystore": str(path)})
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yieldagent", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -417,6 +437,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     wallet.add_argument("address")
     wallet.add_argument("--chain", type=int, default=8453, help="chain id (default: 8453)")
+    operator = commands.add_parser("operator", help="the operator key")
+    operator.add_argument(
+        "action",
+        choices=["create-key", "address"],
+        help="create-key: a new keystore under the data dir (never replacing one); "
+        "address: the operator's address",
+    )
     return parser
 
 
@@ -432,6 +459,7 @@ _COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], None]] = {
     "agent": _cmd_agent,
     "ops": _cmd_ops,
     "totals": _cmd_totals,
+    "operator": _cmd_operator,
 }
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.secrets import Secret
 
-DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; set your own outside dev)
+DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; refused on a real chain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +32,10 @@ class Settings:
     """Envoy's admin port (stats, config dump) on 127.0.0.1; 0 (the default): any free
     port, written to ``<data dir>/envoy-admin.address``; None: no admin listener."""
     data_dir: Path
-    database_url: str
-    operator_private_key: str | None
-    operator_key_password: str
+    database_url: str = field(repr=False)
+    """Out of ``repr``: a URL may carry the database's password."""
+    operator_private_key: Secret | None
+    operator_key_password: Secret
     log_level: str
     log_format: str
     worker_interval_seconds: float
@@ -53,9 +55,9 @@ class Settings:
     lease_seconds: float = 60.0
     swap_slippage_bps: int = 50
     stuck_retry_seconds: float = 0.0
-    rpc_urls: Mapping[int, str] = field(default_factory=dict)
+    rpc_urls: Mapping[int, str] = field(default_factory=dict, repr=False)
     """Chains served by web3 against a JSON-RPC node (``YIELDAGENT_RPC_URL_<chain_id>``);
-    the others stay simulated."""
+    the others stay simulated. Out of ``repr``: a provider's URL often carries its API key."""
     deployments: Mapping[int, Path] = field(default_factory=dict)
     """Deployment manifests (``YIELDAGENT_DEPLOYMENT_<chain_id>``) naming the contracts of
     a chain that is not where the catalog says (a devnet)."""
@@ -143,6 +145,29 @@ class Settings:
         return self.data_dir / "operator-keystore.json"
 
 
+def require_operator_key(settings: Settings) -> None:
+    """Refuses a development operator key where money is real (any ``YIELDAGENT_RPC_URL_*``
+    set): the default keystore password, which anyone who reads this file knows, or no key
+    at all, since a key generated at start would give each new data directory a new
+    operator, one the accounts do not know. The simulated chain needs neither."""
+    if not settings.rpc_urls or settings.operator_private_key is not None:
+        return
+    names = [f"YIELDAGENT_RPC_URL_{chain_id}" for chain_id in sorted(settings.rpc_urls)]
+    chains = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'}"
+    if settings.operator_key_password.reveal() == DEV_KEY_PASSWORD:
+        raise ConfigurationError(
+            f"{chains} set, so the operator key guards real money: set "
+            "YIELDAGENT_OPERATOR_KEY_PASSWORD to the operator keystore's password (the "
+            "development default is refused), or set YIELDAGENT_OPERATOR_PRIVATE_KEY"
+        )
+    if not settings.operator_keystore.exists():
+        raise ConfigurationError(
+            f"{chains} set, but there is no operator key: set "
+            "YIELDAGENT_OPERATOR_PRIVATE_KEY, or create the keystore "
+            f"{settings.operator_keystore} with `yieldagent operator create-key`"
+        )
+
+
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -161,6 +186,11 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _secret(env: Mapping[str, str], name: str) -> Secret | None:
+    raw = env.get(name)
+    return Secret(raw) if raw else None
 
 
 OFF = frozenset({"off", "none", "disabled"})
@@ -263,8 +293,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         envoy_admin_port=_port_or_off(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
         data_dir=data_dir,
         database_url=database_url,
-        operator_private_key=env.get("YIELDAGENT_OPERATOR_PRIVATE_KEY") or None,
-        operator_key_password=env.get("YIELDAGENT_OPERATOR_KEY_PASSWORD") or DEV_KEY_PASSWORD,
+        operator_private_key=_secret(env, "YIELDAGENT_OPERATOR_PRIVATE_KEY"),
+        operator_key_password=Secret(
+            env.get("YIELDAGENT_OPERATOR_KEY_PASSWORD") or DEV_KEY_PASSWORD
+        ),
         log_level=(env.get("YIELDAGENT_LOG_LEVEL") or "INFO").upper(),
         log_format=env.get("YIELDAGENT_LOG_FORMAT") or "json",
         worker_interval_seconds=_float(env, "YIELDAGENT_WORKER_INTERVAL_SECONDS", 60.0),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 import urllib.error
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,16 @@ def test_block_time_mines_without_transactions() -> None:
         first = int(rpc(anvil.url, "eth_blockNumber"), 16)
         time.sleep(2.2)
         assert int(rpc(anvil.url, "eth_blockNumber"), 16) >= first + 2
+
+
+def test_anvil_runs_with_none_of_our_settings_in_its_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = "0x" + "4d" * 32
+    monkeypatch.setenv("YIELDAGENT_OPERATOR_PRIVATE_KEY", key)
+    monkeypatch.setenv("YIELDAGENT_OPERATOR_KEY_PASSWORD", "operator-keystore-password")
+    with Anvil.start(free_port()) as anvil:
+        environ = Path(f"/proc/{anvil.pid}/environ").read_bytes().decode()
+    assert "PATH=" in environ
+    assert "YIELDAGENT_" not in environ
+    assert key not in environ and "operator-keystore-password" not in environ

@@ -4,7 +4,9 @@ artifacts."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +142,19 @@ def test_unknown_aave_artifact_is_an_error() -> None:
 def test_anvil_binary_is_the_pinned_one() -> None:
     assert anvil_binary().name == "anvil"
     assert anvil_binary().is_file()
+
+
+def test_solc_runs_with_none_of_our_settings_in_its_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("YIELDAGENT_OPERATOR_PRIVATE_KEY", "0x" + "4d" * 32)
+    given: list[dict[str, str]] = []
+
+    def recorded(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        given.append(kwargs["env"])
+        return subprocess.CompletedProcess(command, 0, stdout='{"contracts": {}}', stderr="")
+
+    monkeypatch.setattr(subprocess, "run", recorded)
+    assert toolchain._run_solc("{}") == {"contracts": {}}
+    assert given and "PATH" in given[0]
+    assert not [name for name in given[0] if name.startswith("YIELDAGENT_")]

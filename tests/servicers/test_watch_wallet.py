@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from support.agent_setup import make_agent
 from support.wallet_setup import BASE, OTHER_EOA, USDC, activated, make_lifecycle, top_up_deposit
-from yieldagent.chain.operator import OperatorWallet
+from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
@@ -25,7 +25,7 @@ from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc
 
-OPERATOR = OperatorWallet("0x" + "0a" * 20, None, None, "")
+OPERATOR = LocalKeySigner("0x" + "0a" * 32)
 PartnerKey = tuple[Partner, str]
 
 

@@ -19,6 +19,7 @@ from eth_account import Account
 from web3 import AsyncHTTPProvider, AsyncWeb3
 
 from support.devnet import Devnet
+from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
@@ -104,7 +105,7 @@ async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv
     sender = TransactionSender(
         w3,
         devnet_snapshot.manifest.chain_id,
-        lambda: bytes(operator.key),
+        LocalKeySigner(operator.key),
         NonceStore(engine),
         SendSettings(poll_seconds=0.02, receipt_timeout_seconds=30.0),
     )

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from yieldagent.chain.operator import OperatorWallet
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
 from yieldagent.domain.catalog import Catalog, relocate
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.signer import Signer
 from yieldagent.storage.simulation import SimulationStore
 
 
@@ -60,7 +60,7 @@ def build_chains(
     engine: Engine,
     market: SimulatedMarket,
     catalog: Catalog,
-    operator: OperatorWallet,
+    operator: Signer,
 ) -> dict[int, ChainPort]:
     """A port for every chain of ``catalog`` (the served one): web3 where an RPC URL is
     set, the simulated market elsewhere. Web3 ports belong to the event loop that first
@@ -72,7 +72,7 @@ def build_chains(
 
 
 def _web3_chain(
-    settings: Settings, engine: Engine, operator: OperatorWallet, chain_id: int, url: str
+    settings: Settings, engine: Engine, operator: Signer, chain_id: int, url: str
 ) -> ChainPort:
     from yieldagent.chain.web3.adapter import Web3Chain
     from yieldagent.chain.web3.config import Web3ChainConfig
@@ -92,4 +92,4 @@ def _web3_chain(
         log_range=settings.log_range,
     )
     sending = SendSettings(receipt_timeout_seconds=settings.tx_timeout_seconds)
-    return Web3Chain.connect(url, config, operator.private_key, NonceStore(engine), sending)
+    return Web3Chain.connect(url, config, operator, NonceStore(engine), sending)

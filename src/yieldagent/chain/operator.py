@@ -1,73 +1,87 @@
-"""The operator's backend wallet, which holds the session keys for agent operations.
+"""The operator's key, which signs for every account: where it comes from, and its signer.
 
-In production the key comes from ``YIELDAGENT_OPERATOR_PRIVATE_KEY`` and is never
-written anywhere. Otherwise a key is generated once and kept under the data
-directory as an encrypted Web3 Secret Storage file (scrypt + AES-128-CTR), readable
-only by its owner. The address is read without decrypting; the key is decrypted
-only when something must be signed. Neither is ever logged or printed.
+The key comes from ``YIELDAGENT_OPERATOR_PRIVATE_KEY``, and is then never written
+anywhere, or from a Web3 Secret Storage keystore under the data directory (scrypt +
+AES-128-CTR, mode 0600) opened with ``YIELDAGENT_OPERATOR_KEY_PASSWORD``. It is decrypted
+once, when the signer is loaded at start (a scrypt of about half a second), and lives on in
+the signer alone (``chain.signers.local``).
+
+On the simulated chain a missing keystore is created, with the configured password (the
+development one by default), so that ``make run`` needs no configuration. Where money is
+real (any RPC URL set) the service refuses the development password and a missing key
+(``config.require_operator_key``); ``yieldagent operator create-key`` creates the keystore.
+Creation is exclusive: processes that start together all end up with the first one's key,
+never one each.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import secrets
 from pathlib import Path
 
 from eth_account import Account
-from eth_utils.address import to_checksum_address
 
-from yieldagent.config import Settings
+from yieldagent.chain.signers.local import LocalKeySigner
+from yieldagent.config import DEV_KEY_PASSWORD, Settings, require_operator_key
 from yieldagent.domain.errors import ConfigurationError
 
-
-@dataclass(frozen=True, slots=True)
-class OperatorWallet:
-    """The backend wallet: its address, and how to get its key when signing."""
-
-    address: str
-    _key: str | None
-    _keystore: Path | None
-    _password: str
-
-    def __repr__(self) -> str:
-        return f"OperatorWallet(address={self.address!r})"
-
-    def private_key(self) -> bytes:
-        """Decrypts the key; call only to sign, and do not keep the result."""
-        if self._key is not None:
-            return bytes(Account.from_key(self._key).key)
-        assert self._keystore is not None
-        keystore = json.loads(self._keystore.read_text())
-        return bytes(Account.decrypt(keystore, self._password))
+DEVELOPMENT_SCRYPT_N = 2**12
+"""scrypt's cost for a keystore under the development password, which is public: a slow
+key derivation would protect nothing there, and would cost each start and each operator
+command a second. Any other password gets eth_account's default (2**18)."""
 
 
-def _create_keystore(path: Path, password: str) -> None:
-    account = Account.create()
-    keystore = Account.encrypt(account.key, password)
+def create_keystore(path: Path, password: str) -> bool:
+    """Writes a new key, encrypted with ``password``, to ``path`` unless a key is there;
+    whether this call's key is the one kept.
+
+    The keystore is written whole to a file of its own, then linked to ``path``: the link
+    fails if ``path`` exists, so of processes racing here one wins, and the others, finding
+    a complete keystore, read the winner's key.
+    """
+    cost = DEVELOPMENT_SCRYPT_N if password == DEV_KEY_PASSWORD else None
+    keystore = Account.encrypt(Account.create().key, password, iterations=cost)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(keystore, handle)
-    os.replace(temporary, path)  # atomic: concurrent starts keep one key
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(keystore, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temporary, path)
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
 
 
-def load_operator_wallet(settings: Settings) -> OperatorWallet:
-    """The configured operator wallet, generating the development one if needed."""
-    if settings.operator_private_key:
+def _decrypt(path: Path, password: str) -> bytes:
+    try:
+        keystore = json.loads(path.read_text())
+        return bytes(Account.decrypt(keystore, password))
+    except ValueError:
+        raise ConfigurationError(
+            f"the operator keystore {path} does not open with YIELDAGENT_OPERATOR_KEY_PASSWORD: "
+            "set the password it was created with (or it is not a keystore)"
+        ) from None
+
+
+def load_operator_wallet(settings: Settings) -> LocalKeySigner:
+    """The operator's signer, its key decrypted now (about half a second of scrypt: call
+    it off the event loop). Creates the development keystore on the simulated chain;
+    raises ConfigurationError where the key is not fit for real money, or is malformed."""
+    require_operator_key(settings)
+    if settings.operator_private_key is not None:
         try:
-            address = Account.from_key(settings.operator_private_key).address
+            return LocalKeySigner(settings.operator_private_key.reveal())
         except (ValueError, TypeError):
             raise ConfigurationError("YIELDAGENT_OPERATOR_PRIVATE_KEY is not a valid key") from None
-        return OperatorWallet(address, settings.operator_private_key, None, "")
     path = settings.operator_keystore
+    password = settings.operator_key_password.reveal()
     if not path.exists():
-        _create_keystore(path, settings.operator_key_password)
-    address = json.loads(path.read_text())["address"]
-    return OperatorWallet(
-        str(to_checksum_address("0x" + address.removeprefix("0x"))),
-        None,
-        path,
-        settings.operator_key_password,
-    )
+        create_keystore(path, password)
+    return LocalKeySigner(_decrypt(path, password))

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from yieldagent.devnet.toolchain import anvil_binary
+from yieldagent.secrets import child_environment
 
 BASE_CHAIN_ID = 8453
 _PR_SET_PDEATHSIG = 1
@@ -144,6 +145,7 @@ class Anvil:
             stdin=subprocess.DEVNULL,
             stdout=self._log_handle,
             stderr=subprocess.STDOUT,
+            env=child_environment(),  # none of our settings, the operator's key least
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         try:

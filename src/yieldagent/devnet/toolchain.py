@@ -26,6 +26,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from yieldagent.secrets import child_environment
+
 REPO = Path(__file__).resolve().parents[3]
 CONTRACTS = REPO / "contracts"
 NODE_MODULES = CONTRACTS / "node_modules"
@@ -159,6 +161,7 @@ def _run_solc(standard_input: str) -> dict[str, Any]:
         text=True,
         check=False,
         cwd=CONTRACTS,
+        env=child_environment(),
     )
     if done.returncode != 0:
         raise ToolchainError(f"solc-js failed: {done.stderr.strip()[-2000:]}")

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
-from yieldagent.chain.operator import OperatorWallet, load_operator_wallet
+from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings, check_production
 from yieldagent.domain.agent.runs import Agent
@@ -30,6 +30,7 @@ from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.signer import Signer
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import (
     PRUNED_ROWS,
@@ -134,9 +135,16 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
     )
 
 
+async def load_operator(settings: Settings) -> Signer:
+    """The operator's signer: today its local key (``chain.signers.local``), decrypted
+    once, in a thread, so the event loop never waits for the scrypt. A KMS or remote
+    signer would be chosen here."""
+    return await asyncio.to_thread(load_operator_wallet, settings)
+
+
 def build_server(
     engine: Engine,
-    operator: OperatorWallet,
+    operator: Signer,
     chains: Mapping[int, ChainPort],
     lifecycle: Lifecycle,
     agent: Agent,
@@ -335,9 +343,9 @@ class Service:
         settings = self.settings
         check_production(settings, self.with_edge)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        operator = await load_operator(settings)  # refuses a development key on a real chain
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
-        operator = load_operator_wallet(settings)
         catalog = served_catalog(settings, load_catalog())
         market = simulated_market(settings, self.engine, catalog)
         self.worker.add(market_settle(market))

@@ -37,6 +37,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from yieldagent.config import Settings
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.secrets import child_environment
 from yieldagent.servicers.method_policy import api_services
 from yieldagent.v1 import options_pb2
 
@@ -331,12 +332,18 @@ class EnvoyProcess:
         self._process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
+            env=child_environment(),  # Envoy needs none of our settings, secrets least
             start_new_session=True,  # Ctrl-C reaches us; we stop Envoy ourselves
             preexec_fn=_die_with_parent,  # one syscall: safe between fork and exec
         )
         log.info(
             "envoy started", extra={"pid": self._process.pid, "port": self._settings.http_port}
         )
+
+    @property
+    def pid(self) -> int | None:
+        """Envoy's process id, once started."""
+        return None if self._process is None else self._process.pid
 
     @property
     def admin_address_file(self) -> Path:

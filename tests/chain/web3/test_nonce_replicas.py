@@ -26,6 +26,7 @@ _REPLICA = """
 import asyncio, json, sys
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from support.anvil import CHAIN_ID, Deployed, dev_key
+from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.nonces import NonceStore
@@ -39,7 +40,7 @@ async def main() -> None:
     sender = TransactionSender(
         w3,
         CHAIN_ID,
-        lambda: dev_key(int(account)),
+        LocalKeySigner(dev_key(int(account))),
         NonceStore(create_db_engine(database)),
         SendSettings(receipt_timeout_seconds=10, poll_seconds=0.05),
     )

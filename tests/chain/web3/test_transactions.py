@@ -4,7 +4,7 @@ transaction not mined in time, and the nonce settled on every path."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
@@ -17,9 +17,11 @@ from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import TransactionNotFound
 
 from support.anvil import CHAIN_ID, Anvil, Deployed, dev_key, free_port
+from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.fees import FeeSettings
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
+from yieldagent.domain.ports.signer import SignedTransaction
 from yieldagent.storage.nonces import NonceStore
 
 pytestmark = [pytest.mark.evm, pytest.mark.sqlite_only]
@@ -44,7 +46,9 @@ def sender(
     settings: SendSettings = FAST,
 ) -> TransactionSender:
     """A sender from dev account ``account``, its nonces leased from ``engine``."""
-    return TransactionSender(w3, CHAIN_ID, lambda: dev_key(account), NonceStore(engine), settings)
+    return TransactionSender(
+        w3, CHAIN_ID, LocalKeySigner(dev_key(account)), NonceStore(engine), settings
+    )
 
 
 class Broadcasts(list[dict[str, Any]]):
@@ -271,7 +275,7 @@ async def test_a_transaction_counts_once_confirmed(
 async def test_a_node_that_does_not_answer_is_unavailable(engine: Engine) -> None:
     silent = AsyncWeb3(AsyncHTTPProvider(f"http://127.0.0.1:{free_port()}"))
     operator = TransactionSender(
-        silent, CHAIN_ID, lambda: dev_key(9), NonceStore(engine), FAST, address=OPERATOR_9
+        silent, CHAIN_ID, LocalKeySigner(dev_key(9)), NonceStore(engine), FAST, address=OPERATOR_9
     )
     with pytest.raises(ChainUnavailable, match="reading the fees failed"):
         await operator.send(OPERATOR_9, b"", gas=21_000)
@@ -279,3 +283,38 @@ async def test_a_node_that_does_not_answer_is_unavailable(engine: Engine) -> Non
         await operator.send(OPERATOR_9, b"")
     assert NonceStore(engine).leased(CHAIN_ID, OPERATOR_9) == {}
     await silent.provider.disconnect()
+
+
+class UnreachableSigner:
+    """A remote signer that is down: it knows its address, and signs nothing."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.asked = 0
+
+    async def sign_transaction(self, tx: Mapping[str, int | str]) -> SignedTransaction:
+        self.asked += 1
+        raise ChainUnavailable("the signer did not answer")
+
+    async def sign_message(self, message: bytes) -> bytes:
+        raise ChainUnavailable("the signer did not answer")
+
+
+async def test_a_signer_that_cannot_sign_sends_nothing_and_gives_its_nonce_back(
+    w3: AsyncWeb3[Any], engine: Engine, reverter: Deployed
+) -> None:
+    local = LocalKeySigner(dev_key(7))
+    address = Account.from_key(dev_key(7)).address
+    down = UnreachableSigner(address)
+    nonces = NonceStore(engine)
+    before = await w3.eth.get_transaction_count(address, "pending")
+    unavailable = TransactionSender(w3, CHAIN_ID, down, nonces, FAST)
+    with pytest.raises(ChainUnavailable, match="the signer did not answer"):
+        await unavailable.send(reverter.address, reverter.calldata("succeed", 1))
+    assert down.asked == 1
+    assert nonces.leased(CHAIN_ID, address) == {before: None}  # given back
+    assert await w3.eth.get_transaction_count(address, "pending") == before
+
+    operator = TransactionSender(w3, CHAIN_ID, local, nonces, FAST)
+    receipt = await operator.send(reverter.address, reverter.calldata("succeed", 1))
+    assert (await w3.eth.get_transaction(HexBytes(receipt.tx_hash)))["nonce"] == before

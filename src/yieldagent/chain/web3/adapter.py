@@ -56,7 +56,6 @@ from yieldagent.chain.web3.transactions import (
     NonceSource,
     Receipt,
     SendSettings,
-    Signer,
     TransactionSender,
 )
 from yieldagent.domain.errors import (
@@ -79,6 +78,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.domain.ports.signer import Signer
 
 GAS_UNITS = {
     "supply": 260_000,
@@ -141,7 +141,7 @@ class Web3Chain:
         settings: SendSettings | None = None,
     ) -> Web3Chain:
         """The adapter of the node at ``url``: its operator signs with ``signer`` (the
-        operator wallet's ``private_key``) and leases nonces from ``nonces``
+        signer port, ``chain.operator.load_operator_wallet``) and leases nonces from ``nonces``
         (``storage.nonces.NonceStore``)."""
         w3 = AsyncWeb3(AsyncHTTPProvider(url))
         sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)

@@ -7,8 +7,8 @@
 2. Fees: EIP-1559, from the fee history (``fees``).
 3. Nonce: leased from the nonce source (``storage.nonces``), so that replicas sending
    from the one operator key never collide.
-4. Signature: the key is asked of ``signer`` for each signature and dropped at once;
-   it is never logged or kept.
+4. Signature: by ``signer``, the signer port (``domain.ports.signer``); the key stays
+   with it and never reaches this module.
 5. Broadcast, then the receipt is awaited. A transaction not mined within the receipt
    timeout is signed again with the SAME nonce and fees raised by 12.5%, and sent again,
    up to ``max_replacements`` times. Every hash sent is watched: whichever is mined wins.
@@ -36,7 +36,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
-from eth_account import Account
 from eth_typing import ChecksumAddress
 from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
@@ -54,13 +53,11 @@ from yieldagent.chain.web3.node_answers import (
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
+from yieldagent.domain.ports.signer import Signer
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-Signer = Callable[[], bytes]
-"""Returns the operator's private key, to sign one transaction (``OperatorWallet.private_key``)."""
 
 FIRST_POLL_SECONDS = 0.02
 """How soon a sent transaction's receipt is first looked for; each later look waits twice
@@ -180,7 +177,7 @@ class TransactionSender:
     def address(self) -> ChecksumAddress:
         """The operator's address, the sender of every transaction."""
         if self._address is None:
-            self._address = to_checksum_address(Account.from_key(self._signer()).address)
+            self._address = to_checksum_address(self._signer.address)
         return self._address
 
     async def send(
@@ -227,7 +224,7 @@ class TransactionSender:
         }
         sent = _Sent(tx, fees)
         try:
-            raw, tx_hash = self._sign(tx, fees)
+            raw, tx_hash = await self._sign(tx, fees)
         except BaseException:
             self._settle(self._nonces.release, nonce)
             raise
@@ -293,7 +290,7 @@ class TransactionSender:
         fees = bumped(sent.fees)
         with contextlib.suppress(*CHAIN_ERRORS):  # the bumped fees replace without it
             fees = fees.at_least(await suggest_fees(self._w3, self.settings.fees))
-        raw, tx_hash = self._sign(sent.tx, fees)
+        raw, tx_hash = await self._sign(sent.tx, fees)
         answer, detail = await self._broadcast(raw)
         log.info(
             "transaction replaced",
@@ -344,16 +341,15 @@ class TransactionSender:
 
     # -- signing and broadcasting -------------------------------------------------------
 
-    def _sign(self, tx: dict[str, Any], fees: Fees) -> tuple[bytes, str]:
-        signed = Account.sign_transaction(
+    async def _sign(self, tx: dict[str, Any], fees: Fees) -> tuple[bytes, str]:
+        signed = await self._signer.sign_transaction(
             {
                 **tx,
                 "maxFeePerGas": fees.max_fee_per_gas,
                 "maxPriorityFeePerGas": fees.max_priority_fee_per_gas,
-            },
-            self._signer(),
+            }
         )
-        return bytes(signed.raw_transaction), HexBytes(signed.hash).to_0x_hex()
+        return signed.raw, signed.tx_hash
 
     async def _broadcast(self, raw: bytes) -> tuple[Broadcast, str]:
         """Hands ``raw`` to the node; a failure to reach it is tried once more (sending

@@ -1,0 +1,44 @@
+"""The composition root loads the operator's signer once, off the event loop, and a real
+chain with a development key stops the service before it touches anything."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from yieldagent.chain.signers.local import LocalKeySigner
+from yieldagent.config import Settings, load_settings
+from yieldagent.domain.errors import ConfigurationError
+from yieldagent.service import compose
+from yieldagent.service.compose import Service, load_operator
+
+KEY = "0x" + "5e" * 32
+
+
+async def test_the_key_is_loaded_in_a_thread_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[int] = []
+
+    def loading(settings: Settings) -> LocalKeySigner:
+        threads.append(threading.get_ident())
+        return LocalKeySigner(KEY)
+
+    monkeypatch.setattr(compose, "load_operator_wallet", loading)
+    signer = await load_operator(load_settings({"YIELDAGENT_DATA_DIR": str(tmp_path)}))
+    assert signer.address == LocalKeySigner(KEY).address
+    assert threads and threads[0] != threading.get_ident()
+
+
+async def test_a_real_chain_with_the_development_password_stops_the_start(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"YIELDAGENT_DATA_DIR": str(tmp_path), "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:1"}
+    )
+    service = Service(settings, with_edge=False)
+    with pytest.raises(ConfigurationError, match="set YIELDAGENT_OPERATOR_KEY_PASSWORD"):
+        await service.start()
+    await service.stop()
+    assert os.listdir(tmp_path) == []  # no database, no keystore
