@@ -49,8 +49,10 @@ _SHIPPED_VALUES = {
     "grpc_chain": "      filter_chains:\n        - name: partner_grpc\n",
     "cluster": "    - name: yieldagent_grpc\n",
     "client_limits": "filename: envoy/client_limits.lua",
-    "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}",
+    "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}\n",
     "heap": "max_heap_size_bytes: 536870912",
+    "grpc_public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, "
+    "fill_interval: 1s}  # grpc",
     "upstream": "socket_address: {address: 127.0.0.1, port_value: 50051}",
     "lua": "filename: envoy/rest.lua",
     "check": "filename: envoy/rest_check.lua",
@@ -74,6 +76,10 @@ _GRPC_LISTENER_BLOCK = ("    - name: partner_grpc\n", "v3.Router}}\n")
 _CLIENT_LIMITS_BLOCK = (
     "                  - name: yieldagent.client_limits\n",
     "tokens_per_fill: 1, fill_interval: 1s}\n",
+)
+_GRPC_CLIENT_LIMITS_BLOCK = (
+    "                  # Public calls get a token bucket per client address, as on\n",
+    "fill_interval: 1s}  # grpc\n",
 )
 
 _TLS_SOCKET = "envoy.transport_sockets.tls"
@@ -187,8 +193,11 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "client_limits": f"filename: {settings.envoy_config.with_name('client_limits.lua')}",
         "public_bucket": "token_bucket: {max_tokens: "
         f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
-        "fill_interval: 1s}",
+        "fill_interval: 1s}\n",
         "heap": f"max_heap_size_bytes: {settings.envoy_max_heap_mb * 2**20}",
+        "grpc_public_bucket": "token_bucket: {max_tokens: "
+        f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
+        "fill_interval: 1s}  # grpc",
         "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
@@ -209,10 +218,11 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         text = _without(text, _ADMIN_BLOCK, settings.envoy_config)
     if settings.envoy_access_log is None:
         text = _without(text, _ACCESS_LOG_BLOCK, settings.envoy_config)
-    if settings.grpc_edge_port is None:
-        text = _without(text, _GRPC_LISTENER_BLOCK, settings.envoy_config)
     if settings.client_rate_limit == 0:
         text = _without(text, _CLIENT_LIMITS_BLOCK, settings.envoy_config)
+        text = _without(text, _GRPC_CLIENT_LIMITS_BLOCK, settings.envoy_config)
+    if settings.grpc_edge_port is None:
+        text = _without(text, _GRPC_LISTENER_BLOCK, settings.envoy_config)
     for name, shipped in _SHIPPED_VALUES.items():
         text = text.replace(shipped, replacements[name])
     return text
