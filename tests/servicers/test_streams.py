@@ -58,3 +58,27 @@ async def test_until_ended_stops_a_waiting_stream_and_closes_it() -> None:
         seen.append(item)
         ended.set()
     assert seen == [1] and closed.is_set()
+
+
+async def test_until_ended_closes_the_stream_when_its_consumer_is_cancelled() -> None:
+    closed = asyncio.Event()
+    waiting = asyncio.Event()
+
+    async def forever() -> AsyncIterator[int]:
+        try:
+            waiting.set()
+            await asyncio.Event().wait()
+            yield 1
+        finally:
+            closed.set()
+
+    async def consume() -> None:
+        async for _ in until_ended(forever(), asyncio.Event()):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(waiting.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed.is_set()

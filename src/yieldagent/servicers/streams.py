@@ -111,27 +111,28 @@ class OpenStreams:
 
 async def until_ended(stream: AsyncIterator[T], ended: asyncio.Event) -> AsyncIterator[T]:
     """``stream``'s items until it ends or ``ended`` is set, whichever comes first; the
-    stream is closed either way."""
+    stream is closed either way, also when the consumer is cancelled."""
     iterator = aiter(stream)
     stopped = asyncio.ensure_future(ended.wait())
+    step: asyncio.Future[T] | None = None
     try:
         while True:
             step = asyncio.ensure_future(anext(iterator))
             await asyncio.wait({step, stopped}, return_when=asyncio.FIRST_COMPLETED)
             if not step.done():
-                step.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await step
                 return
             try:
                 item = step.result()
             except StopAsyncIteration:
                 return
+            step = None
             yield item
     finally:
-        stopped.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await stopped
+        for pending in (step, stopped):
+            if pending is not None and not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             await aclose()
