@@ -48,7 +48,8 @@ _SHIPPED_VALUES = {
     "rest_chain": "      filter_chains:\n        - name: partner_rest\n",
     "grpc_chain": "      filter_chains:\n        - name: partner_grpc\n",
     "cluster": "    - name: yieldagent_grpc\n",
-    "client_limits": "filename: envoy/client_limits.lua",
+    "client_limits": "{filename: envoy/client_limits.lua}\n",
+    "grpc_client_limits": "{filename: envoy/client_limits.lua}  # grpc\n",
     "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}\n",
     "heap": "max_heap_size_bytes: 536870912",
     "grpc_public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, "
@@ -74,11 +75,11 @@ _ADMIN_BLOCK = ("admin:\n", "port_value: 0}\n")
 _ACCESS_LOG_BLOCK = ("                access_log:\n", '"%REQ(USER-AGENT)%"\n')
 _GRPC_LISTENER_BLOCK = ("    - name: partner_grpc\n", "v3.Router}}\n")
 _CLIENT_LIMITS_BLOCK = (
-    "                  - name: yieldagent.client_limits\n",
+    "                  # Per-client limits: client_limits.lua sorts each request into a class\n",
     "tokens_per_fill: 1, fill_interval: 1s}\n",
 )
 _GRPC_CLIENT_LIMITS_BLOCK = (
-    "                  # Public calls get a token bucket per client address, as on\n",
+    "                  # The per-client limits of partner_rest (see there), by the same\n",
     "fill_interval: 1s}  # grpc\n",
 )
 
@@ -190,7 +191,9 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "grpc_listener": "socket_address: "
         f"{{address: {settings.http_host}, port_value: {settings.grpc_edge_port or 0}}}",
         **_tls_replacements(settings),
-        "client_limits": f"filename: {settings.envoy_config.with_name('client_limits.lua')}",
+        "client_limits": f"{{filename: {settings.envoy_config.with_name('client_limits.lua')}}}\n",
+        "grpc_client_limits": "{filename: "
+        f"{settings.envoy_config.with_name('client_limits.lua')}}}  # grpc\n",
         "public_bucket": "token_bucket: {max_tokens: "
         f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
         "fill_interval: 1s}\n",
