@@ -1,9 +1,10 @@
--- Per-client limits for the partner REST API: sorts each request into a class that
--- the local_ratelimit filter listed after it limits per client address (envoy.yaml,
--- `client_limits`), in the request header x-yieldagent-client:
+-- Per-client limits for the partner API, REST and gRPC: sorts each request into a class
+-- that the local_ratelimit filter listed after it limits per client address
+-- (envoy.yaml, `client_limits`), in the request header x-yieldagent-client:
 --
 --   failing  any request from an address whose partner credentials failed FAILURES
---            times within WINDOW seconds (401s), until that window ends;
+--            times within WINDOW seconds (a 401, or gRPC's UNAUTHENTICATED), until
+--            that window ends;
 --   public   otherwise, a request that no partner key authorizes: every method and
 --            path but the keyed ones below (so the wallet poll, the catalog, stats,
 --            the healthcheck, the docs and unknown paths), whatever headers it sends.
@@ -18,8 +19,10 @@
 local FAILURES, WINDOW, MAX_TRACKED = 5, 60, 10000
 local HEADER = 'x-yieldagent-client'
 
--- The REST methods that need a partner key (tests/rest/test_client_limits.py checks
--- this list against the protos' http rules and partner_permission options).
+-- The methods that need a partner key, as REST routes and as gRPC paths
+-- (tests/rest/test_client_limits.py checks this list against the protos' http rules
+-- and partner_permission options). A gRPC error without a message comes as headers
+-- alone, so an UNAUTHENTICATED answer is seen in the response headers.
 local KEYED = {
   'POST /api/v1/proxy/zerodev/smart-accounts',
   'GET /api/v1/proxy/zerodev/smart-accounts',
@@ -36,6 +39,22 @@ local KEYED = {
   'GET /api/v1/{chain_id}/rewards/{wallet}',
   'POST /api/v1/{chain_id}/rewards/{wallet}',
   'POST /api/v1/optimizer/{chain_id}/optimize',
+  'POST /yieldagent.v1.SmartAccountService/CreateSmartAccount',
+  'POST /yieldagent.v1.SmartAccountService/GetSmartAccount',
+  'POST /yieldagent.v1.WalletService/ActivateWallet',
+  'POST /yieldagent.v1.WalletService/DeactivateWallet',
+  'POST /yieldagent.v1.WalletService/Withdraw',
+  'POST /yieldagent.v1.WalletService/RunAgent',
+  'POST /yieldagent.v1.WalletService/TopUp',
+  'POST /yieldagent.v1.WalletService/UpdateProtocols',
+  'POST /yieldagent.v1.WalletService/ListTransactions',
+  'POST /yieldagent.v1.WalletService/GetApr',
+  'POST /yieldagent.v1.WalletService/WatchWallet',
+  'POST /yieldagent.v1.RewardService/ClaimRewards',
+  'POST /yieldagent.v1.RewardService/ListRewardHistory',
+  'POST /yieldagent.v1.RewardService/GetRewardStaking',
+  'POST /yieldagent.v1.RewardService/SetRewardStaking',
+  'POST /yieldagent.v1.OptimizerService/Optimize',
 }
 
 -- Each template as a Lua pattern, by method: a variable is one path segment.
@@ -76,7 +95,8 @@ end
 
 function envoy_on_response(handle)
   local headers = handle:headers()
-  if (headers:get('x-yieldagent-status') or headers:get(':status')) ~= '401' then return end
+  local status = headers:get('x-yieldagent-status') or headers:get(':status')
+  if status ~= '401' and headers:get('grpc-status') ~= '16' then return end
   local address, now = address_of(handle), os.time()
   local record = failures[address]
   if record == nil or now - record.since >= WINDOW then

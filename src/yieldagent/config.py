@@ -91,6 +91,8 @@ class Settings:
     that); 0: no per-client limits."""
     envoy_max_heap_mb: int = 512
     """Envoy's heap limit, past which its overload manager sheds load."""
+    watch_streams_per_partner: int = 100
+    """WatchWallet streams a partner may have open at once (per process)."""
     partner_rate_limit: float = 100.0
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
@@ -342,6 +344,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
+        watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
         grpc_edge_port=(
             _port_or_off(env, "YIELDAGENT_GRPC_EDGE_PORT", 0)
             if env.get("YIELDAGENT_GRPC_EDGE_PORT")

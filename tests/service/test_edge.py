@@ -148,3 +148,47 @@ def test_envoy_runs_with_none_of_our_settings_in_its_environment(
     assert "YIELDAGENT_" not in environ
     for secret in SECRETS.values():
         assert secret not in environ
+
+
+def _rendered(tmp_path: Path, **env: str) -> str:
+    settings = load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+            **env,
+        }
+    )
+    text = render_config(settings, grpc_port=15051)
+    rendered = tmp_path / "rendered.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+    return text
+
+
+def test_rendering_sets_the_limits_and_leaves_out_what_is_off(tmp_path: Path) -> None:
+    text = _rendered(tmp_path, YIELDAGENT_CLIENT_RATE_LIMIT="7", YIELDAGENT_ENVOY_MAX_HEAP_MB="300")
+    assert "max_heap_size_bytes: 314572800" in text
+    assert "tokens_per_fill: 7," in text and "tokens_per_fill: 100," not in text
+    assert "filename: " + str(ROOT / "envoy" / "client_limits.lua") in text
+    assert "partner_grpc" not in text.split("listeners:")[1].split("partner_rest")[0]
+    off = _rendered(tmp_path, YIELDAGENT_CLIENT_RATE_LIMIT="0", YIELDAGENT_GRPC_EDGE_PORT="15052")
+    assert "filename: " + str(ROOT / "envoy" / "client_limits.lua") not in off
+    assert "stat_prefix: grpc_client_limits" not in off
+    assert "port_value: 15052" in off and "transport_socket" not in off
+
+
+def test_rendering_with_tls_pins_the_servers_certificate(tmp_path: Path) -> None:
+    from support.certificates import make_certificate
+    from yieldagent.service.edge import certificate_digest
+
+    certificate = make_certificate(tmp_path)
+    text = _rendered(
+        tmp_path,
+        YIELDAGENT_TLS_CERT_FILE=str(certificate.cert_file),
+        YIELDAGENT_TLS_KEY_FILE=str(certificate.key_file),
+        YIELDAGENT_GRPC_EDGE_PORT="15052",
+    )
+    assert text.count("DownstreamTlsContext") == 2 and text.count("UpstreamTlsContext") == 1
+    assert f'"verify_certificate_hash": ["{certificate_digest(certificate.cert_file)}"]' in text
+    assert '"alpn_protocols": ["h2", "http/1.1"]' in text

@@ -187,3 +187,89 @@ async def test_a_stream_is_counted_by_its_final_code_and_gets_a_request_id(
         "OK": 2,
         "PERMISSION_DENIED": 1,
     }
+
+
+@pytest.fixture
+async def guarded(
+    engine: Engine, chains: dict[int, ChainPort]
+) -> AsyncIterator[tuple[Lifecycle, wallets_pb2_grpc.WalletServiceStub]]:
+    """A server whose streams' credentials are checked every 50 ms, two per partner."""
+    lifecycle = make_lifecycle(engine, chains)
+    agent = make_agent(engine, lifecycle)
+    events = EventStore(engine, poll_seconds=0.05)
+    api = build_server(
+        engine,
+        OPERATOR,
+        chains,
+        lifecycle,
+        agent,
+        "127.0.0.1:0",
+        events=events,
+        streams_per_partner=2,
+    )
+    await api.server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")
+    yield lifecycle, wallets_pb2_grpc.WalletServiceStub(channel)
+    events.close()
+    await channel.close()
+    await api.server.stop(0)
+
+
+async def _open(stub: Any, wallet: str, partner: PartnerKey) -> Any:
+    call = stub.WatchWallet(
+        wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet), metadata=credentials(partner)
+    )
+    await call.read()  # the stream is open: its first event arrived
+    return call
+
+
+async def _status(call: Any) -> grpc.StatusCode:
+    """How the stream ended, reading whatever it still sends."""
+
+    async def drain() -> None:
+        while await asyncio.wait_for(call.read(), timeout=20) is not grpc.aio.EOF:
+            pass
+
+    with pytest.raises(grpc.aio.AioRpcError) as ended:
+        await drain()
+    return ended.value.code()
+
+
+async def test_a_partner_has_at_most_its_cap_of_open_streams(
+    guarded: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub = guarded
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    first = await _open(stub, wallet.address, partner)
+    second = await _open(stub, wallet.address, partner)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await _open(stub, wallet.address, partner)
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "at most 2 per partner" in (refused.value.details() or "")
+    for call in (first, second):
+        call.cancel()
+
+
+async def test_a_stream_ends_when_its_partner_is_disabled(
+    guarded: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub = guarded
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    call = await _open(stub, wallet.address, partner)
+    PartnerStore(engine).disable(owner.name)
+    assert await _status(call) == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_a_stream_ends_when_its_key_stops_working(
+    guarded: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub = guarded
+    owner, _ = partner
+    wallet = await activated(lifecycle, engine, market, owner.id, 10 * USDC)
+    call = await _open(stub, wallet.address, partner)
+    _, new_key = PartnerStore(engine).rotate(owner.name)  # no grace: the old key ends now
+    assert await _status(call) == grpc.StatusCode.UNAUTHENTICATED
+    renewed = await _open(stub, wallet.address, (owner, new_key))
+    renewed.cancel()

@@ -8,6 +8,8 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from yieldagent.domain.books.events import WalletEvent
 from yieldagent.storage import event_watch
@@ -136,3 +138,50 @@ async def test_closing_ends_every_stream_and_the_poller() -> None:
     table.signal.notify()
     assert await asyncio.wait_for(stream, timeout=10) == [1]
     assert not poller._watchers
+
+
+_STEP = st.one_of(
+    st.tuples(st.just("commit"), st.integers(0, 2)),
+    st.tuples(st.just("watch"), st.integers(0, 2)),
+    st.tuples(st.just("pause"), st.integers(0, 3)),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_STEP, max_size=30))
+def test_every_stream_gets_each_of_its_events_once_in_order(steps: list[tuple[str, int]]) -> None:
+    """Streams start (at a cursor of 0 or their wallet's latest event) amid commits and
+    pauses: each gets exactly its wallet's events after its cursor, in order."""
+
+    async def run() -> None:
+        table, closing = Table(), [False]
+        poller = _poller(table, closing)
+        watched: list[tuple[int, int, list[int], asyncio.Task[None]]] = []
+
+        async def collect(wallet_id: int, cursor: int, into: list[int]) -> None:
+            async for event in follow(poller, table.after, wallet_id, cursor, lambda: closing[0]):
+                into.append(event.id)
+
+        for kind, value in steps:
+            if kind == "commit":
+                table.commit(value)
+            elif kind == "watch":
+                mine = [e.id for e in table.events if e.wallet_id == value]
+                cursor = mine[-1] if mine and len(watched) % 2 else 0
+                into: list[int] = []
+                task = asyncio.create_task(collect(value, cursor, into))
+                watched.append((value, cursor, into, task))
+            for _ in range(value if kind == "pause" else 0):
+                await asyncio.sleep(0)
+        for wallet_id, cursor, into, _ in watched:
+            expected = [e.id for e in table.events if e.wallet_id == wallet_id and e.id > cursor]
+            for _ in range(2_000):  # each stream catches up within a few wake-ups
+                if len(into) >= len(expected):
+                    break
+                await asyncio.sleep(0.001)
+            assert into == expected
+        closing[0] = True
+        poller.wake_all()
+        await asyncio.wait_for(asyncio.gather(*(task for *_, task in watched)), timeout=10)
+
+    asyncio.run(run())

@@ -58,6 +58,7 @@ from yieldagent.servicers.optimizer import OptimizerServicer
 from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
+from yieldagent.servicers.streams import OpenStreams
 from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
@@ -155,19 +156,24 @@ def build_server(
     events: EventStore | None = None,
     tls: Tls | None = None,
     reflect: bool = True,
+    streams_per_partner: int = 100,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
     catalog); ``limiter``, each partner's rate limit (default: none); ``events`` feeds
     WatchWallet (its ``close`` ends the streams); ``tls``, the certificate it serves
-    (default: plaintext); ``reflect``, whether it answers server reflection."""
+    (default: plaintext); ``reflect``, whether it answers server reflection;
+    ``streams_per_partner``, how many streams a partner may have open (their credentials
+    are checked again every ``events.poll_seconds``)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
+    events = events or EventStore(engine)
     interceptor = ApiInterceptor(
         load_policies(),
         Authenticator(PartnerStore(engine)),
         idempotency or Idempotency(IdempotencyStore(engine)),
         limiter,
+        OpenStreams(PartnerStore(engine), streams_per_partner, events.poll_seconds),
     )
     paused = RunStore(engine).paused
     registrations: list[Registration] = [
@@ -185,7 +191,7 @@ def build_server(
         ),
         (
             wallets_pb2_grpc.add_WalletServiceServicer_to_server,
-            WalletServicer(lifecycle, agent, reports, catalog, events or EventStore(engine)),
+            WalletServicer(lifecycle, agent, reports, catalog, events),
         ),
         (
             rewards_pb2_grpc.add_RewardServiceServicer_to_server,
@@ -388,6 +394,7 @@ class Service:
             self.events,
             server_tls(settings),
             settings.grpc_reflection,
+            settings.watch_streams_per_partner,
         )
         deliverer = build_deliverer(settings, self.engine, count_delivery)
         self.deliveries.add(

@@ -49,9 +49,12 @@ _SHIPPED_VALUES = {
     "rest_chain": "      filter_chains:\n        - name: partner_rest\n",
     "grpc_chain": "      filter_chains:\n        - name: partner_grpc\n",
     "cluster": "    - name: yieldagent_grpc\n",
-    "client_limits": "filename: envoy/client_limits.lua",
-    "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}",
+    "client_limits": "{filename: envoy/client_limits.lua}\n",
+    "grpc_client_limits": "{filename: envoy/client_limits.lua}  # grpc\n",
+    "public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, fill_interval: 1s}\n",
     "heap": "max_heap_size_bytes: 536870912",
+    "grpc_public_bucket": "token_bucket: {max_tokens: 200, tokens_per_fill: 100, "
+    "fill_interval: 1s}  # grpc",
     "upstream": "socket_address: {address: 127.0.0.1, port_value: 50051}",
     "lua": "filename: envoy/rest.lua",
     "check": "filename: envoy/rest_check.lua",
@@ -73,8 +76,12 @@ _ADMIN_BLOCK = ("admin:\n", "port_value: 0}\n")
 _ACCESS_LOG_BLOCK = ("                access_log:\n", '"%REQ(USER-AGENT)%"\n')
 _GRPC_LISTENER_BLOCK = ("    - name: partner_grpc\n", "v3.Router}}\n")
 _CLIENT_LIMITS_BLOCK = (
-    "                  - name: yieldagent.client_limits\n",
+    "                  # Per-client limits: client_limits.lua sorts each request into a class\n",
     "tokens_per_fill: 1, fill_interval: 1s}\n",
+)
+_GRPC_CLIENT_LIMITS_BLOCK = (
+    "                  # The per-client limits of partner_rest (see there), by the same\n",
+    "fill_interval: 1s}  # grpc\n",
 )
 
 _TLS_SOCKET = "envoy.transport_sockets.tls"
@@ -185,11 +192,16 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "grpc_listener": "socket_address: "
         f"{{address: {settings.http_host}, port_value: {settings.grpc_edge_port or 0}}}",
         **_tls_replacements(settings),
-        "client_limits": f"filename: {settings.envoy_config.with_name('client_limits.lua')}",
+        "client_limits": f"{{filename: {settings.envoy_config.with_name('client_limits.lua')}}}\n",
+        "grpc_client_limits": "{filename: "
+        f"{settings.envoy_config.with_name('client_limits.lua')}}}  # grpc\n",
         "public_bucket": "token_bucket: {max_tokens: "
         f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
-        "fill_interval: 1s}",
+        "fill_interval: 1s}\n",
         "heap": f"max_heap_size_bytes: {settings.envoy_max_heap_mb * 2**20}",
+        "grpc_public_bucket": "token_bucket: {max_tokens: "
+        f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
+        "fill_interval: 1s}  # grpc",
         "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
@@ -210,10 +222,11 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         text = _without(text, _ADMIN_BLOCK, settings.envoy_config)
     if settings.envoy_access_log is None:
         text = _without(text, _ACCESS_LOG_BLOCK, settings.envoy_config)
-    if settings.grpc_edge_port is None:
-        text = _without(text, _GRPC_LISTENER_BLOCK, settings.envoy_config)
     if settings.client_rate_limit == 0:
         text = _without(text, _CLIENT_LIMITS_BLOCK, settings.envoy_config)
+        text = _without(text, _GRPC_CLIENT_LIMITS_BLOCK, settings.envoy_config)
+    if settings.grpc_edge_port is None:
+        text = _without(text, _GRPC_LISTENER_BLOCK, settings.envoy_config)
     for name, shipped in _SHIPPED_VALUES.items():
         text = text.replace(shipped, replacements[name])
     return text

@@ -35,6 +35,23 @@ def current_partner() -> Partner:
     return _current_partner.get()
 
 
+def presented(metadata: Sequence[tuple[str, str | bytes]]) -> tuple[str | None, str | None]:
+    """The partner name and API key a call presents (None for one it lacks)."""
+    name = key = None
+    for header, value in metadata:
+        if header == PARTNER_NAME_HEADER and isinstance(value, str):
+            name = value
+        elif header == API_KEY_HEADER and isinstance(value, str):
+            key = value
+    return name, key
+
+
+def presented_digest(metadata: Sequence[tuple[str, str | bytes]]) -> str | None:
+    """The digest of the API key a call presents (None without one)."""
+    _, key = presented(metadata)
+    return key_digest(key) if key else None
+
+
 class RefusedCredentials:
     """The latest ``size`` refused (partner name, key digest) pairs, each for ``ttl``
     seconds (``clock``: monotonic seconds); the least recently refused goes first."""
@@ -101,12 +118,7 @@ class Authenticator:
 
     def authenticate(self, metadata: Sequence[tuple[str, str | bytes]], permission: str) -> Partner:
         """The calling partner, if its credentials allow ``permission``; raises otherwise."""
-        name = key = None
-        for header, value in metadata:
-            if header == PARTNER_NAME_HEADER and isinstance(value, str):
-                name = value
-            elif header == API_KEY_HEADER and isinstance(value, str):
-                key = value
+        name, key = presented(metadata)
         if not name or not key:
             return authenticate(None, key, permission, self._now)
         if self._refused.holds(name, key):

@@ -6,6 +6,8 @@ For each ``yieldagent.v1`` call it:
    one it makes otherwise, returned in trailing metadata) to every log line of the call;
 2. authenticates the partner when the method names a ``partner_permission``, then
    takes a token from that partner's rate limit bucket (``domain.partners.rate_limits``);
+   a stream also takes a lease (``servicers.streams``: a cap per partner, credentials
+   checked again while it is open);
    on an ``idempotent`` method called with a key, runs it through
    ``servicers.idempotency`` (executed once, answers replayed);
 3. turns a domain error (or any unexpected exception) into the canonical gRPC
@@ -36,9 +38,10 @@ from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.observability.logs import bind_request_id, unbind_request_id
 from yieldagent.observability.metrics import RATE_LIMITED, MethodMetrics
 from yieldagent.servicers import errors
-from yieldagent.servicers.auth import Authenticator
+from yieldagent.servicers.auth import Authenticator, presented_digest
 from yieldagent.servicers.idempotency import Idempotency, key_of
 from yieldagent.servicers.method_policy import Metadata, MethodPolicy
+from yieldagent.servicers.streams import OpenStreams, until_ended
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +101,13 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         authenticator: Authenticator,
         idempotency: Idempotency | None = None,
         limiter: RateLimiter | None = None,
+        streams: OpenStreams | None = None,
     ) -> None:
         self._policies = policies
         self._authenticator = authenticator
         self._idempotency = idempotency
         self._limiter = limiter
+        self._streams = streams
         self._wrapped: dict[str, tuple[Any, Any]] = {}
 
     async def intercept_service(
@@ -200,9 +205,12 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         """A server-streaming method (gRPC only: the edge transcodes no stream). The same
         request id, authentication, rate limit (one token per stream) and error mapping
         as a unary call, around the whole stream; the call is counted by its final code
-        and timed from its start to its end."""
+        and timed from its start to its end. With ``streams``, a partner's open streams
+        are capped, and a stream whose credentials stop holding ends with that refusal
+        (``servicers.streams``)."""
         authenticator = self._authenticator
         limiter = self._limiter if policy.permission is not None else None
+        streams = self._streams
         measured = MethodMetrics(policy.full_name)
         clock = time.perf_counter
 
@@ -214,12 +222,21 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             request_token = bind_request_id(request_id)
             code = grpc.StatusCode.OK
             token = None
+            lease = None
             try:
-                _, token = self._admit(policy, metadata, limiter)
+                partner, token = self._admit(policy, metadata, limiter)
+                if streams is not None and partner is not None and policy.permission:
+                    lease = streams.open(partner, presented_digest(metadata), policy.permission)
                 if echo:
                     context.set_trailing_metadata(echo)
-                async for response in behavior(request, context):
-                    yield response
+                if lease is None:
+                    async for response in behavior(request, context):
+                        yield response
+                else:
+                    async for response in until_ended(behavior(request, context), lease.ended):
+                        yield response
+                    if lease.refusal is not None:
+                        raise lease.refusal
             except grpc.aio.AbortError:
                 code = context.code() or grpc.StatusCode.UNKNOWN
                 raise
@@ -230,6 +247,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 code = _code_of(error)
                 await _refuse(context, error, policy, False, echo)
             finally:
+                if lease is not None and streams is not None:
+                    streams.close(lease)
                 if token is not None:
                     authenticator.unbind(token)
                 measured.observe(code, clock() - started)

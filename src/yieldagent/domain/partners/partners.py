@@ -29,6 +29,8 @@ _KEY_PREFIX = "ya_"
 # name and a wrong key take the same time.
 _UNKNOWN_PARTNER_DIGEST = hashlib.sha256(b"no such partner").hexdigest()
 
+_NO_KEY_DIGEST = hashlib.sha256(b"").hexdigest()
+
 INVALID_KEY = "Invalid or missing API key"
 
 
@@ -119,9 +121,21 @@ def authenticate(
     Raises AuthenticationFailed (unknown partner, missing, wrong or expired key) or
     AccessDenied (disabled partner, or one without ``permission``).
     """
+    digest = key_digest(presented_key) if presented_key else None
+    return check_credentials(stored, digest, permission, now)
+
+
+def check_credentials(
+    stored: StoredCredentials | None,
+    presented_digest: str | None,
+    permission: str,
+    now: Callable[[], float],
+) -> Partner:
+    """``authenticate`` on the digest of the presented key (None: no key), so that a
+    check repeated later (an open stream's) needs no copy of the key itself."""
     expected = stored.key_digest if stored is not None else _UNKNOWN_PARTNER_DIGEST
     previous = stored.previous_digest if stored is not None else None
-    presented = key_digest(presented_key or "")
+    presented = presented_digest or _NO_KEY_DIGEST
     current_ok = hmac.compare_digest(expected, presented)
     previous_ok = hmac.compare_digest(previous or _UNKNOWN_PARTNER_DIGEST, presented)
     if previous_ok and previous is not None:
@@ -129,7 +143,7 @@ def authenticate(
         previous_ok = expires is not None and now() < expires
     else:
         previous_ok = False
-    if not (current_ok or previous_ok) or stored is None or not presented_key:
+    if not (current_ok or previous_ok) or stored is None or presented_digest is None:
         raise AuthenticationFailed(INVALID_KEY)
     partner = stored.partner
     if not partner.active:
