@@ -26,7 +26,7 @@ CHROMIUM := /usr/bin/chromium
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
 .PHONY: run test evm crash lint format protos check-protos openapi docs fuzz stubs check-stubs \
-	check-breaking \
+	check-breaking lock check-lock \
 	bench install clean devnet docs-site
 
 run: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
@@ -62,16 +62,47 @@ install: $(VENV)/.installed
 devnet: $(VENV)/.installed contracts/node_modules/.installed
 	$(PY) -m yieldagent.devnet
 
-# The pinned npm packages of contracts/ (anvil, solc-js, protocol code). `npm install`, not
-# `npm ci`: the lock lacks anvil's other-platform optional packages (the registry mirror it was
-# made from has none), which `npm ci` refuses; `npm install` keeps the lock as it is.
+# The npm packages of contracts/ (anvil, solc-js, protocol code), exactly as the committed
+# lock names them, each checked against its integrity hash (`npm ci`). The lock holds anvil's
+# binary package for every platform (npm installs this one's). --ignore-scripts: no package
+# runs code at install; anvil's postinstall would only fetch the binary its platform package
+# already brings.
 contracts/node_modules/.installed: contracts/package.json contracts/package-lock.json
-	npm install --no-audit --no-fund --prefix contracts
+	npm ci --no-audit --no-fund --ignore-scripts --prefix contracts
 	touch $@
 
-$(VENV)/.installed: pyproject.toml
+# The Python packages, exactly as requirements.lock names them (every extra included: one
+# resolution for every target), each checked against its hashes; then the project itself,
+# editable, built with the locked setuptools.
+LOCK := requirements.lock
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
+	$(PY) -m pip install -q --disable-pip-version-check --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+# requirements.lock from pyproject.toml: pip-compile (pip-tools, itself locked with hashes in
+# tools/lock/requirements.txt) keeps every pin that still fits and adds the hashes of every
+# file of each version. `make lock UPGRADE=1` moves every pin to the newest allowed.
+LOCK_TOOLS := build/lock-tools
+LOCK_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_TOOLS)/bin/pip-compile -q \
+	--generate-hashes --allow-unsafe --all-extras --strip-extras --all-build-deps \
+	--no-emit-index-url --no-emit-find-links
+lock: $(LOCK_TOOLS)/.installed
+	$(LOCK_COMPILE) $(if $(UPGRADE),--upgrade) --output-file $(LOCK) pyproject.toml
+
+# Fails when requirements.lock is not what `make lock` makes from pyproject.toml (a
+# dependency added, removed or re-bounded without it). Needs the package index.
+check-lock: $(LOCK_TOOLS)/.installed
+	mkdir -p build && cp $(LOCK) build/lock-check.txt
+	$(LOCK_COMPILE) --output-file build/lock-check.txt pyproject.toml
+	diff -u $(LOCK) build/lock-check.txt \
+		|| (echo "$(LOCK) is stale: run 'make lock' and commit it" && exit 1)
+
+$(LOCK_TOOLS)/.installed: tools/lock/requirements.txt
+	test -x $(LOCK_TOOLS)/bin/python || $(PYTHON) -m venv $(LOCK_TOOLS)
+	$(LOCK_TOOLS)/bin/python -m pip install -q --disable-pip-version-check --require-hashes \
+		-r tools/lock/requirements.txt
 	touch $@
 
 # The descriptor set Envoy transcodes with (imports and comments included).
@@ -196,17 +227,17 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix src tests benchmarks tools
 	$(VENV)/bin/ruff format src tests benchmarks tools
 
-# Benchmark-only packages (FastAPI and uvicorn for the comparison app, py-spy for profiles).
+# Benchmark-only packages (FastAPI and uvicorn for the comparison app, py-spy for profiles):
+# in the lock, so installed with the rest.
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,bench]"
 	touch $@
 
 bench: $(VENV)/.bench-installed $(DESCRIPTOR) docs
 	$(PY) -m benchmarks
 
-# Documentation-site-only packages (MkDocs with the Material theme, pinned in the `docs` extra).
+# Documentation-site-only packages (MkDocs with the Material theme, pinned in the `docs`
+# extra): in the lock, so installed with the rest.
 $(VENV)/.docs-installed: $(VENV)/.installed
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,docs]"
 	touch $@
 
 # The documentation site, from docs/ and mkdocs.yml, into build/site. --strict turns every

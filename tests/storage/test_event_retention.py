@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, FromClause, func, select, update
+from sqlalchemy import Engine, Table, func, select, update
 
 from support.wallet_setup import USDC, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
@@ -62,7 +62,7 @@ def stamp(engine: Engine, at: datetime) -> None:
         connection.execute(update(_events).values(created_at=at))
 
 
-def count(engine: Engine, table: FromClause) -> int:
+def count(engine: Engine, table: Table) -> int:
     with engine.connect() as connection:
         return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
 

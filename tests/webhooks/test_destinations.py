@@ -101,3 +101,12 @@ async def test_the_resolver_returns_only_checked_addresses() -> None:
     assert [r["host"] for r in await guarded.resolve("localhost", 80)] == ["127.0.0.1"]
     await guarded.close()
     assert loopback.closed
+
+
+@pytest.mark.parametrize("host", ["2130706433", "0x7f.1", "127.1", "[0:0:0:0:0:ffff:7f00:1]"])
+def test_other_spellings_of_loopback_are_refused(host: str) -> None:
+    """Integer, hex and short IPv4 forms, which resolvers read as addresses, and a long
+    IPv4-mapped form: judged by the address they reach."""
+    with pytest.raises(InvalidInput, match=r"127\.0\.0\.1 is a loopback address") as refused:
+        check_destination(f"http://{host}/hooks", DestinationPolicy())
+    assert "Errno" not in str(refused.value)

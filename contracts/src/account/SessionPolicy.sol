@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.19;
+pragma solidity 0.8.19;
 
 /// @dev The calls a session key may make, declared only for their selectors.
 interface IPolicedCalls {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.19;
+pragma solidity 0.8.19;
 
 /// @notice The ERC-20 calls the devnet's pools make.
 interface IERC20Like {

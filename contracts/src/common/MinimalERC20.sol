@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.19;
+pragma solidity 0.8.19;
 
 /// @title MinimalERC20
 /// @notice A plain ERC-20 base for the devnet's own tokens and share tokens.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.19;
+pragma solidity 0.8.19;
 
 /// @title JumpRateModel (devnet)
 /// @notice Moonwell's timestamp-based jump rate model (Compound v2's): per-second rates scaled

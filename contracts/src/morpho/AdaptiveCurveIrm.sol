@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.19;
+pragma solidity 0.8.19;
 
 import {IIrm} from "@morpho-org/morpho-blue/src/interfaces/IIrm.sol";
 import {Id, MarketParams, Market} from "@morpho-org/morpho-blue/src/interfaces/IMorpho.sol";

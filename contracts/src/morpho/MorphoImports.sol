@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.19;
+pragma solidity 0.8.19;
 
 // Brings Morpho Blue and its mocks (from the pinned npm package) into the devnet's build.
 import {Morpho} from "@morpho-org/morpho-blue/src/Morpho.sol";

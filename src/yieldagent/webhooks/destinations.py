@@ -91,7 +91,7 @@ def check_destination(url: str, policy: DestinationPolicy) -> str:
     try:
         _judge(host, sorted({str(info[4][0]) for info in found}), policy)
     except RefusedDestination as refused:
-        raise refuse(f"URL is refused: {refused}") from None
+        raise refuse(f"URL is refused: {refused.strerror}") from None
     return url
 
 
