@@ -8,6 +8,7 @@ import pytest
 
 from yieldagent.config import load_settings
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.risk.settings import RiskSettings
 
 
 def test_defaults() -> None:
@@ -95,3 +96,13 @@ def test_operating_settings_can_be_set_or_turned_off() -> None:
 def test_a_port_out_of_range_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="YIELDAGENT_METRICS_PORT must be a port"):
         load_settings({"YIELDAGENT_METRICS_PORT": "70000"})
+
+
+def test_the_risk_guards_read_their_settings_and_refuse_a_share_out_of_range() -> None:
+    assert load_settings({}).risk == RiskSettings()
+    risk = load_settings(
+        {"YIELDAGENT_RISK_MAX_POOL_SHARE": "0.2", "YIELDAGENT_RISK_MIN_WAIT_SECONDS": "60"}
+    ).risk
+    assert (risk.max_pool_share, risk.min_wait_seconds) == (0.2, 60)
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_RISK_MAX_TVL_DROP"):
+        load_settings({"YIELDAGENT_RISK_MAX_TVL_DROP": "1.5"})

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.risk.settings import RiskSettings
 
 DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; set your own outside dev)
 
@@ -73,6 +74,8 @@ class Settings:
     """Calls a second each partner may make (per process); 0: unlimited."""
     envoy_access_log: Path | None = None
     """Envoy's JSON access log; None: none."""
+    risk: RiskSettings = field(default_factory=RiskSettings)
+    """The risk guards' thresholds (``YIELDAGENT_RISK_*``)."""
 
     @property
     def partner_rate_burst(self) -> float:
@@ -154,6 +157,41 @@ def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
     return found
 
 
+def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
+    """A share between 0 (exclusive) and 1 (inclusive)."""
+    value = _float(env, name, default)
+    if not 0 < value <= 1:
+        raise ConfigurationError(f"{name} must be above 0 and at most 1, got {value}")
+    return value
+
+
+def _risk(env: Mapping[str, str]) -> RiskSettings:
+    """The risk guards' thresholds; docs/configuration.md says what each guards."""
+    default = RiskSettings()
+    return RiskSettings(
+        max_pool_share=_ratio(env, "YIELDAGENT_RISK_MAX_POOL_SHARE", default.max_pool_share),
+        min_pool_multiple=max(
+            _int(env, "YIELDAGENT_RISK_MIN_POOL_MULTIPLE", default.min_pool_multiple), 1
+        ),
+        max_tvl_drop=_ratio(env, "YIELDAGENT_RISK_MAX_TVL_DROP", default.max_tvl_drop),
+        window_seconds=max(_int(env, "YIELDAGENT_RISK_WINDOW_SECONDS", default.window_seconds), 1),
+        max_utilisation=_ratio(env, "YIELDAGENT_RISK_MAX_UTILISATION", default.max_utilisation),
+        utilisation_seconds=max(
+            _int(env, "YIELDAGENT_RISK_UTILISATION_SECONDS", default.utilisation_seconds), 0
+        ),
+        min_free_liquidity=_ratio(
+            env, "YIELDAGENT_RISK_MIN_FREE_LIQUIDITY", default.min_free_liquidity
+        ),
+        max_depeg=_ratio(env, "YIELDAGENT_RISK_MAX_DEPEG", default.max_depeg),
+        max_move_loss_bps=max(
+            _int(env, "YIELDAGENT_RISK_MAX_MOVE_LOSS_BPS", default.max_move_loss_bps), 0
+        ),
+        min_wait_seconds=max(
+            _int(env, "YIELDAGENT_RISK_MIN_WAIT_SECONDS", default.min_wait_seconds), 0
+        ),
+    )
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Reads the settings from ``env`` (the process environment by default)."""
     env = os.environ if env is None else env
@@ -209,4 +247,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         metrics_port=_port_or_off(env, "YIELDAGENT_METRICS_PORT", 9464),
         partner_rate_limit=max(_float(env, "YIELDAGENT_PARTNER_RATE_LIMIT", 100.0), 0.0),
         envoy_access_log=_access_log(env, data_dir),
+        risk=_risk(env),
     )
