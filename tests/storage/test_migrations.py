@@ -17,7 +17,7 @@ from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0013"
+HEAD = "0015"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -35,6 +35,7 @@ TABLES = {
     "performance_points",
     "operations",
     "protocol_pauses",
+    "pool_risks",
     "idempotency_keys",
     "chain_nonces",
     "chain_nonce_leases",

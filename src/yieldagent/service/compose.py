@@ -29,8 +29,10 @@ from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
+from yieldagent.observability.risk_metrics import RiskMetrics
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
 from yieldagent.service.grpc_server import ApiServer, Registration, api_server, mark_serving
@@ -51,6 +53,7 @@ from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
@@ -103,7 +106,13 @@ def build_lifecycle(
         policy,
         SYSTEM_CLOCK,
         RunStore(engine).paused,
+        build_risk(settings, engine),
     )
+
+
+def build_risk(settings: Settings, engine: Engine) -> RiskSurvey:
+    """The risk guards with the configured thresholds; their changes go to the metrics."""
+    return RiskSurvey(RiskStore(engine), settings.risk, RiskMetrics())
 
 
 def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
@@ -118,6 +127,7 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
         RunStore(engine),
         AgentSettings(settings.agent_interval_seconds, thresholds),
         RunMetrics(),
+        lifecycle.risk,
     )
 
 

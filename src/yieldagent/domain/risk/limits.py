@@ -76,6 +76,12 @@ def guarded(
     )
 
 
+def relaxed(rules: Constraints) -> Constraints:
+    """``rules`` without what can make the guards' caps infeasible (a minimum number of
+    protocols, forced positions): leaving a failing pool comes first."""
+    return replace(rules, min_protocols=1, min_amount={})
+
+
 def move_loss_refused(amount: int, received: int, settings: RiskSettings) -> bool:
     """Whether a move of ``amount`` that returns ``received`` loses more than
     ``max_move_loss_bps`` of it (a vault redeem below its share price, a withdrawal short
