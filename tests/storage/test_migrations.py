@@ -26,6 +26,7 @@ TABLES = {
     "sim_positions",
     "sim_balances",
     "sim_transactions",
+    "sim_prices",
     "wallets",
     "wallet_schedule",
     "wallet_deposits",

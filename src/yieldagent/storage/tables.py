@@ -103,6 +103,24 @@ class SimPoolRow(SQLModel, table=True):
     reward_token: str | None = Field(default=None, max_length=42)
     reward_rate: int = Field(sa_type=TokenAmount)
     reward_index: int = Field(sa_type=TokenAmount)
+    switches: str = Field(
+        default="", max_length=32, description="what is paused: supply, withdraw (comma list)"
+    )
+    history: str = Field(
+        default="[]", sa_type=Text, description="JSON list of the pool's recent snapshots"
+    )
+
+
+class SimPriceRow(SQLModel, table=True):
+    """A simulated price feed: a token's price and the price it is pegged to (or was
+    first quoted at), both with ``PRICE_DECIMALS`` decimals."""
+
+    __tablename__ = "sim_prices"
+
+    chain_id: int = Field(primary_key=True)
+    symbol: str = Field(max_length=32, primary_key=True)
+    price: int = Field(sa_type=TokenAmount)
+    peg: int = Field(sa_type=TokenAmount)
 
 
 class SimPositionRow(SQLModel, table=True):

@@ -153,7 +153,10 @@ def test_a_history_stays_small_and_within_its_window() -> None:
     assert len(history) == 25
     assert history[0].at == NOW + 75 * HOUR
     history = recorded(history, Snapshot(NOW + 99 * HOUR, TVL // 2, 0, RAY), 24 * HOUR)
-    assert len(history) == 25 and history[-1].tvl == TVL // 2
+    assert len(history) == 26 and history[-2:] == (
+        Snapshot(NOW + 99 * HOUR, TVL, 0, RAY),
+        Snapshot(NOW + 99 * HOUR, TVL // 2, 0, RAY),
+    )
     many: tuple[Snapshot, ...] = ()
     for minute in range(200):
         many = recorded(many, Snapshot(NOW + minute * 60, TVL, 0, RAY), 24 * HOUR)

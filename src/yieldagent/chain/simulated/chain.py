@@ -8,6 +8,7 @@ from dataclasses import replace
 from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, quote_of
+from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.ports.chain import (
     Block,
@@ -23,6 +24,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.domain.risk.guards import PoolReading
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -139,6 +141,9 @@ class SimulatedChain:
             for pool in self.market.pools_now(self.chain_id, token)
             if pool.protocol in wanted
         ]
+
+    async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
+        return Scenarios(self.market).readings(self.chain_id, token, protocols)
 
     async def prepare_account(self, account: str, owner: str) -> None:
         """Nothing to do: simulated accounts need no code."""

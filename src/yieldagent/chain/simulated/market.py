@@ -96,6 +96,11 @@ class SimulatedMarket:
         self._wall = wall
         self._projections: dict[tuple[int, str | None, int, int], list[PoolState]] = {}
 
+    @property
+    def seed(self) -> int:
+        """The world's seed (borrow demand's random walks)."""
+        return self._seed
+
     # -- the world and its clock ------------------------------------------------
 
     def start(self, set_speed: bool = True) -> None:

@@ -47,9 +47,9 @@ class Snapshot:
 def recorded(
     history: Iterable[Snapshot], snapshot: Snapshot, keep_seconds: int
 ) -> tuple[Snapshot, ...]:
-    """``history`` with ``snapshot`` added (replacing one taken at the same moment), less
-    what is older than ``keep_seconds`` before it, at most ``MAX_SNAPSHOTS``, oldest
-    first."""
-    kept = [s for s in history if snapshot.at - keep_seconds <= s.at < snapshot.at]
+    """``history`` with ``snapshot`` added, less what is older than ``keep_seconds``
+    before it, at most ``MAX_SNAPSHOTS`` (the newest), oldest first. Snapshots of one
+    moment are all kept: a pool before and after a sudden change."""
+    kept = [s for s in history if snapshot.at - keep_seconds <= s.at <= snapshot.at]
     kept.append(snapshot)
     return tuple(kept[-MAX_SNAPSHOTS:])
