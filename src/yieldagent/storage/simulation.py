@@ -390,6 +390,13 @@ class SimSession:
                     held.setdefault(holder, {})[protocols[pool_id]] = scaled
         return held
 
+    def holders_of(self, pool: PoolState) -> dict[str, int]:
+        """Every holder's scaled units in ``pool`` (read through ``pools``), by holder."""
+        rows = self._session.exec(
+            select(SimPositionRow).where(SimPositionRow.pool_id == self.pool_id(pool))
+        )
+        return {row.holder: row.scaled for row in rows if row.scaled > 0}
+
     def save_position(self, row: SimPositionRow) -> None:
         """Writes a position back."""
         self._session.add(row)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from yieldagent.chain.simulated.genesis import reward_token
-from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.optimizer.quotes import PoolQuote
@@ -111,12 +111,13 @@ class SimulatedChain:
         }
 
     async def history(self, holder: str, since_block: int) -> list[ChainTx]:
-        return [_chain_tx(row) for row in self.market.history(self.chain_id, holder, since_block)]
+        rows = self.market.history(self.chain_id, holder, since_block)
+        return [_chain_tx(row) for row in rows if row.kind != LOSS]
 
     async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
         """Each holder's history, read at once (see ``domain.ports.chain.BatchHistory``)."""
         return {
-            holder: [_chain_tx(row) for row in rows]
+            holder: [_chain_tx(row) for row in rows if row.kind != LOSS]
             for holder, rows in self.market.histories(self.chain_id, holders, since_block).items()
         }
 

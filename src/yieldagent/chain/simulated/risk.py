@@ -7,7 +7,8 @@ cbBTC; the single-market pools name no collateral).
 
 **Scenarios** a partner or a test provokes (``yieldagent sim …``), each stored in one unit
 of the simulated world at the current simulated time: switches (supply or withdrawals
-paused), a drain (other suppliers leave), a loss (bad debt written off) and a price feed.
+paused), a drain (other suppliers leave), a loss (bad debt written off: each holder's
+share is noted in its history, ``SimulatedMarket.note_loss``) and a price feed.
 A feed's peg is the collateral's reference price (``REFERENCE_USD``), or the first price
 set for a token without one.
 """
@@ -26,6 +27,7 @@ from yieldagent.chain.simulated.pools import (
     lose,
     snapshot_of,
     switch,
+    value_of,
 )
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.risk.guards import CollateralFeed, PoolReading
@@ -145,7 +147,15 @@ class Scenarios:
         now = self._market.now()
         with self._market.store.writing() as unit:
             pools = self._pools(unit, chain_id, protocol, now)
-            lost = {p.token: lose(p, share, p.updated_at) for p in pools}
+            lost = {}
+            for pool in pools:
+                holders = unit.holders_of(pool)
+                before = {h: value_of(pool, scaled) for h, scaled in holders.items()}
+                lost[pool.token] = lose(pool, share, pool.updated_at)
+                for holder, scaled in sorted(holders.items()):
+                    taken = before[holder] - value_of(pool, scaled)
+                    if taken > 0:
+                        self._market.note_loss(unit, chain_id, pool.token, protocol, holder, taken)
             self._changed(unit, pools)
         return {
             "protocol": protocol,
