@@ -163,7 +163,7 @@ def build_server(
         ),
         (
             catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
-            CatalogServicer(catalog, chains, paused, reports.holdings),
+            CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk),
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
