@@ -63,6 +63,9 @@ def test_a_pause_then_its_reopening_keep_the_pool_in_exit(
     assert code == 0 and paused["withdraw_paused"] is True and paused["supply_paused"] is False
     assert _risk(capsys)["compound"]["state"] == "no_new_funds"
     _run(capsys, "sim", "pause", "--chain", BASE, "--protocol", "compound", "--what", "supply")
+    # nothing can leave while withdrawals are paused: no new funds, whatever else is
+    assert _risk(capsys)["compound"]["reasons"] == ["withdrawals are paused"]
+    _run(capsys, "sim", "unpause", "--chain", BASE, "--protocol", "compound", "--what", "withdraw")
     assert _risk(capsys)["compound"]["reasons"] == ["supply is paused"]
     code, reopened = _run(
         capsys, "sim", "unpause", "--chain", BASE, "--protocol", "compound", "--what", "all"

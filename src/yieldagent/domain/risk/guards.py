@@ -160,15 +160,16 @@ def tvl_drop(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -
 
 
 def paused(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
-    """Supply paused or reserve frozen: exit. Withdrawals paused: no new funds; once they
-    reopen, exit (a pause within the window still counts)."""
+    """Withdrawals paused (alone or with supply): no new funds, since nothing can leave;
+    once they reopen, exit (a pause within the window still counts). Supply paused or
+    reserve frozen: exit."""
     now = reading.now
+    if now.withdraw_paused:  # nothing can leave: no new funds until withdrawals reopen
+        return Trip(Rule.PAUSED, RiskState.NO_NEW_FUNDS, "withdrawals are paused")
     if now.frozen:
         return Trip(Rule.PAUSED, RiskState.EXIT, "the reserve is frozen")
     if now.supply_paused:
         return Trip(Rule.PAUSED, RiskState.EXIT, "supply is paused")
-    if now.withdraw_paused:
-        return Trip(Rule.PAUSED, RiskState.NO_NEW_FUNDS, "withdrawals are paused")
     if any(s.paused for s in _window(reading, settings)):
         return Trip(Rule.PAUSED, RiskState.EXIT, "the pool was paused within the window")
     return None
