@@ -151,7 +151,9 @@ class Planner:
         the wallet's caps, when its minimums cannot be met with them)."""
         protocols = [p for p in wallet.selected_protocols if p not in self._paused]
         found = candidates(valuation, protocols)
-        rules = self._risk.constrain(wallet.token, wallet.constraints, found, self._ours, relax)
+        rules = self._risk.constrain(
+            wallet.token, wallet.constraints, found, valuation.total, self._ours, relax
+        )
         return (
             valuation.positions,
             valuation.idle,

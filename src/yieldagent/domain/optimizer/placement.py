@@ -48,11 +48,11 @@ def placement(
     found = candidates(valuation, protocols)
     thresholds = risk.thresholds(wallet.id, Thresholds())
     try:
-        rules = risk.constrain(wallet.token, wallet.constraints, found)
+        rules = risk.constrain(wallet.token, wallet.constraints, found, valuation.total)
         plan = optimize(valuation.positions, valuation.idle, found, rules, costs, thresholds)
     except InvalidRequest:
         if not risk.enabled:
             raise
-        rules = risk.constrain(wallet.token, wallet.constraints, found, relax=True)
+        rules = risk.constrain(wallet.token, wallet.constraints, found, valuation.total, relax=True)
         plan = optimize(valuation.positions, valuation.idle, found, rules, costs, thresholds)
     return list(plan.moves)

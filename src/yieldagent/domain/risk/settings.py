@@ -6,12 +6,15 @@ amount is exact integer arithmetic.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
 
+@functools.lru_cache(maxsize=64)
 def exact(ratio: float) -> Fraction:
-    """A ratio as written: 0.05 is exactly 1/20, not the nearest binary float."""
+    """A ratio as written: 0.05 is exactly 1/20, not the nearest binary float (remembered:
+    the planner asks for the same few ratios for every wallet)."""
     return Fraction(str(ratio))
 
 

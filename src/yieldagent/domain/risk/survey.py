@@ -68,14 +68,17 @@ class RiskView:
         token: str,
         rules: Constraints,
         candidates: Sequence[Candidate],
+        total: int,
         ours: Mapping[tuple[str, str], int] | None = None,
         relax: bool = False,
     ) -> Constraints:
-        """A wallet's ``rules`` with the guards: pools to exit excluded, and each of
-        ``candidates`` capped at what its verdict, the pool share and the pool size let the
-        wallet hold. ``ours``: the service's position in each pool (by token, protocol) as
-        the moves planned so far leave it, when not as surveyed. ``relax``: the wallet's
-        minimums dropped (see ``limits.relaxed``)."""
+        """A wallet's ``rules`` with the guards, for a wallet worth ``total``: pools to exit
+        excluded, and each of ``candidates`` capped at what its verdict, the pool share and
+        the pool size let the wallet hold (a cap of ``total`` or more binds nothing and is
+        left out, so most wallets keep their own rules, and equal wallets share a plan).
+        ``ours``: the service's position in each pool (by token, protocol) as the moves
+        planned so far leave it, when not as surveyed. ``relax``: the wallet's minimums
+        dropped (see ``limits.relaxed``)."""
         if not self.enabled:
             return rules
         verdicts: dict[str, Verdict] = {}
@@ -85,14 +88,17 @@ class RiskView:
             pool = self.pool(token, name)
             held = candidate.current
             service = pool.ours if ours is None else ours.get((token, name), pool.ours)
-            verdicts[name] = pool.verdict
-            caps[name] = wallet_cap(
+            if not pool.verdict.takes_funds:
+                verdicts[name] = pool.verdict
+            cap = wallet_cap(
                 candidate.quote.total_supply,
                 max(service, held),
                 held,
                 pool.verdict,
                 self.settings,
             )
+            if cap < total:
+                caps[name] = cap
         return guarded(relaxed(rules) if relax else rules, verdicts, caps)
 
     def thresholds(self, wallet_id: int, thresholds: Thresholds) -> Thresholds:
