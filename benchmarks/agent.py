@@ -55,10 +55,13 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.search import allocate
+from yieldagent.domain.risk.settings import RiskSettings
+from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.tables import (
@@ -232,14 +235,22 @@ class _World:
 def _agent(engine: Engine, market: SimulatedMarket) -> Agent:
     chains = simulated_chains(market, load_catalog())
     policy = Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector="0x" + "fe" * 20)
+    risk = RiskSurvey(RiskStore(engine), RiskSettings())  # the guards, as the service has
     lifecycle = Lifecycle(
-        WalletStore(engine), OperationStore(engine), chains, load_catalog(), policy, SYSTEM_CLOCK
+        WalletStore(engine),
+        OperationStore(engine),
+        chains,
+        load_catalog(),
+        policy,
+        SYSTEM_CLOCK,
+        risk=risk,
     )
     return Agent(
         lifecycle,
         WalletStore(engine),
         RunStore(engine),
         AgentSettings(interval_seconds=NEVER_AGAIN, batch=BATCH),
+        risk=risk,
     )
 
 

@@ -13,6 +13,7 @@ from yieldagent.config import (
     production_problems,
 )
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.risk.settings import RiskSettings
 
 
 def test_defaults() -> None:
@@ -231,3 +232,13 @@ def test_loopback_webhooks_are_for_development_only() -> None:
         load_settings({"YIELDAGENT_ENV": "prod"})
     with pytest.raises(ConfigurationError, match="must be 'on' or 'off'"):
         load_settings({"YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK": "maybe"})
+
+
+def test_the_risk_guards_read_their_settings_and_refuse_a_share_out_of_range() -> None:
+    assert load_settings({}).risk == RiskSettings()
+    risk = load_settings(
+        {"YIELDAGENT_RISK_MAX_POOL_SHARE": "0.2", "YIELDAGENT_RISK_MIN_WAIT_SECONDS": "60"}
+    ).risk
+    assert (risk.max_pool_share, risk.min_wait_seconds) == (0.2, 60)
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_RISK_MAX_TVL_DROP"):
+        load_settings({"YIELDAGENT_RISK_MAX_TVL_DROP": "1.5"})

@@ -17,6 +17,14 @@
     yieldagent sim advance --seconds N     move simulated time ahead, accruing everything
     yieldagent sim deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the simulated chain
+    yieldagent sim pause|unpause --chain C --protocol P --what supply|withdraw|all
+                                           switch a simulated pool's supply or withdrawals
+    yieldagent sim drain --chain C --protocol P --fraction F
+                                           other suppliers withdraw F of the pool's supply
+    yieldagent sim loss --chain C --protocol P --fraction F
+                                           the pool loses F of its assets to bad debt
+    yieldagent sim price --chain C --token SYMBOL --usd X
+                                           set a simulated price feed (a collateral's)
     yieldagent devnet deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the devnet (minted
                                            to EOA first if it lacks the amount)
@@ -25,6 +33,9 @@
     yieldagent protocol pause|resume NAME [--chain C] [--now]
                                            mark a protocol unsafe: agents leave it at their
                                            next run, or at once with --now
+    yieldagent protocol risk [--chain C]   every pool's state under the risk guards
+    yieldagent protocol clear NAME --chain C
+                                           lift the exclusion a loss put on a protocol
     yieldagent agent cycle                 recover interrupted runs, then run every due
                                            wallet once (as the worker does each tick)
     yieldagent wallet block|unblock|emergency|resume ADDRESS [--chain C]
@@ -34,7 +45,9 @@
                                            encrypted with YIELDAGENT_OPERATOR_KEY_PASSWORD
     yieldagent operator address            the operator's address (the backend wallet)
 
-Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code.
+Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code. The
+commands and their parser stay in this one module, past the usual length, so that one
+file shows the whole command line.
 """
 
 from __future__ import annotations
@@ -54,6 +67,7 @@ from yieldagent.chain.chains import build_chains, served_catalog, simulated_mark
 from yieldagent.chain.operator import create_keystore, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError
+from yieldagent.chain.simulated.risk import WHAT, Scenarios
 from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
@@ -173,6 +187,9 @@ def _market(settings: Settings) -> SimulatedMarket:
 
 
 def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
+    if args.action in _SCENARIOS:
+        _sim_scenario(settings, args)
+        return
     if args.action == "advance":
         if args.seconds < 0:
             raise InvalidInput.field(("seconds",), "must not be negative")
@@ -196,6 +213,26 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
         args.amount,
     )
     _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
+
+
+_SCENARIOS = ("pause", "unpause", "drain", "loss", "price")
+
+
+def _sim_scenario(settings: Settings, args: argparse.Namespace) -> None:
+    """A scenario on the simulated market (``chain.simulated.risk``), printed as JSON."""
+    if args.chain not in load_catalog().chains:
+        raise InvalidInput.field(("chain",), "unsupported chain")
+    scenarios = Scenarios(_market(settings))
+    chain = args.chain
+    if args.action == "price":
+        done = scenarios.price(chain, args.token, args.usd)
+    elif args.action in ("pause", "unpause"):
+        done = scenarios.pause(chain, args.protocol, args.what, args.action == "pause")
+    elif args.action == "drain":
+        done = scenarios.drain(chain, args.protocol, args.fraction)
+    else:
+        done = scenarios.loss(chain, args.protocol, args.fraction)
+    _print({"chain_id": chain, **done})
 
 
 def _cmd_devnet(settings: Settings, args: argparse.Namespace) -> None:
@@ -293,6 +330,14 @@ def _cmd_ops(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
+    if args.action == "risk":
+        _protocol_risk(settings, args)
+        return
+    if not args.name:
+        raise InvalidInput.field(("name",), "Field required", "missing")
+    if args.action == "clear":
+        _protocol_clear(settings, args)
+        return
     catalog = served_catalog(settings, load_catalog())
     chain_ids = [args.chain] if args.chain else catalog.chain_ids()
     chains = [
@@ -318,6 +363,60 @@ def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
             moved.append({"wallet": wallet.address, "run": outcome.status})
     _print(
         {"protocol": args.name, "chains": chains, "paused": args.action == "pause", "runs": moved}
+    )
+
+
+def _protocol_risk(settings: Settings, args: argparse.Namespace) -> None:
+    """Prints every pool's state under the risk guards, judged now."""
+    catalog = served_catalog(settings, load_catalog())
+    chain_ids = [args.chain] if args.chain else catalog.chain_ids()
+    _, lifecycle = _lifecycle(settings)
+    survey = lifecycle.risk
+    assert survey is not None
+
+    async def judge() -> list[dict[str, Any]]:
+        pools: list[dict[str, Any]] = []
+        for chain_id in chain_ids:
+            chain = lifecycle.chain(chain_id)
+            head = await chain.head()
+            for token in catalog.chain(chain_id).tokens:
+                names = [p.name for p in token.protocols]
+                quotes = {q.protocol: q for q in await chain.quotes(token.address, names)}
+                for judged in await survey.judge(
+                    chain_id, chain, token.address, quotes, head.timestamp
+                ):
+                    pools.append(
+                        {
+                            "chain_id": chain_id,
+                            "token": token.address,
+                            "protocol": judged.protocol,
+                            "state": str(judged.verdict.state),
+                            "reasons": list(judged.verdict.reasons),
+                            "rules": [str(r) for r in judged.verdict.rules],
+                            "loss_excluded": judged.record.loss_excluded,
+                            "service_position": str(judged.ours),
+                        }
+                    )
+        return pools
+
+    _print({"pools": asyncio.run(judge())})
+
+
+def _protocol_clear(settings: Settings, args: argparse.Namespace) -> None:
+    """Lifts a loss exclusion of a protocol on one chain."""
+    if not args.chain:
+        raise InvalidInput.field(("chain",), "Field required", "missing")
+    _, lifecycle = _lifecycle(settings)
+    survey = lifecycle.risk
+    assert survey is not None
+    head = asyncio.run(lifecycle.chain(args.chain).head())
+    cleared = survey.clear(args.chain, args.name, head.timestamp)
+    _print(
+        {
+            "protocol": args.name,
+            "chain_id": args.chain,
+            "cleared": [record.token for record in cleared],
+        }
     )
 
 
@@ -395,6 +494,26 @@ def _parser() -> argparse.ArgumentParser:
     balance.add_argument("--chain", type=int, required=True)
     balance.add_argument("--token", required=True)
     balance.add_argument("--holder", required=True)
+    for action, help_ in (
+        ("pause", "pause a pool's supply, withdrawals or both"),
+        ("unpause", "reopen what a pause stopped"),
+    ):
+        switch = sim_actions.add_parser(action, help=help_)
+        switch.add_argument("--chain", type=int, required=True)
+        switch.add_argument("--protocol", required=True)
+        switch.add_argument("--what", choices=list(WHAT), default="all")
+    for action, help_ in (
+        ("drain", "other suppliers withdraw a fraction of the pool"),
+        ("loss", "the pool loses a fraction of its assets to bad debt"),
+    ):
+        scenario = sim_actions.add_parser(action, help=help_)
+        scenario.add_argument("--chain", type=int, required=True)
+        scenario.add_argument("--protocol", required=True)
+        scenario.add_argument("--fraction", required=True, help="between 0 and 1, e.g. 0.6")
+    price = sim_actions.add_parser("price", help="set a simulated price feed")
+    price.add_argument("--chain", type=int, required=True)
+    price.add_argument("--token", required=True, help="the token's symbol, e.g. cbBTC")
+    price.add_argument("--usd", required=True, help="its price in US dollars")
     devnet = commands.add_parser("devnet", help="drive the local EVM devnet (make devnet)")
     devnet_actions = devnet.add_subparsers(dest="action", required=True)
     devnet_advance = devnet_actions.add_parser("advance", help="move the devnet's time ahead")
@@ -406,9 +525,11 @@ def _parser() -> argparse.ArgumentParser:
     devnet_deposit.add_argument("--from", dest="sender", required=True)
     devnet_deposit.add_argument("--to", required=True)
     devnet_deposit.add_argument("--amount", type=int, required=True, help="smallest units")
-    protocol = commands.add_parser("protocol", help="pause or resume a protocol")
-    protocol.add_argument("action", choices=["pause", "resume"])
-    protocol.add_argument("name")
+    protocol = commands.add_parser(
+        "protocol", help="pause or resume a protocol; its risk guards' state"
+    )
+    protocol.add_argument("action", choices=["pause", "resume", "risk", "clear"])
+    protocol.add_argument("name", nargs="?", default="")
     protocol.add_argument("--chain", type=int, default=0, help="one chain (default: all)")
     protocol.add_argument(
         "--now", action="store_true", help="with pause: run every wallet holding it right away"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.secrets import Secret
 
 DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; refused on a real chain)
@@ -106,6 +107,9 @@ class Settings:
     """Events (and their webhook deliveries) older than this are pruned."""
     prune_batch: int = 1_000
     """Most events pruned in one transaction."""
+
+    risk: RiskSettings = field(default_factory=RiskSettings)
+    """The risk guards' thresholds (``YIELDAGENT_RISK_*``)."""
 
     @property
     def production(self) -> bool:
@@ -274,6 +278,41 @@ def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
     return found
 
 
+def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
+    """A share between 0 (exclusive) and 1 (inclusive)."""
+    value = _float(env, name, default)
+    if not 0 < value <= 1:
+        raise ConfigurationError(f"{name} must be above 0 and at most 1, got {value}")
+    return value
+
+
+def _risk(env: Mapping[str, str]) -> RiskSettings:
+    """The risk guards' thresholds; docs/configuration.md says what each guards."""
+    default = RiskSettings()
+    return RiskSettings(
+        max_pool_share=_ratio(env, "YIELDAGENT_RISK_MAX_POOL_SHARE", default.max_pool_share),
+        min_pool_multiple=max(
+            _int(env, "YIELDAGENT_RISK_MIN_POOL_MULTIPLE", default.min_pool_multiple), 1
+        ),
+        max_tvl_drop=_ratio(env, "YIELDAGENT_RISK_MAX_TVL_DROP", default.max_tvl_drop),
+        window_seconds=max(_int(env, "YIELDAGENT_RISK_WINDOW_SECONDS", default.window_seconds), 1),
+        max_utilisation=_ratio(env, "YIELDAGENT_RISK_MAX_UTILISATION", default.max_utilisation),
+        utilisation_seconds=max(
+            _int(env, "YIELDAGENT_RISK_UTILISATION_SECONDS", default.utilisation_seconds), 0
+        ),
+        min_free_liquidity=_ratio(
+            env, "YIELDAGENT_RISK_MIN_FREE_LIQUIDITY", default.min_free_liquidity
+        ),
+        max_depeg=_ratio(env, "YIELDAGENT_RISK_MAX_DEPEG", default.max_depeg),
+        max_move_loss_bps=max(
+            _int(env, "YIELDAGENT_RISK_MAX_MOVE_LOSS_BPS", default.max_move_loss_bps), 0
+        ),
+        min_wait_seconds=max(
+            _int(env, "YIELDAGENT_RISK_MIN_WAIT_SECONDS", default.min_wait_seconds), 0
+        ),
+    )
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Reads the settings from ``env`` (the process environment by default)."""
     env = os.environ if env is None else env
@@ -360,6 +399,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             _float(env, "YIELDAGENT_EVENT_RETENTION_SECONDS", 30 * 86_400.0), 3_600.0
         ),
         prune_batch=max(_int(env, "YIELDAGENT_PRUNE_BATCH", 1_000), 1),
+        risk=_risk(env),
     )
 
 

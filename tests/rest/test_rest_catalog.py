@@ -70,9 +70,11 @@ def test_protocols_of_base_usdc_carry_every_catalog_field(api: RunningService) -
         "link",
         "address",
         "title",
+        "risk",
     }
     for protocol in protocols:
         assert set(protocol) == fields
+        assert protocol["risk"] == {"state": "ok", "reasons": []}
         assert protocol["chain_id"] == 8453
         assert isinstance(protocol["apr"], float) and 0 < protocol["apr"] < 30
         assert protocol["tvl"] > 1_000_000

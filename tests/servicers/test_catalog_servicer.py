@@ -5,12 +5,17 @@ from __future__ import annotations
 import grpc
 import grpc_testing
 import pytest
+from sqlalchemy import Engine
 
 from support.grpc_testing_harness import call, serve
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.risk.settings import RiskSettings
+from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.servicers.catalog import CatalogServicer
+from yieldagent.storage.risk import RiskStore
 from yieldagent.v1 import catalog_pb2
 
 SERVICE = catalog_pb2.DESCRIPTOR.services_by_name["CatalogService"]
@@ -111,3 +116,24 @@ def test_list_protocols_for_a_token_the_chain_does_not_have(
     )
     assert code is grpc.StatusCode.NOT_FOUND
     assert details == f"Token {polygon_usdc} is not supported on chain 8453"
+
+
+def test_a_pool_the_risk_guards_exit_is_listed_inactive_with_its_reasons(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort]
+) -> None:
+    survey = RiskSurvey(RiskStore(engine), RiskSettings())
+    server = serve(CatalogServicer(load_catalog(), chains, risk=survey), SERVICE)
+    request = catalog_pb2.ListProtocolsRequest(chain_id=8453, token=BASE_USDC)
+    response, _, _, _ = call(server, METHODS["ListProtocols"], request)
+    assert {(p.risk.state, tuple(p.risk.reasons)) for p in response.protocols} == {("ok", ())}
+
+    Scenarios(market).pause(8453, "compound", "supply")
+    Scenarios(market).pause(8453, "moonwell", "withdraw")
+    response, _, _, _ = call(server, METHODS["ListProtocols"], request)
+    listed = {p.name: p for p in response.protocols}
+    assert listed["compound"].risk.state == "exit"
+    assert list(listed["compound"].risk.reasons) == ["supply is paused"]
+    assert not listed["compound"].is_active
+    assert listed["moonwell"].risk.state == "no_new_funds"
+    assert listed["moonwell"].is_active
+    assert listed["aave"].risk.state == "ok" and listed["aave"].is_active

@@ -46,7 +46,8 @@ is a *fee*; any other is a *payout*.
     withdrawn (payouts) and fees from the chain, value = idle balance + positions on chain,
     and yield = Σ yield of the withdrawals (realized) + (value − principal) (unrealized).
     The unrealized yield is never negative through our bookkeeping: value ≥ principal,
-    less the protocols' own rounding (``ROUNDING_PER_MOVE`` per supply or withdrawal).
+    less the protocols' own rounding (``ROUNDING_PER_MOVE`` per supply or withdrawal) and
+    the wallet's share of the bad debt its pools wrote off (the market's ``loss`` rows).
 (g) The wallet is not left ``activating`` or ``running``, nor ``deactivating`` without a
     ``status_reason`` (funds genuinely stuck in a pool say so there).
 (h) Its events (``domain.books.events``) tell the same story, each once: one
@@ -75,7 +76,7 @@ from sqlalchemy import Engine
 
 from support.agent_setup import runs_of
 from support.wallet_setup import FEE
-from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
 from yieldagent.domain.books.aggregates import Totals, apr_units
 from yieldagent.domain.books.effects import run_moves
 from yieldagent.domain.books.events import (
@@ -121,6 +122,8 @@ class ChainBooks:
     moves: int
     """Supplies and withdrawals: each may lose ``ROUNDING_PER_MOVE`` units."""
     value: int
+    losses: int = 0
+    """The wallet's share of the bad debt its pools wrote off."""
 
 
 def chain_books(market: SimulatedMarket, wallet: Wallet, fee_collector: str = FEE) -> ChainBooks:
@@ -152,6 +155,7 @@ def chain_books(market: SimulatedMarket, wallet: Wallet, fee_collector: str = FE
         fees=[r for r in outflows if r.recipient == fee_collector],
         moves=moves,
         value=idle + held,
+        losses=sum(r.amount for r in rows if r.kind == LOSS and r.token == token),
     )
 
 
@@ -330,10 +334,11 @@ def _disagreements(
             f"(realized {realized}, unrealized {unrealized}) ≠ value {chain.value} + "
             f"withdrawn {paid_out} + fees {fees}"
         )
-    if unrealized < -ROUNDING_PER_MOVE * chain.moves:
+    if unrealized < -ROUNDING_PER_MOVE * chain.moves - chain.losses:
         problems.append(
             f"(f) value {chain.value} on chain is below the stored principal "
-            f"{wallet.principal} by more than the rounding of {chain.moves} moves"
+            f"{wallet.principal} by more than the rounding of {chain.moves} moves "
+            f"and {chain.losses} of bad debt"
         )
 
     # (g) nothing left half done

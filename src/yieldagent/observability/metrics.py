@@ -43,7 +43,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
@@ -83,6 +83,20 @@ MOVED_AMOUNT = Counter(
     "Amounts completed agent runs moved, in the token's smallest unit (float64: exact up to "
     "2^53 units), by chain id, token address and step action (withdraw, deposit).",
     ["chain_id", "token", "action"],
+    registry=REGISTRY,
+)
+RISK_TRIPS = Counter(
+    "yieldagent_risk_guard_trips",
+    "Risk guards that tripped on a pool whose state changed (ok, no_new_funds, exit), by "
+    "rule, chain id and protocol.",
+    ["rule", "chain_id", "protocol"],
+    registry=REGISTRY,
+)
+RISK_STATE = Gauge(
+    "yieldagent_risk_pool_state",
+    "Each pool's state under the risk guards as last judged: 0 ok, 1 no_new_funds, 2 exit; "
+    "by chain id, token address and protocol.",
+    ["chain_id", "token", "protocol"],
     registry=REGISTRY,
 )
 WEBHOOK_DELIVERIES = Counter(
@@ -199,6 +213,14 @@ def record_run(outcome: str, moved: Iterable[tuple[int, str, str, int]] = ()) ->
     AGENT_RUNS.labels(outcome=outcome).inc()
     for chain_id, token, action, amount in moved:
         MOVED_AMOUNT.labels(chain_id=str(chain_id), token=token, action=action).inc(amount)
+
+
+def record_risk(chain_id: int, token: str, protocol: str, state: int, rules: Iterable[str]) -> None:
+    """Notes a pool whose state changed under the risk guards: its state (0 ok, 1
+    no_new_funds, 2 exit) and a trip of each rule that put it there."""
+    RISK_STATE.labels(chain_id=str(chain_id), token=token, protocol=protocol).set(state)
+    for rule in rules:
+        RISK_TRIPS.labels(rule=rule, chain_id=str(chain_id), protocol=protocol).inc()
 
 
 class OverdueCollector(Collector):

@@ -31,6 +31,7 @@ from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
+from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import (
     PRUNED_ROWS,
@@ -38,6 +39,7 @@ from yieldagent.observability.metrics import (
     MetricsServer,
     service_registry,
 )
+from yieldagent.observability.risk_metrics import RiskMetrics
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
 from yieldagent.service.grpc_server import (
@@ -65,6 +67,7 @@ from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
@@ -118,7 +121,13 @@ def build_lifecycle(
         policy,
         SYSTEM_CLOCK,
         RunStore(engine).paused,
+        build_risk(settings, engine),
     )
+
+
+def build_risk(settings: Settings, engine: Engine) -> RiskSurvey:
+    """The risk guards with the configured thresholds; their changes go to the metrics."""
+    return RiskSurvey(RiskStore(engine), settings.risk, RiskMetrics())
 
 
 def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Agent:
@@ -133,6 +142,7 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
         RunStore(engine),
         AgentSettings(settings.agent_interval_seconds, thresholds),
         RunMetrics(),
+        lifecycle.risk,
     )
 
 
@@ -183,7 +193,7 @@ def build_server(
         ),
         (
             catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
-            CatalogServicer(catalog, chains, paused, reports.holdings),
+            CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk),
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,

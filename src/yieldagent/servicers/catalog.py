@@ -1,4 +1,7 @@
-"""CatalogService: chains, tokens and protocols (GET /chains, /{chain_id}/tokens, ...)."""
+"""CatalogService: chains, tokens and protocols (GET /chains, /{chain_id}/tokens, ...).
+
+A protocol's listing carries its pool's verdict under the risk guards (``risk``), judged
+when listed; ``is_active`` is false while the operator pauses it or the guards exit it."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from yieldagent.domain.addresses import parse_address
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.risk.guards import OK, Verdict
+from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
 
 
@@ -19,10 +24,11 @@ def _protocol(
     protocol: ProtocolInfo,
     quote: PoolQuote | None,
     active: bool,
+    verdict: Verdict,
 ) -> catalog_pb2.Protocol:
     message = catalog_pb2.Protocol(
         name=protocol.name,
-        is_active=active,
+        is_active=active and not verdict.exit,
         description=protocol.description,
         created_at=protocol.created_at,
         updated_at=protocol.updated_at,
@@ -31,6 +37,7 @@ def _protocol(
         link=protocol.link,
         address=protocol.address,
         title=protocol.title,
+        risk=catalog_pb2.ProtocolRisk(state=str(verdict.state), reasons=verdict.reasons),
     )
     # Market figures come from the chain; a protocol the chain does not report keeps
     # them unset (JSON null and []).
@@ -52,11 +59,13 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         chains: Mapping[int, ChainPort],
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
         holdings: Callable[[int], Mapping[str, int]] = lambda chain_id: {},
+        risk: RiskSurvey | None = None,
     ) -> None:
         self._catalog = catalog
         self._chains = chains
         self._paused = paused
         self._holdings = holdings
+        self._risk = risk
 
     async def ListChains(
         self, request: catalog_pb2.ListChainsRequest, context: grpc.aio.ServicerContext
@@ -90,9 +99,23 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         names = [p.name for p in token.protocols]
         quotes = {quote.protocol: quote for quote in await chain.quotes(address, names)}
         paused = self._paused(request.chain_id)
+        verdicts: dict[str, Verdict] = {}
+        if self._risk is not None:
+            head = await chain.head()
+            judged = await self._risk.judge(
+                request.chain_id, chain, address, quotes, head.timestamp
+            )
+            verdicts = {pool.protocol: pool.verdict for pool in judged}
         return catalog_pb2.ListProtocolsResponse(
             protocols=[
-                _protocol(request.chain_id, token, p, quotes.get(p.name), p.name not in paused)
+                _protocol(
+                    request.chain_id,
+                    token,
+                    p,
+                    quotes.get(p.name),
+                    p.name not in paused,
+                    verdicts.get(p.name, OK),
+                )
                 for p in token.protocols
             ]
         )

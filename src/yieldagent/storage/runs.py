@@ -22,6 +22,7 @@ from sqlalchemy import (
     TextClause,
     TextualSelect,
     bindparam,
+    case,
     text,
     update,
 )
@@ -54,7 +55,8 @@ def _ending(status: str, reason: str) -> str:
         f"runs = runs + CASE WHEN {ran} THEN 1 ELSE 0 END, "
         f"last_run_at = CASE WHEN {ran} THEN :ran_at ELSE last_run_at END, "
         f"last_outcome = CASE WHEN {ran} THEN {status} ELSE last_outcome END, "
-        f"last_reason = CASE WHEN {ran} THEN {reason} ELSE last_reason END"
+        f"last_reason = CASE WHEN {ran} THEN {reason} ELSE last_reason END, "
+        f"last_moved_at = CASE WHEN {status} = 'completed' THEN :ran_at ELSE last_moved_at END"
     )
 
 
@@ -85,6 +87,10 @@ _NOTE = (
         last_run_at=bindparam("ran_at"),
         last_outcome=bindparam("status"),
         last_reason=bindparam("reason"),
+        last_moved_at=case(
+            (bindparam("status") == "completed", bindparam("ran_at")),
+            else_=_schedule.c.last_moved_at,
+        ),
     )
 )
 

@@ -33,6 +33,7 @@ from sqlmodel import Session, col, select
 
 from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
+from yieldagent.domain.risk.history import Snapshot
 from yieldagent.storage.bulk import insert_many, update_many
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import (
@@ -40,6 +41,7 @@ from yieldagent.storage.tables import (
     SimClockRow,
     SimPoolRow,
     SimPositionRow,
+    SimPriceRow,
     SimTransactionRow,
 )
 
@@ -176,7 +178,33 @@ def _markets(text_: str) -> list[MarketState]:
     ]
 
 
+def _history_json(history: Sequence[Snapshot]) -> str:
+    return json.dumps(
+        [[s.at, str(s.tvl), str(s.borrows), str(s.share_price), _switches(s)] for s in history]
+    )
+
+
+def _switches(state: Snapshot | PoolState) -> str:
+    names = [("supply", state.supply_paused), ("withdraw", state.withdraw_paused)]
+    return ",".join(name for name, on in names if on)
+
+
+def _history(text_: str) -> tuple[Snapshot, ...]:
+    return tuple(
+        Snapshot(
+            at,
+            int(tvl),
+            int(borrows),
+            int(price),
+            supply_paused="supply" in switches.split(","),
+            withdraw_paused="withdraw" in switches.split(","),
+        )
+        for at, tvl, borrows, price, switches in json.loads(text_)
+    )
+
+
 def _pool(row: SimPoolRow) -> PoolState:
+    switches = row.switches.split(",")
     return PoolState(
         chain_id=row.chain_id,
         protocol=row.protocol,
@@ -191,6 +219,9 @@ def _pool(row: SimPoolRow) -> PoolState:
         reward_token=row.reward_token,
         reward_rate=row.reward_rate,
         reward_index=row.reward_index,
+        supply_paused="supply" in switches,
+        withdraw_paused="withdraw" in switches,
+        history=_history(row.history),
     )
 
 
@@ -201,6 +232,8 @@ def _write_pool(row: SimPoolRow, pool: PoolState) -> None:
     row.updated_at = pool.updated_at
     row.next_step = pool.next_step
     row.reward_index = pool.reward_index
+    row.switches = _switches(pool)
+    row.history = _history_json(pool.history)
 
 
 class SimSession:
@@ -282,8 +315,25 @@ class SimSession:
                 reward_token=pool.reward_token,
                 reward_rate=pool.reward_rate,
                 reward_index=pool.reward_index,
+                switches=_switches(pool),
+                history=_history_json(pool.history),
             )
         )
+
+    # price feeds
+
+    def prices(self, chain_id: int) -> dict[str, tuple[int, int]]:
+        """Each price feed of ``chain_id`` set so far: (price, peg) by token symbol."""
+        rows = self._session.exec(select(SimPriceRow).where(SimPriceRow.chain_id == chain_id))
+        return {row.symbol: (row.price, row.peg) for row in rows}
+
+    def set_price(self, chain_id: int, symbol: str, price: int, peg: int) -> None:
+        """Sets a price feed."""
+        row = self._session.get(SimPriceRow, (chain_id, symbol))
+        if row is None:
+            row = SimPriceRow(chain_id=chain_id, symbol=symbol, price=price, peg=peg)
+        row.price, row.peg = price, peg
+        self._session.add(row)
 
     def pool_id(self, pool: PoolState) -> int:
         """The stored id of a pool read through ``pools`` in this database session."""
@@ -339,6 +389,13 @@ class SimSession:
                 if scaled:
                     held.setdefault(holder, {})[protocols[pool_id]] = scaled
         return held
+
+    def holders_of(self, pool: PoolState) -> dict[str, int]:
+        """Every holder's scaled units in ``pool`` (read through ``pools``), by holder."""
+        rows = self._session.exec(
+            select(SimPositionRow).where(SimPositionRow.pool_id == self.pool_id(pool))
+        )
+        return {row.holder: row.scaled for row in rows if row.scaled > 0}
 
     def save_position(self, row: SimPositionRow) -> None:
         """Writes a position back."""

@@ -103,6 +103,24 @@ class SimPoolRow(SQLModel, table=True):
     reward_token: str | None = Field(default=None, max_length=42)
     reward_rate: int = Field(sa_type=TokenAmount)
     reward_index: int = Field(sa_type=TokenAmount)
+    switches: str = Field(
+        default="", max_length=32, description="what is paused: supply, withdraw (comma list)"
+    )
+    history: str = Field(
+        default="[]", sa_type=Text, description="JSON list of the pool's recent snapshots"
+    )
+
+
+class SimPriceRow(SQLModel, table=True):
+    """A simulated price feed: a token's price and the price it is pegged to (or was
+    first quoted at), both with ``PRICE_DECIMALS`` decimals."""
+
+    __tablename__ = "sim_prices"
+
+    chain_id: int = Field(primary_key=True)
+    symbol: str = Field(max_length=32, primary_key=True)
+    price: int = Field(sa_type=TokenAmount)
+    peg: int = Field(sa_type=TokenAmount)
 
 
 class SimPositionRow(SQLModel, table=True):
@@ -219,6 +237,9 @@ class WalletScheduleRow(SQLModel, table=True):
     last_run_at: float | None = Field(default=None, description="wall-clock unix time")
     last_outcome: str = Field(default="", max_length=16, description="the last run's status")
     last_reason: str = Field(default="", sa_type=Text, description="why, for the last run")
+    last_moved_at: float | None = Field(
+        default=None, description="wall-clock unix time of the last run that moved funds"
+    )
 
 
 class DepositRow(SQLModel, table=True):
@@ -357,6 +378,23 @@ class ProtocolPauseRow(SQLModel, table=True):
     chain_id: int = Field(primary_key=True)
     protocol: str = Field(max_length=64, primary_key=True)
     paused_at: datetime = Field(sa_column=utc_column())
+
+
+class PoolRiskRow(SQLModel, table=True):
+    """One pool's risk guards: whether a loss excludes it until an operator clears it, and
+    the state and reasons it last showed (``storage.risk``)."""
+
+    __tablename__ = "pool_risks"
+
+    chain_id: int = Field(primary_key=True)
+    protocol: str = Field(max_length=64, primary_key=True)
+    token: str = Field(max_length=42, primary_key=True)
+    loss_excluded: bool = Field(default=False)
+    cleared_at: int | None = Field(
+        default=None, sa_type=BigInteger, description="chain time of the last clearing"
+    )
+    state: str = Field(default="ok", max_length=16)
+    reasons: str = Field(default="[]", sa_type=Text, description="JSON list of sentences")
 
 
 class IdempotencyKeyRow(SQLModel, table=True):

@@ -58,7 +58,7 @@ class ListProtocolsResponse(_message.Message):
     def __init__(self, protocols: _Optional[_Iterable[_Union[Protocol, _Mapping]]] = ...) -> None: ...
 
 class Protocol(_message.Message):
-    __slots__ = ("name", "is_active", "description", "tvl", "apr", "pools", "created_at", "updated_at", "chain_id", "parent_protocol", "link", "address", "title")
+    __slots__ = ("name", "is_active", "description", "tvl", "apr", "pools", "created_at", "updated_at", "chain_id", "parent_protocol", "link", "address", "title", "risk")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IS_ACTIVE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +72,7 @@ class Protocol(_message.Message):
     LINK_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
+    RISK_FIELD_NUMBER: _ClassVar[int]
     name: str
     is_active: bool
     description: str
@@ -85,7 +86,16 @@ class Protocol(_message.Message):
     link: str
     address: str
     title: str
-    def __init__(self, name: _Optional[str] = ..., is_active: _Optional[bool] = ..., description: _Optional[str] = ..., tvl: _Optional[float] = ..., apr: _Optional[float] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., parent_protocol: _Optional[str] = ..., link: _Optional[str] = ..., address: _Optional[str] = ..., title: _Optional[str] = ...) -> None: ...
+    risk: ProtocolRisk
+    def __init__(self, name: _Optional[str] = ..., is_active: _Optional[bool] = ..., description: _Optional[str] = ..., tvl: _Optional[float] = ..., apr: _Optional[float] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., parent_protocol: _Optional[str] = ..., link: _Optional[str] = ..., address: _Optional[str] = ..., title: _Optional[str] = ..., risk: _Optional[_Union[ProtocolRisk, _Mapping]] = ...) -> None: ...
+
+class ProtocolRisk(_message.Message):
+    __slots__ = ("state", "reasons")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, state: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Pool(_message.Message):
     __slots__ = ("name", "apy")

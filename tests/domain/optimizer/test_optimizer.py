@@ -32,6 +32,9 @@ from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
 from yieldagent.domain.optimizer.search import allocate
+from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
+from yieldagent.domain.risk.limits import guarded, wallet_cap
+from yieldagent.domain.risk.settings import RiskSettings
 
 BASE = 8453
 SEED = 7
@@ -393,6 +396,52 @@ def test_three_protocols_are_within_a_hundredth_of_a_percent_of_brute_force(
     assume(_supports(instance.total, instance.names, instance.rules))
     _count_shapes(instance)
     _assert_near_optimum(instance)
+
+
+_VERDICTS = {
+    RiskState.OK: OK,
+    RiskState.NO_NEW_FUNDS: Verdict(
+        RiskState.NO_NEW_FUNDS, (Trip(Rule.UTILISATION, RiskState.NO_NEW_FUNDS, "full"),)
+    ),
+    RiskState.EXIT: Verdict(RiskState.EXIT, (Trip(Rule.LOSS, RiskState.EXIT, "a loss"),)),
+}
+
+
+@st.composite
+def guarded_instances(draw: st.DrawFn) -> tuple[Instance, dict[str, Verdict], dict[str, int]]:
+    """An instance whose rules carry the guards: each pool's verdict, and what the share
+    and size rules let the wallet hold given what the rest of the service holds there."""
+    instance = draw(instances(sizes=(2, 3)))
+    verdicts: dict[str, Verdict] = {}
+    caps: dict[str, int] = {}
+    for name in instance.names:
+        held = instance.current.get(name, 0)
+        others = draw(st.integers(0, POOL_SUPPLY[name] // 5))
+        verdicts[name] = _VERDICTS[draw(st.sampled_from(list(RiskState)))]
+        caps[name] = wallet_cap(
+            POOL_SUPPLY[name], held + others, held, verdicts[name], RiskSettings()
+        )
+    rules = guarded(instance.rules, verdicts, caps)
+    return Instance(instance.total, instance.current, instance.names, rules), verdicts, caps
+
+
+@settings(max_examples=150, deadline=None)
+@given(guarded_instances())
+def test_the_optimum_holds_with_the_risk_guards_as_constraints(
+    guarded_instance: tuple[Instance, dict[str, Verdict], dict[str, int]],
+) -> None:
+    """The guards are constraints like a partner's: the search stays within 0.01% of brute
+    force with them, and its allocation leaves every pool to exit, adds nothing to a pool
+    that takes no new funds, and keeps within the share and size caps."""
+    instance, verdicts, caps = guarded_instance
+    assume(_supports(instance.total, instance.names, instance.rules))
+    _assert_near_optimum(instance)
+    allocation = allocate(instance.total, instance.candidates(), instance.rules)
+    for name, amount in allocation.items():
+        assert not verdicts[name].exit
+        assert amount <= caps[name]
+        if not verdicts[name].takes_funds:
+            assert amount <= instance.current.get(name, 0)
 
 
 def test_the_brute_force_finds_the_known_optimum_of_a_simple_case() -> None:

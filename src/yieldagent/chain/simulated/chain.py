@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from yieldagent.chain.simulated.genesis import reward_token
-from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, quote_of
+from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.ports.chain import (
     Block,
@@ -23,6 +24,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.domain.risk.guards import PoolReading
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -109,12 +111,13 @@ class SimulatedChain:
         }
 
     async def history(self, holder: str, since_block: int) -> list[ChainTx]:
-        return [_chain_tx(row) for row in self.market.history(self.chain_id, holder, since_block)]
+        rows = self.market.history(self.chain_id, holder, since_block)
+        return [_chain_tx(row) for row in rows if row.kind != LOSS]
 
     async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
         """Each holder's history, read at once (see ``domain.ports.chain.BatchHistory``)."""
         return {
-            holder: [_chain_tx(row) for row in rows]
+            holder: [_chain_tx(row) for row in rows if row.kind != LOSS]
             for holder, rows in self.market.histories(self.chain_id, holders, since_block).items()
         }
 
@@ -139,6 +142,9 @@ class SimulatedChain:
             for pool in self.market.pools_now(self.chain_id, token)
             if pool.protocol in wanted
         ]
+
+    async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
+        return Scenarios(self.market).readings(self.chain_id, token, protocols)
 
     async def prepare_account(self, account: str, owner: str) -> None:
         """Nothing to do: simulated accounts need no code."""

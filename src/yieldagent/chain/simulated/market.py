@@ -73,6 +73,8 @@ def _tx_hash(seed: int, sequence: int) -> str:
     return "0x" + keccak(text=f"yieldagent-sim:{seed}:{sequence}").hex()
 
 
+LOSS = "loss"
+"""The kind of a history row that records a holder's share of a pool's bad debt."""
 SWAP_FEE = Decimal("0.003")
 FAUCET = "0x" + "fa" * 20
 """Where simulated tokens come from: mints are transfers from this address."""
@@ -95,6 +97,11 @@ class SimulatedMarket:
         self._speed = speed
         self._wall = wall
         self._projections: dict[tuple[int, str | None, int, int], list[PoolState]] = {}
+
+    @property
+    def seed(self) -> int:
+        """The world's seed (borrow demand's random walks)."""
+        return self._seed
 
     # -- the world and its clock ------------------------------------------------
 
@@ -299,6 +306,14 @@ class SimulatedMarket:
         )
         unit.record(row)
         return _mined(row)
+
+    def note_loss(
+        self, unit: SimSession, chain_id: int, token: str, protocol: str, holder: str, amount: int
+    ) -> MinedTx:
+        """Records what a holder lost when ``protocol``'s pool wrote off bad debt: a
+        ``loss`` row of the holder's history (no token moves; the chain port leaves it
+        out, the books' check reads it)."""
+        return self._mine(unit, chain_id, LOSS, token, protocol, holder, amount)
 
     def deposit_from(
         self, chain_id: int, token: str, sender: str, recipient: str, amount: int

@@ -20,6 +20,10 @@ Accounting is exact, as on chain:
   advanced in between.
 - Reward tokens are emitted to the pool's whole supply; a holder earns its share
   through a reward index per scaled unit.
+- A pool has switches (supply paused, withdrawals paused) and keeps a short history of
+  itself for the risk guards: a snapshot at every step boundary and at every scenario
+  (``drain``, ``lose``, a switch), at most ``MAX_SNAPSHOTS``. ``drain`` has other
+  suppliers leave; ``lose`` writes off bad debt, so every supplier's value falls pro rata.
 """
 
 from __future__ import annotations
@@ -27,12 +31,16 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote, pool_rate, spread
 from yieldagent.domain.optimizer.rate_models import RAY, SECONDS_PER_YEAR, RateModel, model_for
+from yieldagent.domain.risk.history import MAX_SNAPSHOTS, Snapshot, recorded
 
 STEP_SECONDS = 3600
 """Borrow demand changes at every multiple of this many seconds of simulated time."""
+HISTORY_SECONDS = MAX_SNAPSHOTS * STEP_SECONDS
+"""How far back a pool's history reaches."""
 
 _YEAR_RAY = RAY * SECONDS_PER_YEAR
 _MIN_UTILIZATION, _MAX_UTILIZATION = 0.30, 0.97
@@ -84,6 +92,10 @@ class PoolState:
     reward_token: str | None = None
     reward_rate: int = 0
     reward_index: int = 0
+    supply_paused: bool = False
+    withdraw_paused: bool = False
+    history: tuple[Snapshot, ...] = ()
+    """Snapshots of the pool, oldest first (``snapshot_of``)."""
     model: RateModel = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -96,6 +108,28 @@ class PoolState:
     def cash(self) -> int:
         """What can be withdrawn from the pool now."""
         return sum(m.cash() for m in self.markets)
+
+    def borrows(self) -> int:
+        """Underlying lent out of the pool's markets."""
+        return sum(m.borrows for m in self.markets)
+
+
+def snapshot_of(pool: PoolState, at: int) -> Snapshot:
+    """The pool as its risk guards read it at ``at`` (its liquidity index is its share
+    price)."""
+    return Snapshot(
+        at,
+        pool.total_supply(),
+        pool.borrows(),
+        pool.liquidity_index,
+        supply_paused=pool.supply_paused,
+        withdraw_paused=pool.withdraw_paused,
+    )
+
+
+def remember(pool: PoolState, at: int) -> None:
+    """Adds the pool as it is at ``at`` to its history."""
+    pool.history = recorded(pool.history, snapshot_of(pool, at), HISTORY_SECONDS)
 
 
 # -- rates -------------------------------------------------------------------
@@ -156,6 +190,7 @@ def take_step(pool: PoolState, seed: int) -> None:
         market.borrows += int((wanted - market.borrows) * _FOLLOW)
         market.borrows = min(max(market.borrows, 0), market.supply)
     pool.next_step += 1
+    remember(pool, boundary)
 
 
 def catch_up(pool: PoolState, until: int, seed: int) -> None:
@@ -186,9 +221,12 @@ def value_of(pool: PoolState, scaled: int) -> int:
 
 
 def deposit(pool: PoolState, amount: int) -> int:
-    """Adds ``amount`` of underlying; returns the scaled units minted for it."""
+    """Adds ``amount`` of underlying; returns the scaled units minted for it. Raises
+    MarketError while supply is paused."""
     if amount <= 0:
         raise MarketError("amount must be positive")
+    if pool.supply_paused:
+        raise MarketError("supply is paused")
     scaled = amount * RAY // pool.liquidity_index
     for market, part in zip(pool.markets, spread(pool.markets, amount), strict=True):
         market.supply += part
@@ -199,9 +237,11 @@ def deposit(pool: PoolState, amount: int) -> int:
 def withdraw(pool: PoolState, amount: int, holder_scaled: int) -> int:
     """Removes ``amount`` of underlying from a holder with ``holder_scaled`` units;
     returns the scaled units burned. Raises MarketError beyond the holder's value or the
-    pool's cash."""
+    pool's cash, and while withdrawals are paused."""
     if amount <= 0:
         raise MarketError("amount must be positive")
+    if pool.withdraw_paused:
+        raise MarketError("withdrawals are paused")
     if amount > value_of(pool, holder_scaled):
         raise MarketError("amount exceeds the position")
     if amount > pool.cash():
@@ -219,6 +259,53 @@ def withdraw(pool: PoolState, amount: int, holder_scaled: int) -> int:
         remaining -= take
     pool.scaled_supply -= burned
     return burned
+
+
+# -- scenarios ---------------------------------------------------------------
+
+
+def drain(pool: PoolState, fraction: Fraction, at: int) -> int:
+    """Other suppliers withdraw ``fraction`` of the pool's supply (never what the pool's
+    own holders have): from each market in proportion; borrowers repay what the market's
+    cash cannot give. Returns the amount that left."""
+    remember(pool, at)  # the pool before: the peak the TVL drop is measured from
+    others = max(pool.total_supply() - value_of(pool, pool.scaled_supply), 0)
+    leaving = min(pool.total_supply() * fraction.numerator // fraction.denominator, others)
+    left = 0
+    for market, part in zip(pool.markets, spread(pool.markets, -leaving), strict=True):
+        take = min(-part, market.supply)
+        market.supply -= take
+        market.borrows = min(market.borrows, market.supply)
+        left += take
+    remember(pool, at)
+    return left
+
+
+def lose(pool: PoolState, fraction: Fraction, at: int) -> int:
+    """The pool loses ``fraction`` of its assets to bad debt: loans of that size are
+    written off, and every supplier's value (the liquidity index) falls pro rata. Returns
+    the amount lost."""
+    remember(pool, at)  # the share price before the loss
+    keep = 1 - fraction
+    lost = 0
+    for market in pool.markets:
+        loss = market.supply * fraction.numerator // fraction.denominator
+        market.supply -= loss
+        market.borrows = max(market.borrows - loss, 0)
+        lost += loss
+    pool.liquidity_index = pool.liquidity_index * keep.numerator // keep.denominator
+    remember(pool, at)
+    return lost
+
+
+def switch(pool: PoolState, at: int, supply: bool | None, withdraw: bool | None) -> None:
+    """Sets the pool's supply and withdrawal switches (None: as it is) and remembers the
+    pool as they leave it."""
+    if supply is not None:
+        pool.supply_paused = supply
+    if withdraw is not None:
+        pool.withdraw_paused = withdraw
+    remember(pool, at)
 
 
 def rewards_owed(pool: PoolState, scaled: int, snapshot: int) -> int:

@@ -49,6 +49,7 @@ from yieldagent.chain.web3.history import (
 )
 from yieldagent.chain.web3.node_answers import CHAIN_ERRORS
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
+from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
@@ -79,6 +80,7 @@ from yieldagent.domain.ports.chain import (
     TxReceipt,
 )
 from yieldagent.domain.ports.signer import Signer
+from yieldagent.domain.risk.guards import PoolReading
 
 GAS_UNITS = {
     "supply": 260_000,
@@ -278,6 +280,27 @@ class Web3Chain:
         wanted = [pool for name, pool in self.pools.items() if name in set(protocols)]
         block = await self.head()
         return list(await asyncio.gather(*(pool.quote(block) for pool in wanted)))
+
+    async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
+        """The guard inputs of the pools that read their own switches and share price
+        (Aave's reserve), at the head, in one batch; the others are judged on their quotes
+        (``domain.risk.survey``)."""
+        if to_checksum_address(token) != self.config.token:
+            return []
+        await self._ready()
+        wanted = [
+            pool
+            for name, pool in self.pools.items()
+            if name in set(protocols) and isinstance(pool, AavePool)
+        ]
+        if not wanted:
+            return []
+        block = await self.head()
+        snapshots = await asyncio.gather(*(pool.reading(block) for pool in wanted))
+        return [
+            PoolReading(pool.name, snapshot)
+            for pool, snapshot in zip(wanted, snapshots, strict=True)
+        ]
 
     async def plan_calls(
         self, holder: str, action: str, protocol: str, token: str, amount: int

@@ -5,14 +5,22 @@ chain, what moving costs and when a rebalance pays, a run either moves nothing
 (``no_action`` and why, or ``failed`` when the rules cannot be met) or makes moves, each
 a planned step with its pool's APR as planned.
 
+The risk guards (``domain.risk``) are the wallet's constraints too: a pool to exit is
+excluded (leaving it is a required move, which never waits), a pool that takes no new
+funds is capped at what the wallet holds, and each pool at what the share and size rules
+let the wallet hold given the whole service's position there. Within the minimum wait
+after a wallet's last move, only required moves and idle funds go.
+
 The cheap check comes first: when the optimality check (``optimizer.optimality``) shows
 that no move can pay, the full search is spared and the run answers ``SETTLED``. Else the
 optimizer plans over the wallet's protocols less the paused ones, and its moves are cut to
-what the pools' cash can carry now (``within_liquidity``).
+what the pools' cash can carry now (``within_liquidity``): an exit takes what the pool can
+return, and a later run the rest.
 
 A ``Planner`` plans the runs of one chain at one moment: a run on request (one wallet), or
 every wallet of a scheduled batch. Wallets with equal inputs share one settled check, and
-each plan sees the pools as the plans before it leave them.
+each plan sees the pools (and the service's position in them) as the plans before it
+leave them.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.placement import candidates
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
+from yieldagent.domain.risk.survey import UNGUARDED, RiskView
 
 SETTLED = "nothing to move: no move can pay (optimality check)"
 """A no_action run's reason when the optimality check spared the full search (the plan
@@ -59,20 +68,28 @@ class Planner:
     chain's do at one head. The full search of each wallet sees the pools as the moves
     planned before it leave them."""
 
-    def __init__(self, paused: frozenset[str], thresholds: Thresholds) -> None:
+    def __init__(
+        self, paused: frozenset[str], thresholds: Thresholds, risk: RiskView = UNGUARDED
+    ) -> None:
         self._paused = paused
         self._thresholds = thresholds
+        self._risk = risk
         self._checked: dict[tuple[object, ...], NoMoves | None] = {}
         """The settled check's verdict by its inputs: a run's end, or None (search)."""
         self._pools: dict[str, dict[str, PoolQuote]] = {}
         """Each token's pools as the moves planned so far leave them."""
+        self._ours: dict[tuple[str, str], int] = {
+            key: pool.ours for key, pool in risk.pools.items()
+        }
+        """The service's position in each pool (by token, protocol) as the moves planned
+        so far leave it."""
 
     def plan(self, wallet: Wallet, valuation: Valuation, costs: Costs) -> Decision:
         """What the wallet's run is to do: ``valuation`` is what it holds, ``costs`` what
         moving its token costs. Infeasible rules, or any other refusal while planning,
         end the run ``failed``."""
         try:
-            settled = self._settled(wallet, valuation, costs)
+            settled = self._settled(wallet, valuation, self._problem(wallet, valuation, costs))
         except Exception as refused:
             return NoMoves(OperationStatus.FAILED, refusal(refused))
         if settled is not None:
@@ -81,43 +98,89 @@ class Planner:
         # Each plan sees the pools as the plans before it leave them.
         valuation = replace(valuation, quotes=pools)
         try:
-            plan = optimize(*self._problem(wallet, valuation, costs))
+            problem = self._problem(wallet, valuation, costs)
+            try:
+                plan = optimize(*problem)
+            except InvalidRequest:
+                if problem[3] is wallet.constraints:
+                    raise
+                # the guards made the wallet's rules infeasible: leaving a failing pool
+                # comes before a minimum number of protocols or a forced position
+                plan = optimize(*self._problem(wallet, valuation, costs, relax=True))
             moves = within_liquidity(plan.moves, valuation)
         except Exception as refused:
             return NoMoves(OperationStatus.FAILED, refusal(refused))
         if not moves:
             return NoMoves(OperationStatus.NO_ACTION, _idle_reason(plan))
         self._pools[wallet.token] = _after(pools, moves)
-        return PlannedRun(wallet, plan, _steps(wallet, valuation, moves))
+        for move in moves:
+            key = (wallet.token, move.protocol)
+            delta = -move.amount if move.action == StepAction.WITHDRAW else move.amount
+            self._ours[key] = max(self._ours.get(key, 0) + delta, 0)
+        moving_out, left_behind = self._leaving(wallet, valuation, moves)
+        return PlannedRun(wallet, plan, _steps(wallet, valuation, moves), moving_out, left_behind)
 
-    def _settled(self, wallet: Wallet, valuation: Valuation, costs: Costs) -> NoMoves | None:
+    def _settled(
+        self,
+        wallet: Wallet,
+        valuation: Valuation,
+        problem: tuple[Mapping[str, int], int, list[Candidate], Constraints, Costs, Thresholds],
+    ) -> NoMoves | None:
         """The cheap check, once per inputs: the run's end when it shows that the full
         search would move nothing (or that the rules cannot be met), else None."""
-        key = (costs, *_inputs(wallet, valuation, self._paused))
+        rules, costs, thresholds = problem[3], problem[4], problem[5]
+        key = (costs, thresholds, *_inputs(wallet, valuation, self._paused, rules))
         if key not in self._checked:
             try:
-                settled = is_settled(*self._problem(wallet, valuation, costs))
+                settled = is_settled(*problem)
                 self._checked[key] = (
                     NoMoves(OperationStatus.NO_ACTION, SETTLED) if settled else None
                 )
             except InvalidRequest as infeasible:
-                self._checked[key] = NoMoves(OperationStatus.FAILED, refusal(infeasible))
+                if rules is wallet.constraints:
+                    self._checked[key] = NoMoves(OperationStatus.FAILED, refusal(infeasible))
+                else:
+                    self._checked[key] = None  # the search relaxes what the guards broke
         return self._checked[key]
 
     def _problem(
-        self, wallet: Wallet, valuation: Valuation, costs: Costs
+        self, wallet: Wallet, valuation: Valuation, costs: Costs, relax: bool = False
     ) -> tuple[Mapping[str, int], int, list[Candidate], Constraints, Costs, Thresholds]:
         """What the optimizer solves for the wallet: its holdings over its protocols less
-        the paused ones."""
+        the paused ones, within its rules and the guards (``relax``: the guards with only
+        the wallet's caps, when its minimums cannot be met with them)."""
         protocols = [p for p in wallet.selected_protocols if p not in self._paused]
+        found = candidates(valuation, protocols)
+        rules = self._risk.constrain(
+            wallet.token, wallet.constraints, found, valuation.total, self._ours, relax
+        )
         return (
             valuation.positions,
             valuation.idle,
-            candidates(valuation, protocols),
-            wallet.constraints,
+            found,
+            rules,
             costs,
-            self._thresholds,
+            self._risk.thresholds(wallet.id, self._thresholds),
         )
+
+    def _leaving(
+        self, wallet: Wallet, valuation: Valuation, moves: Sequence[Move]
+    ) -> tuple[str, str]:
+        """What the wallet says (its ``status_reason``) while the run moves it out of
+        pools to exit, and after it: what the pools could not yet return, if anything."""
+        taken = {m.protocol: m.amount for m in moves if m.action == StepAction.WITHDRAW}
+        moving: list[str] = []
+        left: list[str] = []
+        for name, held in sorted(valuation.positions.items()):
+            verdict = self._risk.pool(wallet.token, name).verdict
+            if held <= 0 or not verdict.exit:
+                continue
+            why = "; ".join(verdict.reasons)
+            moving.append(f"leaving {name}: {why}")
+            rest = held - taken.get(name, 0)
+            if rest > 0:
+                left.append(f"leaving {name} as its liquidity frees up ({rest} left): {why}")
+        return " · ".join(moving), " · ".join(left)
 
 
 def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
@@ -179,10 +242,12 @@ def _idle_reason(plan: Plan) -> str:
     return plan.reason if not plan.moves else "the pools lack the cash to move now"
 
 
-def _inputs(wallet: Wallet, valuation: Valuation, paused: frozenset[str]) -> tuple[object, ...]:
-    """What a wallet's plan depends on besides the batch's pools, costs and thresholds:
-    wallets with equal inputs get the same plan."""
-    rules = wallet.constraints
+def _inputs(
+    wallet: Wallet, valuation: Valuation, paused: frozenset[str], rules: Constraints
+) -> tuple[object, ...]:
+    """What a wallet's plan depends on besides the batch's pools, costs and thresholds
+    (``rules``: its constraints with the guards): wallets with equal inputs get the same
+    plan."""
     return (
         wallet.token,
         valuation.idle,

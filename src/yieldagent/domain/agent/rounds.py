@@ -56,6 +56,12 @@ class PlannedRun:
     wallet: Wallet
     plan: Plan
     steps: tuple[Step, ...]
+    moving_out: str = ""
+    """The wallet's ``status_reason`` while the run moves it out of pools the guards
+    exit ("" when it leaves none)."""
+    left_behind: str = ""
+    """Its ``status_reason`` after the run: what the pools it exits could not yet return
+    ("" when nothing is left); a later run takes the rest."""
 
 
 _CHANGED = "The wallet changed meanwhile; retry"
@@ -71,7 +77,14 @@ async def execute(
     operations = [
         books.begin(p.wallet, OperationKind.RUN, block, owner, steps=p.steps) for p in planned
     ]
-    running = [replace(p.wallet, status=transition(p.wallet.status, "run")) for p in planned]
+    running = [
+        replace(
+            p.wallet,
+            status=transition(p.wallet.status, "run"),
+            status_reason=p.moving_out,
+        )
+        for p in planned
+    ]
     stored = books.commits.commit_many(
         [Journal(w, operation=op, owner=owner) for w, op in zip(running, operations, strict=True)]
     )
@@ -85,7 +98,11 @@ async def execute(
             operation = operation.closed(OperationStatus.FAILED, reason)
         else:
             operation = operation.closed(OperationStatus.COMPLETED, planned[i].plan.reason)
-        back = replace(running[i], status=transition(running[i].status, "run_finished"))
+        back = replace(
+            running[i],
+            status=transition(running[i].status, "run_finished"),
+            status_reason=planned[i].left_behind,
+        )
         closing.append((back, operation))
     closed = await books.close_many(chain, closing, owner)
     outcomes: list[RunOutcome | Conflict] = [Conflict(_CHANGED) for _ in planned]

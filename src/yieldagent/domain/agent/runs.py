@@ -1,8 +1,9 @@
 """One wallet's run: on request, or as the schedule plans it.
 
 A **run** is an operation (``domain.books.operations``, kind ``run``). It holds the wallet's
-lease, values the wallet on chain and plans (``domain.agent.plan``) over the wallet's
-protocols less the paused ones. A plan with moves turns the wallet ``running`` and is
+lease, values the wallet on chain, judges its pools by the risk guards
+(``domain.risk.survey``) and plans (``domain.agent.plan``) over the wallet's protocols
+less the paused ones. A plan with moves turns the wallet ``running`` and is
 stored, every move a planned step, in the same commit, before anything executes. The
 moves then execute in order (withdrawals first), each step marked with its transaction
 as it is mined; the run closes by booking what the chain shows (``Books.close``) and
@@ -40,6 +41,7 @@ from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.observers import UNOBSERVED, RunObserver
 from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
+from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +56,15 @@ class Agent:
         runs: RunRepository,
         settings: AgentSettings,
         observer: RunObserver = UNOBSERVED,
+        risk: RiskSurvey | None = None,
     ) -> None:
         self._lifecycle = lifecycle
         self._books = lifecycle.books
         self._runs = runs
         self._settings = settings
         self._observer = observer
-        self._schedule = Scheduler(lifecycle.books, wallets, runs, settings, observer)
+        self._risk = risk
+        self._schedule = Scheduler(lifecycle.books, wallets, runs, settings, observer, risk)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -113,11 +117,20 @@ class Agent:
         # wallet turns `running` only when there is something to move.
         try:
             paused = self._runs.paused(wallet.chain_id)
-            valuation = await value(chain, wallet)
+            valuation = await value(chain, wallet, head=head)
             costs = await moving_costs(chain, self._books.token_info(wallet))
-        except Exception as refused:  # the chain, or the store of pauses, failed to answer
+            risk = await risk_view(
+                self._risk,
+                wallet.chain_id,
+                chain,
+                [wallet],
+                {wallet.id: valuation},
+                head.timestamp,
+                self._now(),
+            )
+        except Exception as refused:  # the chain, or a store, failed to answer
             return self._note(wallet, OperationStatus.FAILED, refusal(refused))
-        decision = Planner(paused, self.thresholds).plan(wallet, valuation, costs)
+        decision = Planner(paused, self.thresholds, risk).plan(wallet, valuation, costs)
         if isinstance(decision, NoMoves):
             return self._note(wallet, decision.status, decision.reason)
         return await self._execute(chain, head.number, owner, decision)

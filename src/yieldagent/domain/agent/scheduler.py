@@ -4,7 +4,8 @@ replicas.
 Each replica claims a batch of due wallets (see ``storage.runs``), runs them and sets their
 next run one interval later, renewing the batch's leases while it works. A batch is read
 and planned at once: every wallet of a chain is valued at one head, with the chain's pauses
-and costs read once, and planned by one ``Planner`` (``domain.agent.plan``), so that
+and costs read once, its pools judged by the risk guards once (``domain.risk.survey``),
+and planned by one ``Planner`` (``domain.agent.plan``), so that
 wallets with the same holdings and rules are checked once. Runs that move nothing are
 noted, rescheduled and released together, in one transaction, before the runs with moves
 execute together (``domain.agent.rounds``).
@@ -31,6 +32,7 @@ from yieldagent.domain.optimizer.placement import moving_costs
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 from yieldagent.domain.ports.observers import RunObserver
 from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
+from yieldagent.domain.risk.survey import UNGUARDED, RiskSurvey, risk_view
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +56,12 @@ class Scheduler:
         runs: RunRepository,
         settings: AgentSettings,
         observer: RunObserver,
+        risk: RiskSurvey | None = None,
     ) -> None:
         self._books = books
         self._wallets = wallets
         self._runs = runs
+        self._risk = risk
         self._settings = settings
         self._observer = observer
         self._overlapping = False
@@ -157,14 +161,18 @@ class Scheduler:
             else:  # claimed wallets are activated; as ``run``, not a run otherwise
                 ends.append(RunEnd(wallet.id))
                 ran += 1
+        risk = UNGUARDED
         try:
             valuations = await value_many(chain, runnable, head)
-        except Exception as refused:  # the chain failed to answer
+            risk = await risk_view(
+                self._risk, chain_id, chain, runnable, valuations, head.timestamp, self._now()
+            )
+        except Exception as refused:  # the chain, or the guards' store, failed to answer
             valuations = {}
             reason = refusal(refused)
             ends += [_ended(wallet, OperationStatus.FAILED, reason) for wallet in runnable]
             runnable = []
-        planner = Planner(paused, self._settings.thresholds)
+        planner = Planner(paused, self._settings.thresholds, risk)
         costs: dict[str, Costs] = {}
         planned: list[PlannedRun] = []
         for wallet in runnable:

@@ -48,6 +48,7 @@ from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.placement import moving_costs, placement
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.ports.chain import ChainPort, Transfer
+from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
 
@@ -75,10 +76,12 @@ class Deposits:
         books: Books,
         settled: Settled,
         paused: Callable[[int], frozenset[str]],
+        risk: RiskSurvey | None = None,
     ) -> None:
         self._books = books
         self._settled = settled
         self._paused = paused
+        self._risk = risk
 
     # -- activation ---------------------------------------------------------------------
 
@@ -260,9 +263,20 @@ class Deposits:
         books = self._books
         try:
             await chain.prepare_account(wallet.address, wallet.eoa)
-            valuation = await value(chain, wallet)
+            head = await chain.head()
+            valuation = await value(chain, wallet, head=head)
             costs = await moving_costs(chain, books.token_info(wallet))
-            for move in placement(wallet, valuation, costs, self._paused(wallet.chain_id)):
+            risk = await risk_view(
+                self._risk,
+                wallet.chain_id,
+                chain,
+                [wallet],
+                {wallet.id: valuation},
+                head.timestamp,
+                books.clock.time(),
+            )
+            paused = self._paused(wallet.chain_id)
+            for move in placement(wallet, valuation, costs, paused, risk):
                 quote = valuation.quotes.get(move.protocol)
                 step = Step(
                     move.action,

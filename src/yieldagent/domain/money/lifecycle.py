@@ -34,6 +34,7 @@ from yieldagent.domain.money.withdrawals import Withdrawals
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.clock import Clock
 from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
+from yieldagent.domain.risk.survey import RiskSurvey
 
 SNAPSHOT_SECONDS = 3600
 """At most one periodic performance point per wallet per hour of chain time."""
@@ -63,9 +64,10 @@ class Lifecycle:
         policy: Policy,
         clock: Clock,
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
+        risk: RiskSurvey | None = None,
     ) -> None:
         self.books = Books(wallets, operations, chains, catalog, policy, clock)
-        self.deposits = Deposits(self.books, self._settled, paused)
+        self.deposits = Deposits(self.books, self._settled, paused, risk)
         self.withdrawals = Withdrawals(self.books, self._settled)
         self.rewards = Rewards(self.books, self._settled, self.deposits)
         self.reconciler = Reconciler(
@@ -82,6 +84,8 @@ class Lifecycle:
         )
         self.paused = paused
         """The protocols the operator paused on a chain: funds are never placed there."""
+        self.risk = risk
+        """The risk guards (None: none): new funds go only where they allow."""
 
     async def _settled(self, key: str | None) -> Operation | None:
         """The operation started with idempotency ``key``, once it has ended (see

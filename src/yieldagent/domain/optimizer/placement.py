@@ -9,9 +9,11 @@ from yieldagent.domain.books.operations import Move
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.catalog import TokenInfo
+from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.rebalance import Costs, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
 from yieldagent.domain.ports.chain import ChainKind, ChainPort
+from yieldagent.domain.risk.survey import UNGUARDED, RiskView
 
 
 async def moving_costs(chain: ChainPort, token: TokenInfo) -> Costs:
@@ -34,18 +36,23 @@ def placement(
     valuation: Valuation,
     costs: Costs,
     paused: frozenset[str] = frozenset(),
+    risk: RiskView = UNGUARDED,
 ) -> list[Move]:
-    """Where the wallet's idle funds go, as the optimizer plans: where the best allocation
-    wants more, or with a rebalance when the rules require one (a minimum position, say)
-    or when it pays. Nothing moves without idle funds."""
+    """Where the wallet's idle funds go, as the optimizer plans within the risk guards
+    (``risk``): where the best allocation wants more, or with a rebalance when the rules
+    require one (a minimum position, say) or when it pays. Nothing moves without idle
+    funds."""
     if valuation.idle <= 0:
         return []
     protocols = [p for p in wallet.selected_protocols if p not in paused]
-    plan = optimize(
-        valuation.positions,
-        valuation.idle,
-        candidates(valuation, protocols),
-        wallet.constraints,
-        costs,
-    )
+    found = candidates(valuation, protocols)
+    thresholds = risk.thresholds(wallet.id, Thresholds())
+    try:
+        rules = risk.constrain(wallet.token, wallet.constraints, found, valuation.total)
+        plan = optimize(valuation.positions, valuation.idle, found, rules, costs, thresholds)
+    except InvalidRequest:
+        if not risk.enabled:
+            raise
+        rules = risk.constrain(wallet.token, wallet.constraints, found, valuation.total, relax=True)
+        plan = optimize(valuation.positions, valuation.idle, found, rules, costs, thresholds)
     return list(plan.moves)

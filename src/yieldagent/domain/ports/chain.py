@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.risk.guards import PoolReading
 
 
 class ChainKind(StrEnum):
@@ -265,3 +266,14 @@ class BatchReads(Protocol):
         self, token: str, holders: Sequence[str]
     ) -> dict[str, tuple[int, list[Position]]]:
         """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
+
+
+@runtime_checkable
+class RiskReads(Protocol):
+    """A chain that reads its pools' guard inputs: their switches (paused, frozen), share
+    prices, collateral feeds and recent history. A chain without it is guarded on what its
+    quotes show (supply, borrows, cash)."""
+
+    async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
+        """Each of ``protocols``' pool of ``token``, for its guards; pools it does not know
+        are left out."""

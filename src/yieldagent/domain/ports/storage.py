@@ -236,6 +236,40 @@ class RunRepository(Protocol):
         (False where the database has one writer: the second would only wait)."""
 
 
+# -- risk guards ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RiskRecord:
+    """What is kept of one pool's guards: whether a loss excludes it (until an operator
+    clears it, and when that was), and the state and reasons it last showed."""
+
+    protocol: str
+    token: str
+    loss_excluded: bool = False
+    cleared_at: int | None = None
+    """Chain time (unix seconds) of the operator's last clearing."""
+    state: str = "ok"
+    reasons: tuple[str, ...] = ()
+
+
+class RiskRepository(Protocol):
+    """Where the guards' state of each pool is kept, and what the service holds there."""
+
+    def records(self, chain_id: int) -> list[RiskRecord]:
+        """Every pool's record on ``chain_id``."""
+
+    def save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
+        """Stores ``records`` (each replacing its pool's)."""
+
+    def exposure(self, chain_id: int, token: str) -> Mapping[str, int]:
+        """What every wallet together holds of ``token`` in each protocol, by protocol."""
+
+    def last_moves(self, wallet_ids: Sequence[int]) -> Mapping[int, float]:
+        """When each of ``wallet_ids`` last moved funds in a run (wall-clock unix
+        seconds); wallets that never did are missing."""
+
+
 # -- events ---------------------------------------------------------------------------------
 
 

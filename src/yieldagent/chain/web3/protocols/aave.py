@@ -36,6 +36,7 @@ from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.optimizer.rate_models import AaveV3
 from yieldagent.domain.ports.chain import Block
+from yieldagent.domain.risk.history import Snapshot
 
 RESERVE_FACTOR_SHIFT = 64
 RESERVE_FACTOR_MASK = 0xFFFF
@@ -50,6 +51,19 @@ class Reserve:
     stable_debt: str
     variable_debt: str
     strategy: str
+
+
+ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT = 56, 57, 60
+"""Where Aave v3's ReserveConfiguration keeps the reserve's switches."""
+
+
+def switches(configuration: int) -> tuple[bool, bool, bool]:
+    """(supply paused, withdrawals paused, frozen) of a reserve configuration word: a paused
+    or inactive reserve stops both; a frozen one takes no new supply."""
+    active = bool(configuration >> ACTIVE_BIT & 1)
+    paused = bool(configuration >> PAUSED_BIT & 1) or not active
+    frozen = bool(configuration >> FROZEN_BIT & 1)
+    return paused, paused, frozen
 
 
 def reserve_factor(configuration: int) -> int:
@@ -109,6 +123,31 @@ class AavePool:
         borrows = variable + stable
         market = MarketQuote(self.config.title or "Aave v3", cash + borrows, borrows)
         return PoolQuote(self.name, self.token, model, (market,))
+
+    async def reading(self, block: Block) -> Snapshot:
+        """The reserve as its risk guards read it at ``block``: supply and borrows, its
+        switches (active, frozen, paused) and its liquidity index, in one batch."""
+        reserve = self.reserve
+        data, cash, variable, stable = await self._reader.call_many(
+            [
+                read(self.config.address, AAVE_RESERVE_DATA, self.token),
+                read(self.token, BALANCE_OF, reserve.a_token),
+                read(reserve.variable_debt, TOTAL_SUPPLY),
+                read(reserve.stable_debt, TOTAL_SUPPLY),
+            ],
+            block.number,
+        )
+        supply_paused, withdraw_paused, frozen = switches(data[0][0])
+        borrows = variable + stable
+        return Snapshot(
+            block.timestamp,
+            cash + borrows,
+            borrows,
+            int(data[1]),  # liquidityIndex
+            supply_paused=supply_paused,
+            withdraw_paused=withdraw_paused,
+            frozen=frozen,
+        )
 
     async def position(self, holder: str, block: BlockId) -> int:
         return int(await self._reader.call(self.reserve.a_token, BALANCE_OF, holder, block=block))

@@ -1,0 +1,265 @@
+"""The guards: what each says of a pool, and the pool's verdict.
+
+Each guard is a pure function of a pool's reading (``PoolReading``: the present, its
+history, its collateral feeds), the service's position in it and the settings, named in
+``GUARDS``. A guard that trips gives a ``Trip``: its rule, the state it asks for
+(``no_new_funds`` or ``exit``) and why. A pool's verdict is the strictest state its trips
+ask for, with every reason. The share and size caps are amounts rather than states; they
+live in ``limits``, and a pool the service already holds its share of reads
+``no_new_funds`` here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.risk.settings import RiskSettings, exact
+
+
+class RiskState(StrEnum):
+    """What a pool may do, least strict first."""
+
+    OK = "ok"
+    NO_NEW_FUNDS = "no_new_funds"
+    EXIT = "exit"
+
+
+class Rule(StrEnum):
+    """The guards' names, as metrics, the CLI and partners see them."""
+
+    POOL_SHARE = "pool_share"
+    POOL_SIZE = "pool_size"
+    TVL_DROP = "tvl_drop"
+    PAUSED = "paused"
+    UTILISATION = "utilisation"
+    LIQUIDITY = "liquidity"
+    LOSS = "loss"
+    DEPEG = "depeg"
+    MOVE_LOSS = "move_loss"
+    MIN_WAIT = "min_wait"
+
+
+@dataclass(frozen=True, slots=True)
+class CollateralFeed:
+    """A price feed of a collateral a pool lends against, and the price it is pegged to,
+    in one fixed-point scale (a feed's own, 8 decimals for most)."""
+
+    token: str
+    price: int
+    peg: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReading:
+    """What the chain port read of one pool for its guards: the present and its history."""
+
+    protocol: str
+    now: Snapshot
+    history: tuple[Snapshot, ...] = ()
+    """Earlier snapshots, oldest first (``history.recorded``); ``now`` need not be among
+    them."""
+    collateral: tuple[CollateralFeed, ...] = ()
+
+    @property
+    def cash(self) -> int:
+        """What the pool can pay out now."""
+        return max(self.now.tvl - self.now.borrows, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """What the service holds of a pool, and whether an operator still excludes it after
+    a loss."""
+
+    ours: int = 0
+    """Every wallet's position in the pool together."""
+    loss_excluded: bool = False
+    cleared_at: int | None = None
+    """When an operator last cleared a loss exclusion: the loss guard looks at the share
+    price only from then on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """A guard that tripped: its rule, the state it asks for, and why."""
+
+    rule: Rule
+    state: RiskState
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A pool's state under every guard, and the trips that put it there."""
+
+    state: RiskState = RiskState.OK
+    trips: tuple[Trip, ...] = field(default=())
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why, one sentence per trip."""
+        return tuple(t.reason for t in self.trips)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The rules that tripped."""
+        return tuple(t.rule for t in self.trips)
+
+    @property
+    def takes_funds(self) -> bool:
+        """Whether new funds may go in."""
+        return self.state == RiskState.OK
+
+    @property
+    def exit(self) -> bool:
+        """Whether every wallet must leave."""
+        return self.state == RiskState.EXIT
+
+
+OK = Verdict()
+
+Guard = Callable[[PoolReading, Exposure, RiskSettings], "Trip | None"]
+
+
+def _window(reading: PoolReading, settings: RiskSettings) -> list[Snapshot]:
+    """The history within the guards' window, and the present."""
+    since = reading.now.at - settings.window_seconds
+    return [s for s in reading.history if s.at >= since] + [reading.now]
+
+
+def pool_share(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """The service already holds its share of the pool: nothing more goes in (what may go
+    in otherwise is ``limits.wallet_cap``'s)."""
+    share = exact(settings.max_pool_share)
+    tvl = reading.now.tvl
+    if exposure.ours > 0 and exposure.ours * share.denominator >= tvl * share.numerator:
+        return Trip(
+            Rule.POOL_SHARE,
+            RiskState.NO_NEW_FUNDS,
+            f"the service holds {settings.max_pool_share:.0%} or more of the pool",
+        )
+    return None
+
+
+def tvl_drop(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """The TVL fell by more than ``max_tvl_drop`` from its peak within the window."""
+    peak = max(s.tvl for s in _window(reading, settings))
+    drop = exact(settings.max_tvl_drop)
+    kept = 1 - drop  # the share of the peak the TVL must keep
+    if peak > 0 and reading.now.tvl * kept.denominator < peak * kept.numerator:
+        hours = settings.window_seconds // 3600
+        return Trip(
+            Rule.TVL_DROP,
+            RiskState.EXIT,
+            f"TVL fell more than {settings.max_tvl_drop:.0%} within {hours} hours",
+        )
+    return None
+
+
+def paused(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """Withdrawals paused (alone or with supply): no new funds, since nothing can leave;
+    once they reopen, exit (a pause within the window still counts). Supply paused or
+    reserve frozen: exit."""
+    now = reading.now
+    if now.withdraw_paused:  # nothing can leave: no new funds until withdrawals reopen
+        return Trip(Rule.PAUSED, RiskState.NO_NEW_FUNDS, "withdrawals are paused")
+    if now.frozen:
+        return Trip(Rule.PAUSED, RiskState.EXIT, "the reserve is frozen")
+    if now.supply_paused:
+        return Trip(Rule.PAUSED, RiskState.EXIT, "supply is paused")
+    if any(s.paused for s in _window(reading, settings)):
+        return Trip(Rule.PAUSED, RiskState.EXIT, "the pool was paused within the window")
+    return None
+
+
+def utilisation(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """Utilisation at or above ``max_utilisation`` in every snapshot for longer than
+    ``utilisation_seconds``."""
+    limit = exact(settings.max_utilisation)
+    high_since = None
+    for snapshot in reversed(_window(reading, settings)):
+        if not snapshot.utilisation_at_least(limit.numerator, limit.denominator):
+            break
+        high_since = snapshot.at
+    if high_since is not None and reading.now.at - high_since >= settings.utilisation_seconds:
+        return Trip(
+            Rule.UTILISATION,
+            RiskState.NO_NEW_FUNDS,
+            f"utilisation has stayed at {settings.max_utilisation:.0%} or above",
+        )
+    return None
+
+
+def liquidity(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """Free liquidity below ``min_free_liquidity`` of the service's position: exit, taking
+    what the pool can return as liquidity frees up."""
+    floor = exact(settings.min_free_liquidity)
+    if exposure.ours > 0 and reading.cash * floor.denominator < exposure.ours * floor.numerator:
+        return Trip(
+            Rule.LIQUIDITY,
+            RiskState.EXIT,
+            f"free liquidity is below {settings.min_free_liquidity:.0%} of our position",
+        )
+    return None
+
+
+def loss(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """The pool's share price fell (bad debt was realised), or an earlier loss is not yet
+    cleared: exit."""
+    if exposure.loss_excluded:
+        return Trip(Rule.LOSS, RiskState.EXIT, "excluded after a loss until an operator clears it")
+    since = exposure.cleared_at
+    prices = [s.share_price for s in _window(reading, settings) if since is None or s.at >= since]
+    if prices and reading.now.share_price < max(prices):
+        return Trip(Rule.LOSS, RiskState.EXIT, "the pool's share price fell: a realised loss")
+    return None
+
+
+def depeg(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
+    """A collateral's feed is ``max_depeg`` or more below its peg."""
+    kept = 1 - exact(settings.max_depeg)
+    fallen = sorted(
+        feed.token
+        for feed in reading.collateral
+        if feed.price * kept.denominator <= feed.peg * kept.numerator
+    )
+    if fallen:
+        return Trip(
+            Rule.DEPEG,
+            RiskState.EXIT,
+            f"collateral {', '.join(fallen)} is {settings.max_depeg:.0%} or more below its peg",
+        )
+    return None
+
+
+GUARDS: tuple[tuple[Rule, Guard], ...] = (
+    (Rule.PAUSED, paused),
+    (Rule.LOSS, loss),
+    (Rule.TVL_DROP, tvl_drop),
+    (Rule.DEPEG, depeg),
+    (Rule.LIQUIDITY, liquidity),
+    (Rule.UTILISATION, utilisation),
+    (Rule.POOL_SHARE, pool_share),
+)
+"""Every guard that judges a pool as a whole, in the order its reasons are listed."""
+
+_RANK = {RiskState.OK: 0, RiskState.NO_NEW_FUNDS: 1, RiskState.EXIT: 2}
+
+
+def assess(
+    reading: PoolReading, exposure: Exposure, settings: RiskSettings, guards: Sequence[Rule] = ()
+) -> Verdict:
+    """The pool's verdict under every guard (or only ``guards``, when given)."""
+    trips = tuple(
+        trip
+        for rule, guard in GUARDS
+        if not guards or rule in guards
+        if (trip := guard(reading, exposure, settings)) is not None
+    )
+    if not trips:
+        return OK
+    state = max((t.state for t in trips), key=_RANK.__getitem__)
+    return Verdict(state, trips)

@@ -1,0 +1,252 @@
+"""The guards applied to a chain's pools: what the agent and the placement of new funds
+plan with (``RiskView``), and the use case that reads and records it (``RiskSurvey``).
+
+A survey reads each pool's guard inputs from the chain (``RiskReads``; a chain without
+them is judged on its quotes: supply, borrows, cash), what the service holds there and
+each pool's stored record, and judges every pool (``guards.assess``). A loss the guards
+see becomes a stored exclusion that only an operator lifts (``clear``). A pool whose
+state changed is reported to the survey's observer (metrics, events) and stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from yieldagent.domain.books.valuation import Valuation
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.optimizer.rebalance import Thresholds
+from yieldagent.domain.ports.chain import ChainPort, RiskReads
+from yieldagent.domain.ports.storage import RiskRecord, RiskRepository
+from yieldagent.domain.risk.guards import (
+    OK,
+    Exposure,
+    PoolReading,
+    RiskState,
+    Rule,
+    Verdict,
+    assess,
+)
+from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.risk.limits import guarded, must_wait, relaxed, wallet_cap
+from yieldagent.domain.risk.settings import RiskSettings
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRisk:
+    """One pool's verdict, and what the service held there when it was judged."""
+
+    verdict: Verdict
+    ours: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RiskView:
+    """The guards' view of one chain's pools at one moment, for planning."""
+
+    settings: RiskSettings = field(default_factory=RiskSettings)
+    pools: Mapping[tuple[str, str], PoolRisk] = field(default_factory=dict)
+    """By (token, protocol)."""
+    last_moves: Mapping[int, float] = field(default_factory=dict)
+    """When each wallet last moved funds (wall-clock unix seconds), by wallet id."""
+    now: float = 0.0
+    """Wall-clock unix seconds, as ``last_moves`` are."""
+    enabled: bool = True
+    """False: no guard applies (a view for callers that guard nothing)."""
+
+    def pool(self, token: str, protocol: str) -> PoolRisk:
+        """The pool's verdict; OK for a pool not surveyed."""
+        return self.pools.get((token, protocol), _UNJUDGED)
+
+    def constrain(
+        self,
+        token: str,
+        rules: Constraints,
+        candidates: Sequence[Candidate],
+        total: int,
+        ours: Mapping[tuple[str, str], int] | None = None,
+        relax: bool = False,
+    ) -> Constraints:
+        """A wallet's ``rules`` with the guards, for a wallet worth ``total``: pools to exit
+        excluded, and each of ``candidates`` capped at what its verdict, the pool share and
+        the pool size let the wallet hold (a cap of ``total`` or more binds nothing and is
+        left out, so most wallets keep their own rules, and equal wallets share a plan).
+        ``ours``: the service's position in each pool (by token, protocol) as the moves
+        planned so far leave it, when not as surveyed. ``relax``: the wallet's minimums
+        dropped (see ``limits.relaxed``)."""
+        if not self.enabled:
+            return rules
+        verdicts: dict[str, Verdict] = {}
+        caps: dict[str, int] = {}
+        for candidate in candidates:
+            name = candidate.protocol
+            pool = self.pool(token, name)
+            held = candidate.current
+            service = pool.ours if ours is None else ours.get((token, name), pool.ours)
+            if not pool.verdict.takes_funds:
+                verdicts[name] = pool.verdict
+            cap = wallet_cap(
+                candidate.quote.total_supply,
+                max(service, held),
+                held,
+                pool.verdict,
+                self.settings,
+            )
+            if cap < total:
+                caps[name] = cap
+        return guarded(relaxed(rules) if relax else rules, verdicts, caps)
+
+    def thresholds(self, wallet_id: int, thresholds: Thresholds) -> Thresholds:
+        """``thresholds`` for this wallet now: within the minimum wait after its last move,
+        no gain pays for a move (required moves and idle funds still go)."""
+        if self.enabled and must_wait(self.last_moves.get(wallet_id), self.now, self.settings):
+            return replace(thresholds, min_apr_gain=math.inf)
+        return thresholds
+
+
+_UNJUDGED = PoolRisk(OK)
+UNGUARDED = RiskView(enabled=False)
+"""A view under which every pool is OK and no move waits."""
+
+
+def reading_of(quote: PoolQuote, at: int) -> PoolReading:
+    """What a pool's quote shows its guards, for a chain that reads no more: its supply
+    and what it cannot pay out now, no switches, no history."""
+    tvl = quote.total_supply
+    snapshot = Snapshot(at, tvl, max(tvl - quote.cash, 0), share_price=0)
+    return PoolReading(quote.protocol, snapshot)
+
+
+class RiskObserver(Protocol):
+    """Hears of pools whose state changed under the guards (metrics, events)."""
+
+    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
+        """The pool's state or reasons changed since the last survey."""
+
+
+class _Unobserved:
+    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
+        return None
+
+
+UNOBSERVED = _Unobserved()
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """One pool as a survey judged it: its verdict, what the service holds there, and its
+    stored record."""
+
+    protocol: str
+    token: str
+    verdict: Verdict
+    ours: int
+    record: RiskRecord
+
+
+class RiskSurvey:
+    """Judges a chain's pools under every guard and keeps their records."""
+
+    def __init__(
+        self,
+        store: RiskRepository,
+        settings: RiskSettings,
+        observer: RiskObserver = UNOBSERVED,
+    ) -> None:
+        self._store = store
+        self.settings = settings
+        self._observer = observer
+
+    async def judge(
+        self,
+        chain_id: int,
+        chain: ChainPort,
+        token: str,
+        quotes: Mapping[str, PoolQuote],
+        at: int,
+    ) -> list[Judged]:
+        """Every pool of ``quotes`` (of ``token``), judged at chain time ``at``. Stores a
+        new loss exclusion and every changed state, and tells the observer."""
+        protocols = sorted(quotes)
+        readings = {q.protocol: reading_of(q, at) for q in quotes.values()}
+        if isinstance(chain, RiskReads):
+            readings.update({r.protocol: r for r in await chain.pool_readings(token, protocols)})
+        exposure = self._store.exposure(chain_id, token)
+        records = {(r.protocol, r.token): r for r in self._store.records(chain_id)}
+        judged: list[Judged] = []
+        changed: list[RiskRecord] = []
+        for protocol in protocols:
+            record = records.get((protocol, token), RiskRecord(protocol, token))
+            ours = exposure.get(protocol, 0)
+            verdict = assess(
+                readings[protocol],
+                Exposure(ours, record.loss_excluded, record.cleared_at),
+                self.settings,
+            )
+            updated = replace(
+                record,
+                loss_excluded=record.loss_excluded or Rule.LOSS in verdict.rules,
+                state=str(verdict.state),
+                reasons=verdict.reasons,
+            )
+            if updated != record:
+                changed.append(updated)
+                if (updated.state, updated.reasons) != (record.state, record.reasons):
+                    self._observer.changed(chain_id, token, protocol, verdict)
+            judged.append(Judged(protocol, token, verdict, ours, updated))
+        if changed:
+            self._store.save(chain_id, changed)
+        return judged
+
+    async def view(
+        self,
+        chain_id: int,
+        chain: ChainPort,
+        quotes: Mapping[str, Mapping[str, PoolQuote]],
+        at: int,
+        wallet_ids: Sequence[int] = (),
+        now: float = 0.0,
+    ) -> RiskView:
+        """The view a batch plans with: every pool of ``quotes`` (by token, then
+        protocol) judged at chain time ``at``, and when ``wallet_ids`` last moved."""
+        pools: dict[tuple[str, str], PoolRisk] = {}
+        for token, by_protocol in quotes.items():
+            for judged in await self.judge(chain_id, chain, token, by_protocol, at):
+                pools[(token, judged.protocol)] = PoolRisk(judged.verdict, judged.ours)
+        last_moves = self._store.last_moves(wallet_ids) if wallet_ids else {}
+        return RiskView(self.settings, pools, last_moves, now)
+
+    def clear(self, chain_id: int, protocol: str, at: int) -> list[RiskRecord]:
+        """Lifts the loss exclusion of ``protocol``'s pools on ``chain_id`` at chain time
+        ``at``: the loss guard looks at share prices only from then on. Returns the
+        records it cleared (none if no pool was excluded)."""
+        cleared = [
+            replace(r, loss_excluded=False, cleared_at=at, state=str(RiskState.OK), reasons=())
+            for r in self._store.records(chain_id)
+            if r.protocol == protocol and r.loss_excluded
+        ]
+        if cleared:
+            self._store.save(chain_id, cleared)
+        return cleared
+
+
+async def risk_view(
+    survey: RiskSurvey | None,
+    chain_id: int,
+    chain: ChainPort,
+    wallets: Sequence[Wallet],
+    valuations: Mapping[int, Valuation],
+    at: int,
+    now: float,
+) -> RiskView:
+    """The guards' view of the pools ``valuations`` read, for planning ``wallets`` (every
+    pool OK and no wait without a ``survey``)."""
+    if survey is None:
+        return UNGUARDED
+    quotes = {w.token: valuations[w.id].quotes for w in wallets if w.id in valuations}
+    return await survey.view(chain_id, chain, quotes, at, [w.id for w in wallets], now)

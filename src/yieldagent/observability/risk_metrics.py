@@ -1,0 +1,20 @@
+"""The risk guards counted in the metrics: ``RiskMetrics`` is the ``RiskObserver`` the
+service gives its survey. Each pool whose state changed sets its state gauge and counts a
+trip of every rule that put it there."""
+
+from __future__ import annotations
+
+from yieldagent.domain.risk.guards import RiskState, Verdict
+from yieldagent.observability.metrics import record_risk
+
+_LEVEL = {RiskState.OK: 0, RiskState.NO_NEW_FUNDS: 1, RiskState.EXIT: 2}
+
+
+class RiskMetrics:
+    """Records the guards' changes in ``yieldagent.observability.metrics``."""
+
+    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
+        """A pool's state or reasons changed."""
+        record_risk(
+            chain_id, token, protocol, _LEVEL[verdict.state], [str(r) for r in verdict.rules]
+        )

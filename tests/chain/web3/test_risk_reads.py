@@ -1,0 +1,49 @@
+"""The risk guards' inputs from the chain: Aave's reserve switches read with its supply,
+borrows and liquidity index in one batch at the head, and the guards' verdict on them when
+the devnet's PoolConfigurator freezes or pauses the USDC reserve."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.web3_chain import ChainEnv
+from yieldagent.chain.web3.protocols.aave import ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT, switches
+from yieldagent.devnet.toolchain import aave_artifact
+from yieldagent.domain.risk.guards import Exposure, RiskState, assess
+from yieldagent.domain.risk.settings import RiskSettings
+
+
+def test_a_reserve_configuration_word_gives_its_switches() -> None:
+    active = 1 << ACTIVE_BIT
+    assert switches(active) == (False, False, False)
+    assert switches(active | 1 << FROZEN_BIT) == (False, False, True)
+    assert switches(active | 1 << PAUSED_BIT) == (True, True, False)
+    assert switches(0) == (True, True, False)  # an inactive reserve stops everything
+    assert switches(active | 0xFFFF) == (False, False, False)  # other fields do not count
+
+
+@pytest.mark.evm
+async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: ChainEnv) -> None:
+    aave = env.devnet.manifest.protocol("aave")
+    configurator = env.deployer.at(
+        aave_artifact("PoolConfigurator"), aave.contracts["pool_configurator"]
+    )
+    [before] = await env.chain.pool_readings(env.token, ["aave", "compound"])
+    assert before.protocol == "aave"
+    assert not (before.now.frozen or before.now.supply_paused or before.now.withdraw_paused)
+    assert before.now.tvl > before.now.borrows > 0
+    assert before.now.share_price >= 10**27  # the liquidity index, RAY
+    assert assess(before, Exposure(), RiskSettings()).state == RiskState.OK
+
+    env.deployer.transact(configurator.functions.setReserveFreeze(env.token, True))
+    [frozen] = await env.chain.pool_readings(env.token, ["aave"])
+    assert frozen.now.frozen
+    verdict = assess(frozen, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.reasons) == (RiskState.EXIT, ("the reserve is frozen",))
+
+    env.deployer.transact(configurator.functions.setReserveFreeze(env.token, False))
+    env.deployer.transact(configurator.functions.setReservePause(env.token, True))
+    [paused] = await env.chain.pool_readings(env.token, ["aave"])
+    assert paused.now.supply_paused and paused.now.withdraw_paused
+    verdict = assess(paused, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.reasons) == (RiskState.NO_NEW_FUNDS, ("withdrawals are paused",))

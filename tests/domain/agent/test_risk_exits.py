@@ -1,0 +1,236 @@
+"""Each risk guard on the simulated market, through the agent: the guard trips, wallets
+leave the pool (or stop adding to it), the protocol listing's verdict and the wallets'
+``status_reason`` show it, and the books agree with the chain afterwards (the
+``books_balance_after`` fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import Engine
+
+from support.agent_setup import PartnerKey
+from support.wallet_setup import (
+    BASE,
+    BASE_USDC,
+    USDC,
+    activated,
+    chain_value,
+    make_lifecycle,
+    positions,
+    stored,
+)
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.risk import Scenarios
+from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.risk.settings import RiskSettings
+from yieldagent.domain.risk.survey import RiskSurvey
+from yieldagent.service.clock import SYSTEM_CLOCK
+from yieldagent.storage.operations import OperationStore
+from yieldagent.storage.risk import RiskStore
+from yieldagent.storage.runs import RunStore
+from yieldagent.storage.wallets import WalletStore
+
+pytestmark = pytest.mark.usefixtures("books_balance_after")
+
+AMOUNT = 200_000 * USDC
+MORPHO = "morpho_gauntlet_usdc_prime"
+
+
+@dataclass
+class Guarded:
+    """A guarded service on the simulated market."""
+
+    engine: Engine
+    market: SimulatedMarket
+    lifecycle: Lifecycle
+    agent: Agent
+    survey: RiskSurvey
+
+    async def state(self, protocol: str) -> tuple[str, tuple[str, ...]]:
+        chain = self.lifecycle.chain(BASE)
+        quotes = {q.protocol: q for q in await chain.quotes(BASE_USDC, [protocol])}
+        head = await chain.head()
+        [judged] = await self.survey.judge(BASE, chain, BASE_USDC, quotes, head.timestamp)
+        return str(judged.verdict.state), judged.verdict.reasons
+
+
+def _guarded(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], settings: RiskSettings
+) -> Guarded:
+    survey = RiskSurvey(RiskStore(engine), settings)
+    plain = make_lifecycle(engine, chains)
+    lifecycle = Lifecycle(
+        WalletStore(engine),
+        OperationStore(engine),
+        chains,
+        load_catalog(),
+        plain.books.policy,
+        SYSTEM_CLOCK,
+        risk=survey,
+    )
+    agent = Agent(lifecycle, WalletStore(engine), RunStore(engine), AgentSettings(), risk=survey)
+    return Guarded(engine, market, lifecycle, agent, survey)
+
+
+async def _wallets(guarded: Guarded, owner: int, protocol: str, count: int = 3) -> list[Wallet]:
+    return [
+        await activated(
+            guarded.lifecycle,
+            guarded.engine,
+            guarded.market,
+            owner,
+            AMOUNT,
+            eoa=f"0x{0xE0 + i:040x}",
+            protocols=(protocol,),
+        )
+        for i in range(count)
+    ]
+
+
+Scenario = Callable[[Scenarios], object]
+
+EXITS = [
+    pytest.param(
+        "moonwell",
+        lambda s: s.drain(BASE, "moonwell", "0.6"),
+        "TVL fell",
+        3_600,  # borrowers repay as demand follows its target: cash frees up
+        id="tvl-drop",
+    ),
+    pytest.param(
+        "compound",
+        lambda s: s.pause(BASE, "compound", "supply"),
+        "supply is paused",
+        0,
+        id="supply-paused",
+    ),
+    pytest.param(
+        MORPHO,
+        lambda s: s.loss(BASE, MORPHO, "0.01"),
+        "share price fell",
+        0,
+        id="loss",
+    ),
+    pytest.param(
+        MORPHO,
+        lambda s: s.price(BASE, "WETH", "3000"),
+        "WETH",
+        0,
+        id="depeg",
+    ),
+]
+
+
+@pytest.mark.parametrize(("protocol", "scenario", "reason", "wait"), EXITS)
+async def test_wallets_leave_a_pool_whose_guard_trips(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    partner: PartnerKey,
+    protocol: str,
+    scenario: Scenario,
+    reason: str,
+    wait: int,
+) -> None:
+    owner, _ = partner
+    guarded = _guarded(engine, market, chains, RiskSettings())
+    wallets = await _wallets(guarded, owner.id, protocol)
+    assert all(positions(market, w.address).get(protocol, 0) > 0 for w in wallets)
+    assert (await guarded.state(protocol))[0] == "ok"
+
+    scenario(Scenarios(market))
+    if wait:
+        market.advance(wait)
+    state, reasons = await guarded.state(protocol)
+    assert state == "exit"
+    assert any(reason in r for r in reasons), reasons
+
+    for wallet in wallets:
+        outcome = await guarded.agent.run(BASE, wallet.address)
+        assert outcome.status == "completed", outcome
+        assert positions(market, wallet.address).get(protocol, 0) == 0
+        assert stored(engine, wallet.address).status_reason == ""  # nothing left behind
+    # nowhere else to go (the wallets chose one protocol): the funds wait idle
+    assert all(chain_value(market, w.address) > 0 for w in wallets)
+
+
+async def test_paused_withdrawals_stop_new_funds_and_the_pool_is_left_when_they_reopen(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    guarded = _guarded(engine, market, chains, RiskSettings())
+    [wallet] = await _wallets(guarded, owner.id, "compound", count=1)
+    held = positions(market, wallet.address)["compound"]
+    scenarios = Scenarios(market)
+    scenarios.pause(BASE, "compound", "withdraw")
+    assert await guarded.state("compound") == ("no_new_funds", ("withdrawals are paused",))
+
+    outcome = await guarded.agent.run(BASE, wallet.address)
+    assert outcome.status == "no_action"
+    assert positions(market, wallet.address)["compound"] >= held
+
+    scenarios.pause(BASE, "compound", "withdraw", paused=False)
+    assert (await guarded.state("compound"))[0] == "exit"
+    outcome = await guarded.agent.run(BASE, wallet.address)
+    assert outcome.status == "completed"
+    assert positions(market, wallet.address).get("compound", 0) == 0
+
+
+async def test_an_exit_the_pool_cannot_pay_at_once_is_visible_and_finished_later(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    guarded = _guarded(engine, market, chains, RiskSettings())
+    [wallet] = await _wallets(guarded, owner.id, "moonwell", count=1)
+    scenarios = Scenarios(market)
+    scenarios.drain(BASE, "moonwell", "0.6")  # fully lent out: no cash at all
+    assert (await guarded.state("moonwell"))[0] == "exit"
+
+    first = await guarded.agent.run(BASE, wallet.address)
+    assert first.status == "no_action"
+    assert "cash" in first.reason
+    assert positions(market, wallet.address)["moonwell"] > 0
+
+    market.advance(3_600)  # borrowers repay part: some cash frees up
+    second = await guarded.agent.run(BASE, wallet.address)
+    assert second.status == "completed"
+    assert positions(market, wallet.address).get("moonwell", 0) == 0
+
+
+async def test_a_large_wallet_in_a_small_pool_is_cut_to_the_share_cap(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    settings = RiskSettings(max_pool_share=0.01)
+    guarded = _guarded(engine, market, chains, settings)
+    pool = next(p for p in market.pools_now(BASE, BASE_USDC) if p.protocol == "moonwell")
+    tvl = pool.total_supply()
+    big = 900_000 * USDC
+    assert big > tvl // 100  # more than 1% of the pool
+
+    [wallet] = await _wallets(guarded, owner.id, "moonwell", count=1)
+    [other] = [
+        await activated(
+            guarded.lifecycle,
+            engine,
+            market,
+            owner.id,
+            big,
+            eoa="0x" + "ab" * 20,
+            protocols=("moonwell",),
+        )
+    ]
+    held = positions(market, wallet.address)["moonwell"] + positions(market, other.address).get(
+        "moonwell", 0
+    )
+    after = next(p for p in market.pools_now(BASE, BASE_USDC) if p.protocol == "moonwell")
+    assert held * 100 <= after.total_supply()
+    assert chain_value(market, other.address) > positions(market, other.address).get("moonwell", 0)
