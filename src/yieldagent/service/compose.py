@@ -17,7 +17,13 @@ from collections.abc import Callable, Mapping
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
+from yieldagent.chain.chains import (
+    build_chains,
+    fee_collector,
+    safe_chains,
+    served_catalog,
+    simulated_market,
+)
 from yieldagent.chain.operator import OperatorWallet, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
@@ -28,6 +34,7 @@ from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.metrics import WEBHOOK_DELIVERIES, MetricsServer, service_registry
@@ -90,7 +97,7 @@ def build_lifecycle(
     policy = Policy(
         fee_bps=settings.performance_fee_bps,
         max_deposit_usd=settings.max_deposit_usd,
-        fee_collector=settings.fee_collector or operator_address,
+        fee_collector=fee_collector(settings),
         lease_seconds=settings.lease_seconds,
         swap_slippage_bps=settings.swap_slippage_bps,
         retry_seconds=settings.stuck_retry_seconds,
@@ -132,11 +139,13 @@ def build_server(
     catalog: Catalog | None = None,
     limiter: RateLimiter | None = None,
     events: EventStore | None = None,
+    safes: SafeChains | None = None,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
     catalog); ``limiter``, each partner's rate limit (default: none); ``events`` feeds
-    WatchWallet (its ``close`` ends the streams)."""
+    WatchWallet (its ``close`` ends the streams); ``safes``, where Safe accounts can be
+    created (default: nowhere)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     interceptor = ApiInterceptor(
@@ -157,7 +166,7 @@ def build_server(
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
-            SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address),
+            SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address, safes),
         ),
         (
             wallets_pb2_grpc.add_WalletServiceServicer_to_server,
@@ -307,6 +316,7 @@ class Service:
             catalog,
             build_limiter(settings),
             self.events,
+            safe_chains(settings, catalog, operator.address),
         )
         deliverer = build_deliverer(settings, self.engine, count_delivery)
         self.deliveries.add(
