@@ -1,6 +1,12 @@
 """A ``Web3Chain`` on the session's devnet, with a fresh smart account, for each test
 (the ``env`` fixture, exposed to tests/chain/web3 by its conftest).
 
+The account is the devnet's ERC-7579 test account (``contracts/src/account``), installed with
+``anvil_setCode`` by this fixture, and the adapter acts through its ``execute`` (it is built
+without the operator module): these tests exercise the adapter's reads, sending and receipts
+with a fresh operator key each. The Safe path, with the module's real operator key, is
+tested in tests/chain/web3/test_safe_accounts.py.
+
 Each test gets its own operator key (funded with ether, the account's session key) and its
 own nonce store: tests revert the devnet to a snapshot afterwards, and a fresh key keeps
 a reverted chain and a remembered nonce from ever disagreeing.
@@ -22,6 +28,7 @@ from support.devnet import Devnet
 from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
+from yieldagent.devnet.accounts import install_account
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.usdc import ONE_USDC, mint
 from yieldagent.storage.db import create_db_engine, migrate
@@ -108,13 +115,22 @@ async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv
         NonceStore(engine),
         SendSettings(poll_seconds=0.02, receipt_timeout_seconds=30.0),
     )
-    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest)
+    config = replace(Web3ChainConfig.from_manifest(devnet_snapshot.manifest), module=None)
 
     def build(**changes: Any) -> Web3Chain:
         return Web3Chain(w3, replace(config, **changes), sender)
 
     chain = build()
-    await chain.prepare_account(account, owner.address)
+    manifest = devnet_snapshot.manifest
+    await asyncio.to_thread(
+        install_account,
+        deployer.w3,
+        account,
+        owner.address,
+        operator.address,
+        manifest.account_policy,
+        manifest.account_runtime,
+    )
     mint(deployer, config.token, account, 100_000 * ONE_USDC)
     calls = count_calls(w3.provider)
     yield ChainEnv(chain, devnet_snapshot, deployer, account, owner.address, calls, sender, build)

@@ -100,10 +100,12 @@ def _web3_chain(
             f"YIELDAGENT_RPC_URL_{chain_id} is set, but no deployment manifest names the "
             f"chain's contracts: set YIELDAGENT_DEPLOYMENT_{chain_id} (or run make devnet)"
         )
+    safe = _web3_constants(settings, chain_id, operator.address)
     config = Web3ChainConfig.from_manifest(
         Manifest.load(path),
         confirmations=settings.confirmations,
         log_range=settings.log_range,
+        safe=None if isinstance(safe, str) else safe,
     )
     sending = SendSettings(receipt_timeout_seconds=settings.tx_timeout_seconds)
     return Web3Chain.connect(url, config, operator.private_key, NonceStore(engine), sending)

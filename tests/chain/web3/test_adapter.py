@@ -6,11 +6,10 @@ import pytest
 from eth_abi.abi import encode
 from eth_account import Account
 
-from support.devnet import Devnet
 from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.abis import ACCOUNT_EXECUTE, TRANSFER
 from yieldagent.devnet.usdc import ONE_USDC
-from yieldagent.domain.errors import ChainRejected, NotImplementedYet
+from yieldagent.domain.errors import ChainRejected
 from yieldagent.domain.ports.chain import ChainPort, ChainTx, TxReceipt
 
 pytestmark = pytest.mark.evm
@@ -168,18 +167,6 @@ async def test_gas_cost_uses_the_measured_gas_and_the_fee_history(env: ChainEnv)
     after = await env.chain.gas_cost("supply")
     assert after.gas == measured
     assert after.usd == pytest.approx(after.wei / 10**18 * 3000.0)
-
-
-async def test_prepare_account_installs_on_a_devnet_only(env: ChainEnv, devnet: Devnet) -> None:
-    fresh, owner = Account.create().address, Account.create().address
-    await env.chain.prepare_account(fresh, owner)
-    await env.chain.prepare_account(fresh, owner)  # idempotent
-    env.mint(fresh, 10 * ONE_USDC)
-    await env.chain.transfer(env.token, fresh, owner, 10 * ONE_USDC)
-    production = env.build(account_runtime=None)
-    with pytest.raises(NotImplementedYet, match="not supported yet"):
-        await production.prepare_account(Account.create().address, owner)
-    await production.prepare_account(fresh, owner)  # deployed already: nothing to do
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -16,6 +16,7 @@ from eth_utils.address import to_checksum_address
 
 from yieldagent.domain.addresses import is_address
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.partners.safe_accounts import SafeAccountConstants
 
 DEFAULT_LOG_RANGE = 2_000
 DEFAULT_CONFIRMATIONS = 1
@@ -55,6 +56,10 @@ class Web3ChainConfig:
     reward_price_usd: float | None = None
     """None: priced through the swap router against the token."""
     swap_router: str | None = None
+    module: str | None = None
+    """The Safe operator module: the service acts for Safe accounts only through it."""
+    safe: SafeAccountConstants | None = None
+    """What new Safe accounts are deployed with (None: the service deploys none here)."""
     account_policy: str | None = None
     """The session-key policy contract new accounts are installed with (devnet)."""
     account_runtime: str | None = None
@@ -107,6 +112,7 @@ class Web3ChainConfig:
             "protocols": protocols,
             "reward_token": _address(manifest.reward_token),
             "swap_router": _address(manifest.swap_router),
+            "module": _address(manifest.safe.module) if manifest.safe is not None else None,
             "account_policy": _address(manifest.account_policy),
             "account_runtime": manifest.account_runtime if _has_code(manifest) else None,
         }
