@@ -205,7 +205,7 @@ class CrashingChain:
         await self._inner.check_account(account)
 
     async def prepare_account(self, account: SmartAccount) -> None:
-        await self._inner.prepare_account(account)
+        await self._call("prepare_account", self._inner.prepare_account, account)
 
     async def revocation(self, holder: str) -> str | None:
         return await self._inner.revocation(holder)
