@@ -36,8 +36,6 @@ def _manifest(path: Path, safe: SafeDeployment | None) -> Path:
         token_symbol="USDC",
         token_decimals=6,
         protocols=(),
-        account_runtime="0x",
-        account_policy="0x" + "00" * 20,
         reward_token=None,
         swap_router=None,
         borrower=OPERATOR,

@@ -52,7 +52,6 @@ def summary(manifest: Manifest, path: str) -> dict[str, object]:
         "block": manifest.deployed_block,
         "token": manifest.token,
         "protocols": {p.name: p.address for p in manifest.protocols},
-        "account_policy": manifest.account_policy,
         "operator": manifest.extras.get("operator"),
         "safe_module": manifest.safe and manifest.safe.module,
     }

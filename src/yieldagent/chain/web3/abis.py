@@ -3,9 +3,8 @@
 Only what the adapter reads or sends is here, spelled as the production contracts spell it
 (Aave v3 Pool and DefaultReserveInterestRateStrategy, Compound v3 Comet and CometRewards,
 Moonwell's MToken and JumpRateModel, Morpho Blue, its AdaptiveCurveIrm and an ERC-4626
-vault, ERC-20, ERC-7579 ``execute``, Safe's ``isModuleEnabled`` and the operator
-module). A ``Fn`` encodes calldata and decodes return data with ``eth_abi``; nothing here
-talks to a node.
+vault, ERC-20, Safe's ``isModuleEnabled`` and the operator module). A ``Fn`` encodes
+calldata and decodes return data with ``eth_abi``; nothing here talks to a node.
 """
 
 from __future__ import annotations
@@ -169,9 +168,6 @@ VAULT_FEE = Fn("fee()", "uint96")
 ROUTER_AMOUNT_OUT = Fn("getAmountOut(address,address,uint256)", "uint256")
 ROUTER_SWAP = Fn("swap(address,address,uint256,uint256,address)", "uint256")
 
-# -- ERC-7579 smart account ------------------------------------------------------------
-ACCOUNT_EXECUTE = Fn("execute(bytes32,bytes)")
-
 # -- Safe 1.4.1 and the operator module (contracts/src/safe) -------------------------
 SAFE_IS_MODULE_ENABLED = Fn("isModuleEnabled(address)", "bool")
 MODULE_EXECUTE = Fn("execute(address,(address,bytes)[])")
@@ -200,19 +196,13 @@ CUSTOM_ERRORS = {
         Fn("NoOwnerPayment()"),
         Fn("FeeAboveBound(uint256,uint256)"),
         Fn("BadCollector(address)"),
-        Fn("SessionKeyForbidden(address,bytes4)"),
-        Fn("SessionKeyValueForbidden(address,uint256)"),
-        Fn("Unauthorized(address)"),
-        Fn("UnsupportedExecutionMode(bytes32)"),
-        Fn("FeeCapExceeded(uint256,uint256,uint256,uint256)"),
         Fn("NotEnoughLiquidity(uint256)"),
         Fn("InsufficientCash()"),
         Fn("ZeroAmount()"),
         Fn("NoPool(address,address)"),
     )
 }
-"""The operator module's, the devnet account's and policy's and the pools' custom errors,
-by selector."""
+"""The operator module's and the pools' custom errors, by selector."""
 
 
 def custom_error(data: bytes | None) -> str | None:

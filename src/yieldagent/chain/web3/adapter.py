@@ -4,16 +4,14 @@ Reads go through the batched ``RpcReader`` (one JSON-RPC request per block for a
 quote); every state change is one ordinary transaction from the operator, sent by the
 ``TransactionSender`` (EIP-1559 fees, nonce leases, replacement, revert reasons):
 
-- a Safe account is deployed through Safe's ``SafeProxyFactory.createProxyWithNonce``
-  (``prepare_account``), and acted for only through the operator module: ``execute`` for
-  supplies, withdrawals, claims and reward swaps (the module approves exactly what a call
-  supplies or sells, and takes the approval back), ``pay`` for the owner's payout and its
-  fee. Whether the owner still lets the module act is ``revocation``;
-- on a chain without the module (the devnet's own ERC-7579 test account), the calls go
-  through the account's ``execute`` with the operator as its session key.
-
-Kernel (``zerodev``) accounts are refused (``check_account``): no registry package ships
-Kernel's bytecode, and the service sends no UserOperations. A mined supply, withdrawal,
+a Safe account is deployed through Safe's ``SafeProxyFactory.createProxyWithNonce``
+(``prepare_account``), and acted for only through the operator module: ``execute`` for
+supplies, withdrawals, claims and reward swaps (the module approves exactly what a call
+supplies or sells, and takes the approval back), ``pay`` for the owner's payout and its
+fee. Whether the owner still lets the module act is ``revocation``. A chain whose
+deployment names no module takes no writes. Kernel (``zerodev``) accounts are refused
+(``check_account``): no registry package ships Kernel's bytecode, and the service sends no
+UserOperations. A mined supply, withdrawal,
 transfer or swap is checked against its receipt: the token must have moved as asked, or
 ``ChainRejected`` says what did not happen.
 
@@ -47,11 +45,9 @@ from yieldagent.chain.web3.abis import (
     ROUTER_SWAP,
     SAFE_IS_MODULE_ENABLED,
     SYMBOL,
-    TRANSFER,
     custom_error,
     custom_error_named,
 )
-from yieldagent.chain.web3.account import execute_calldata
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.fees import FeeSettings, fees_from_history
 from yieldagent.chain.web3.history import (
@@ -423,14 +419,18 @@ class Web3Chain:
     # -- writes ---------------------------------------------------------------------------
 
     async def _execute(self, account: str, calls: Sequence[Call], action: str) -> Receipt:
-        """``calls`` from ``account``, in one transaction: through the operator module's
-        ``execute``, which makes the approvals itself (so they are left out here), or the
-        account's own ``execute`` on a chain without the module."""
-        module = self.config.module
-        if module is not None:
-            listed = [(c.target, c.data) for c in calls if c.fn.selector != APPROVE.selector]
-            return await self._send(module, MODULE_EXECUTE.encode(account, listed), action)
-        return await self._send(account, execute_calldata(calls), action)
+        """``calls`` from ``account``, in one transaction through the operator module's
+        ``execute``, which makes the approvals itself (so they are left out here)."""
+        module = self._module()
+        listed = [(c.target, c.data) for c in calls if c.fn.selector != APPROVE.selector]
+        return await self._send(module, MODULE_EXECUTE.encode(account, listed), action)
+
+    def _module(self) -> str:
+        if self.config.module is None:
+            raise NotImplementedYet(
+                f"Chain {self.chain_id} has no operator module: the service acts for no account"
+            )
+        return self.config.module
 
     async def _send(self, to: str, data: bytes, action: str) -> Receipt:
         """One transaction of the operator to ``to``, its gas measured for ``action``."""
@@ -486,26 +486,16 @@ class Web3Chain:
         return _logged(receipt, moved, f"withdrawal of {amount} from {protocol}")
 
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
-        """A transfer: through the module only to the account's owner (``pay``)."""
-        if self.config.module is not None:
-            paid, _ = await self.pay(token, sender, recipient, amount, "", 0)
-            return paid
-        token, sender = to_checksum_address(token), to_checksum_address(sender)
-        recipient = to_checksum_address(recipient)
-        call = Call(token, TRANSFER, (recipient, amount))
-        receipt = await self._execute(sender, [call], "transfer")
-        moved = _find(receipt, token, sender, recipient, amount)
-        return _logged(receipt, moved, f"transfer of {amount} to {recipient}")
+        """A transfer: through the module, only to the account's owner (``pay``)."""
+        paid, _ = await self.pay(token, sender, recipient, amount, "", 0)
+        return paid
 
     async def pay(
         self, token: str, holder: str, owner: str, amount: int, collector: str, fee: int
     ) -> tuple[TxReceipt, TxReceipt | None]:
-        """The owner's payout and its fee: one ``pay`` through the module, which sends the
-        fee only to the collector the account registered; two transfers elsewhere."""
-        module = self.config.module
-        if module is None:
-            paid = await self.transfer(token, holder, owner, amount)
-            return paid, (await self.transfer(token, holder, collector, fee) if fee else None)
+        """The owner's payout and its fee: one ``pay`` through the module, which sends them
+        only to the owner and the collector the account registered."""
+        module = self._module()
         token, holder, owner = (to_checksum_address(a) for a in (token, holder, owner))
         registered_owner, registered_token, registered_collector = await self.reader.call(
             module, MODULE_ACCOUNTS, holder
