@@ -51,7 +51,7 @@ TOO_LARGE = "1" * (1024 * 1024 + 1)
 NOT_PROVOKED_ANYWHERE = {
     429: "this service runs without a rate limit (tests/rest/test_operating.py sets one)",
     500: "an unexpected failure, which no request may cause",
-    501: "on a real chain that cannot deploy the smart account only",
+    501: "a Kernel account on a real chain only (tests/rest/test_devnet_flow.py)",
     503: "the simulated chain always answers (tests/servicers/test_errors_mapping.py maps "
     "a chain's failure to 503)",
 }

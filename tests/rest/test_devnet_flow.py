@@ -44,8 +44,16 @@ AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
 def on_devnet(devnet: Devnet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     """The service with chain 8453 on the devnet (the other chains stay simulated)."""
     directory = tmp_path_factory.mktemp("devnet-service")
-    env = devnet_env(devnet, directory, OPERATOR_KEY, YIELDAGENT_WORKER_INTERVAL_SECONDS="1")
+    env = devnet_env(devnet, directory, OPERATOR_KEY)
     with running_service(f"sqlite:///{directory / 'test.db'}", directory, env) as service:
+        yield service
+
+
+@pytest.fixture
+def ticking(devnet: Devnet, tmp_path: Path) -> Iterator[RunningService]:
+    """The service on the devnet with a worker that ticks every second."""
+    env = devnet_env(devnet, tmp_path, OPERATOR_KEY, YIELDAGENT_WORKER_INTERVAL_SECONDS="1")
+    with running_service(f"sqlite:///{tmp_path / 'test.db'}", tmp_path, env) as service:
         yield service
 
 
@@ -179,9 +187,9 @@ def _status(api: RunningService, wallet: str) -> dict[str, Any]:
 
 
 def test_the_owner_revokes_the_operator_and_the_service_stops_acting(
-    on_devnet: RunningService, devnet: Devnet
+    ticking: RunningService, devnet: Devnet
 ) -> None:
-    api = on_devnet
+    api = ticking
     engine = create_db_engine(api.database_url)
     keyed = partner(engine, "revoking-partner")
     owner = Signer(devnet.w3, dev_key(REVOKER))

@@ -271,10 +271,13 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         (
             "not_deployable",
             NotImplementedYet(
-                f"Smart account {WALLET} is not deployed on chain 1; deploying Kernel "
-                "accounts (through the EntryPoint) is not supported yet"
+                f"Kernel (zerodev) account {WALLET} cannot be activated on chain 1: the "
+                "service deploys no Kernel account (no registry package ships its bytecode) "
+                "and sends no UserOperations. Create a Safe account "
+                "(POST /api/v1/proxy/safe/smart-accounts) instead"
             ),
-            "The service cannot deploy the smart account on this chain yet.",
+            "A Kernel (zerodev) account on a real chain: the service acts only for Safe "
+            "accounts there.",
         ),
         _UNEXPECTED,
     ),

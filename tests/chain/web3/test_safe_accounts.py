@@ -22,7 +22,7 @@ from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.safe import selector
 from yieldagent.devnet.usdc import ONE_USDC, mint
-from yieldagent.domain.errors import ChainRejected, InvalidRequest, NotImplementedYet
+from yieldagent.domain.errors import ChainRejected, Conflict, InvalidRequest, NotImplementedYet
 from yieldagent.domain.partners.safe_accounts import safe_account_address
 from yieldagent.domain.partners.smart_accounts import (
     Provider,
@@ -110,6 +110,8 @@ async def test_the_owners_revocation_is_seen_and_the_module_refuses(
     assert "disabled" in str(await chain.revocation(account.address))
     with pytest.raises(ChainRejected):
         await chain.supply(account.address, "aave", chain.config.token, ONE_USDC)
+    with pytest.raises(Conflict, match="enableModule"):  # no reactivation meanwhile
+        await chain.check_account(account)
 
 
 async def test_kernel_accounts_and_undeployable_safes_are_refused(chain: Web3Chain) -> None:

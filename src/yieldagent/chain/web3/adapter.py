@@ -73,6 +73,7 @@ from yieldagent.chain.web3.transactions import (
 from yieldagent.domain.errors import (
     ChainRejected,
     ChainUnavailable,
+    Conflict,
     InvalidRequest,
     NotImplementedYet,
 )
@@ -202,8 +203,9 @@ class Web3Chain:
             raise InvalidRequest(f"no {protocol} pool on chain {self.chain_id}") from None
 
     async def check_account(self, account: SmartAccount) -> None:
-        """Refuses a Kernel account, and a Safe account this chain cannot act for or
-        deploy as it was created (see the module docstring)."""
+        """Refuses a Kernel account, a Safe account whose owner revoked the operator
+        (Conflict), and one this chain cannot deploy as it was created (see the module
+        docstring)."""
         if account.provider == Provider.ZERODEV:
             raise NotImplementedYet(
                 f"Kernel (zerodev) account {account.address} cannot be activated on chain "
@@ -216,6 +218,12 @@ class Web3Chain:
                 f"Chain {self.chain_id} has no operator module for Safe accounts"
             )
         if await self.reader.code(account.address):
+            revoked = await self.revocation(account.address)
+            if revoked is not None:
+                raise Conflict(
+                    f"Safe account {account.address}: {revoked}; its owner enables it again "
+                    "with one Safe transaction (enableModule)"
+                )
             return
         safe = self.config.safe
         if safe is None:
