@@ -112,6 +112,7 @@ async def test_the_owners_revocation_is_seen_and_the_module_refuses(
         await chain.supply(account.address, "aave", chain.config.token, ONE_USDC)
     with pytest.raises(Conflict, match="enableModule"):  # no reactivation meanwhile
         await chain.check_account(account)
+    await chain.prepare_account(account)  # deployed: left alone, revoked or not
 
 
 async def test_kernel_accounts_and_undeployable_safes_are_refused(chain: Web3Chain) -> None:

@@ -241,10 +241,11 @@ class Web3Chain:
     async def prepare_account(self, account: SmartAccount) -> None:
         """Deploys a Safe account not on chain yet: ``createProxyWithNonce`` on Safe's
         factory, in an ordinary transaction from the operator. An account with code is left
-        alone (a deployment sent before a crash and mined since included)."""
-        await self.check_account(account)
-        if await self.reader.code(account.address):
+        alone (a deployment sent before a crash and mined since included), whatever its
+        owner did with it since."""
+        if account.provider == Provider.SAFE and await self.reader.code(account.address):
             return
+        await self.check_account(account)  # not on chain: a Safe this chain can deploy
         assert self.config.safe is not None  # check_account refuses otherwise
         constants = replace(self.config.safe, fee_collector=account.fee_collector)
         data = create_proxy_calldata(account.eoa, account.agent_id, constants)

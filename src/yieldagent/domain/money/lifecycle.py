@@ -237,14 +237,14 @@ class Lifecycle:
             return False
         reason = await chain.revocation(wallet.address)
         if reason is not None and wallet.status != WalletStatus.BLOCKED:
-            blocked = replace(
+            changed = replace(
                 wallet,
                 status=transition(wallet.status, "block"),
                 status_reason=f"{REVOKED}: {reason}",
             )
         elif reason is None and wallet.status == WalletStatus.BLOCKED:
-            blocked = replace(wallet, status=transition(wallet.status, "unblock"), status_reason="")
+            changed = replace(wallet, status=transition(wallet.status, "unblock"), status_reason="")
         else:
             return False
-        await self.books.close(chain, blocked, owner)
+        await self.books.close(chain, changed, owner)
         return True
