@@ -7,7 +7,7 @@ benchmarks.devnet_cycle``). It starts anvil on a free port, deploys the devnet
 environment variables the service reads, ``build_chains``, ``build_lifecycle``,
 ``build_agent``) on a temporary SQLite database. The chain port talks to anvil through a
 counting proxy (``rpc_counter``), so every JSON-RPC request the service makes is counted,
-the smart-account installs (``anvil_setCode``) included.
+the Safe accounts' deployments through the factory included.
 
 1. ``quote_reads``: HTTP requests and ``eth_call`` per block of a quote of the 4 pools (the
    first quote, which also resolves what each pool derives once, is reported apart).
@@ -45,7 +45,7 @@ from web3 import HTTPProvider, Web3
 
 from benchmarks.rpc_counter import RpcCounter, RpcCounts
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
+from yieldagent.chain.chains import build_chains, safe_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.config import load_settings
@@ -62,7 +62,13 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.money.deposits import ActivationRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
-from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, AccountKey, open_account
+from yieldagent.domain.partners.smart_accounts import (
+    DEFAULT_AGENT_ID,
+    AccountKey,
+    Provider,
+    SafeChains,
+    open_account,
+)
 from yieldagent.service.compose import build_agent, build_lifecycle
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
@@ -94,6 +100,7 @@ class Service:
     lifecycle: Lifecycle
     agent: Agent
     partner_id: int
+    safes: SafeChains
 
     @classmethod
     def build(cls, rpc_url: str, manifest_path: Path, manifest: Manifest, data: Path) -> Service:
@@ -121,12 +128,14 @@ class Service:
         lifecycle = build_lifecycle(settings, engine, chains, catalog, operator.address)
         agent = build_agent(settings, engine, lifecycle)
         partner, _ = PartnerStore(engine).create("bench-devnet", PERMISSIONS)
-        return cls(engine, chain, lifecycle, agent, partner.id)
+        safes = safe_chains(settings, catalog, operator.address)
+        return cls(engine, chain, lifecycle, agent, partner.id, safes)
 
     def account(self, eoa: str) -> str:
-        """The smart account of ``eoa``, recorded as ``CreateSmartAccount`` records it."""
+        """The Safe account of ``eoa``, recorded as ``CreateSafeAccount`` records it."""
         key = AccountKey(BASE, to_checksum_address(eoa), DEFAULT_AGENT_ID)
-        return open_account(SmartAccountStore(self.engine), key, self.partner_id).address
+        store = SmartAccountStore(self.engine)
+        return open_account(store, key, self.partner_id, Provider.SAFE, self.safes).address
 
     async def activate(self, account: str, eoa: str, token: str, tx_hash: str) -> None:
         """Activates ``account`` on every pool, as ``ActivateWallet`` does."""
@@ -405,7 +414,8 @@ def _on_devnet(work: Callable[[str, Manifest, Path, RpcCounter], None]) -> None:
     with tempfile.TemporaryDirectory() as directory, Anvil.start(free_port()) as anvil:
         started = time.perf_counter()
         manifest_path = Path(directory) / "deployment.json"
-        manifest = deploy_all(anvil.url, manifest_path=manifest_path)
+        operator = Account.from_key(OPERATOR_KEY).address
+        manifest = deploy_all(anvil.url, manifest_path=manifest_path, operator=operator)
         Deployer(anvil.url).fund(Account.from_key(OPERATOR_KEY).address, 10**24)
         _emit(figure="devnet_deploy_seconds", value=round(time.perf_counter() - started, 1))
         counter = RpcCounter(anvil.url).start()

@@ -20,7 +20,7 @@ from support.books import assert_books_balance
 from support.crash_world import ServeProcess, wait_until
 from support.devnet import Devnet
 from support.devnet_books import devnet_chain_books, idle_balance, positions
-from support.devnet_service import devnet_env, utilization
+from support.devnet_service import OPERATOR_KEY, devnet_env, utilization
 from support.service import free_port
 from yieldagent.devnet import actions
 from yieldagent.devnet.anvil import rpc
@@ -40,8 +40,7 @@ from yieldagent.v1 import (
 
 pytestmark = [pytest.mark.evm, pytest.mark.unsettled]
 
-OPERATOR_KEY = "0x" + "4d" * 32
-EOA = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
+EOA = "0x976EA74026E726554dB657fA54763abd0C3a0aa9"
 AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
 UNIT = 10**6
 
@@ -89,8 +88,8 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         accounts = smart_accounts_pb2_grpc.SmartAccountServiceStub(channel)
         wallets = wallets_pb2_grpc.WalletServiceStub(channel)
-        created = accounts.CreateSmartAccount(
-            smart_accounts_pb2.CreateSmartAccountRequest(eoa=EOA, chain=8453), metadata=metadata
+        created = accounts.CreateSafeAccount(
+            smart_accounts_pb2.CreateSafeAccountRequest(eoa=EOA, chain=8453), metadata=metadata
         )
         wallet = created.smartAccount
         deposit = actions.deposit(devnet.url, devnet.usdc, EOA, wallet, 20_000 * UNIT)

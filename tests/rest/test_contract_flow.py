@@ -40,6 +40,7 @@ MONTH = 30 * 24 * 3600
 _eoas = itertools.count(0xC0_0000)
 
 ACCOUNTS = "/api/v1/proxy/zerodev/smart-accounts"
+SAFES = "/api/v1/proxy/safe/smart-accounts"
 ACTIVATE = "POST /api/v1/{chain_id}/wallets"
 WALLET = "/api/v1/{chain_id}/wallets/{wallet}"
 REWARDS = "/api/v1/{chain_id}/rewards/{wallet}"
@@ -50,7 +51,7 @@ TOO_LARGE = "1" * (1024 * 1024 + 1)
 NOT_PROVOKED_ANYWHERE = {
     429: "this service runs without a rate limit (tests/rest/test_operating.py sets one)",
     500: "an unexpected failure, which no request may cause",
-    501: "on a real chain that cannot deploy the smart account only",
+    501: "a Kernel account on a real chain only (tests/rest/test_devnet_flow.py)",
     503: "the simulated chain always answers (tests/servicers/test_errors_mapping.py maps "
     "a chain's failure to 503)",
 }
@@ -58,6 +59,9 @@ NOT_PROVOKED_ANYWHERE = {
 NOT_PROVOKED = {
     (f"POST {ACCOUNTS}", 409): "only while a call with the same Idempotency-Key runs "
     "(tests/rest/test_idempotency.py)",
+    (f"POST {SAFES}", 409): "only while a call with the same Idempotency-Key runs",
+    (f"POST {SAFES}", 503): "only on a real chain without a fee collector apart from the "
+    "operator (tests/chain/test_safe_chains.py)",
     (f"POST {REWARDS}", 409): "only while the wallet is deactivating or another call holds "
     "it, which the simulated chain never makes last",
 }
@@ -148,6 +152,8 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
     assert replayed.json() == created.json()
     flow.call(f"GET {ACCOUNTS}", 200, query=account)
     wallet = created.json()["smartAccount"]
+    safe = flow.call(f"POST {SAFES}", 200, body=account, headers={"Idempotency-Key": f"s-{eoa}"})
+    assert flow.call(f"GET {SAFES}", 200, query=account).json() == safe.json()
     wallet_path["wallet"] = wallet
 
     # Activation (201) of a funded account on Moonwell alone, whose pool pays WELL
@@ -259,6 +265,8 @@ def test_every_documented_refusal_answers_as_documented(
     keyed: list[tuple[str, dict[str, Any]]] = [
         (f"POST {ACCOUNTS}", {"body": {"eoa": active.eoa, "chain": CHAIN}}),
         (f"GET {ACCOUNTS}", {"query": {"eoa": active.eoa, "chain": CHAIN}}),
+        (f"POST {SAFES}", {"body": {"eoa": active.eoa, "chain": CHAIN}}),
+        (f"GET {SAFES}", {"query": {"eoa": active.eoa, "chain": CHAIN}}),
         (ACTIVATE, {"path_parameters": {"chain_id": CHAIN}, "body": active.activation()}),
         (f"POST {WALLET}:deactivate", {"path_parameters": on}),
         (f"POST {WALLET}:withdraw", {"path_parameters": on, "body": {"amount": 1}}),
@@ -287,6 +295,13 @@ def test_every_documented_refusal_answers_as_documented(
     mine.call(f"POST {ACCOUNTS}", 422, body={"eoa": "0x12", "chain": CHAIN})
     mine.call(f"GET {ACCOUNTS}", 404, query={"eoa": unknown, "chain": CHAIN})
     mine.call(f"GET {ACCOUNTS}", 422, query={"eoa": "0x12", "chain": CHAIN})
+    mine.call(f"POST {SAFES}", 200, body=account)
+    other.call(f"POST {SAFES}", 403, body=account)
+    other.call(f"GET {SAFES}", 403, query=account)
+    mine.call(f"POST {SAFES}", 413, body={**account, "agent_id": TOO_LARGE})
+    mine.call(f"POST {SAFES}", 422, body={"eoa": "0x12", "chain": CHAIN})
+    mine.call(f"GET {SAFES}", 404, query={"eoa": unknown, "chain": CHAIN})
+    mine.call(f"GET {SAFES}", 422, query={"eoa": "0x12", "chain": CHAIN})
 
     # Activation.
     here = {"chain_id": CHAIN}

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from support.devnet import Devnet
-from support.devnet_service import devnet_env, partner
+from support.devnet_service import OPERATOR_KEY, SAFE_ACCOUNTS, devnet_env, partner
 from support.service import RunningService, running_service
 from yieldagent.devnet import actions
 from yieldagent.devnet.anvil import rpc
@@ -17,7 +17,6 @@ from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.evm
 
-OPERATOR_KEY = "0x" + "5d" * 32
 EOA = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"
 CONFIRMATIONS = 3
 UNIT = 10**6
@@ -40,9 +39,7 @@ def test_a_deposit_undone_before_its_confirmations_is_never_credited(
     api = confirming
     engine = create_db_engine(api.database_url)
     keyed = partner(engine, "confirming")
-    created = api.request(
-        "POST", "/api/v1/proxy/zerodev/smart-accounts", {"eoa": EOA, "chain": 8453}, keyed
-    )
+    created = api.request("POST", SAFE_ACCOUNTS, {"eoa": EOA, "chain": 8453}, keyed)
     wallet = created.json()["smartAccount"]
 
     def activate(tx_hash: str) -> tuple[int, dict[str, object]]:

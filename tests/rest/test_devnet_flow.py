@@ -1,6 +1,8 @@
 """The whole partner flow over REST on the devnet: real contracts behind the web3 adapter,
+a Safe account deployed through Safe's factory and operated through the operator module,
 the user's side driven by the ``yieldagent devnet`` command, and the books checked to the
-unit against the chain's own logs and balances."""
+unit against the chain's own logs and balances. The owner's revocation of the operator (a
+Safe transaction signed with the owner's key) blocks the wallet within a worker tick."""
 
 from __future__ import annotations
 
@@ -16,18 +18,23 @@ import pytest
 from eth_abi.abi import decode
 from eth_utils.crypto import keccak
 
+from support.anvil import dev_key
 from support.books import assert_books_balance
+from support.crash_world import wait_until
 from support.devnet import Devnet
 from support.devnet_books import devnet_chain_books, positions
-from support.devnet_service import devnet_env, partner, utilization
+from support.devnet_service import OPERATOR_KEY, SAFE_ACCOUNTS, devnet_env, partner, utilization
+from support.safe_world import Signer, safe_world
 from support.service import RunningService, running_service
+from yieldagent.domain.partners.safe_accounts import safe_account_address
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.evm
 
-OPERATOR_KEY = "0x" + "3c" * 32
-EOA = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+EOA = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"  # anvil's account 3
+REVOKER = 7
+"""The anvil account whose Safe revokes the operator."""
 USDC_UNIT = 10**6
 DAY = 86_400
 AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
@@ -39,6 +46,14 @@ def on_devnet(devnet: Devnet, tmp_path_factory: pytest.TempPathFactory) -> Itera
     directory = tmp_path_factory.mktemp("devnet-service")
     env = devnet_env(devnet, directory, OPERATOR_KEY)
     with running_service(f"sqlite:///{directory / 'test.db'}", directory, env) as service:
+        yield service
+
+
+@pytest.fixture
+def ticking(devnet: Devnet, tmp_path: Path) -> Iterator[RunningService]:
+    """The service on the devnet with a worker that ticks every second."""
+    env = devnet_env(devnet, tmp_path, OPERATOR_KEY, YIELDAGENT_WORKER_INTERVAL_SECONDS="1")
+    with running_service(f"sqlite:///{tmp_path / 'test.db'}", tmp_path, env) as service:
         yield service
 
 
@@ -90,12 +105,13 @@ def test_the_partner_flow_on_the_devnet(
     tokens = api.request("GET", "/api/v1/8453/tokens").json()
     assert devnet.usdc in json.dumps(tokens)
 
-    # 1. The smart account, at the Kernel formula's address.
-    created = api.request(
-        "POST", "/api/v1/proxy/zerodev/smart-accounts", {"eoa": EOA, "chain": 8453}, keyed
-    )
+    # 1. The Safe account, at the address Safe's factory deploys it to; nothing on chain yet.
+    created = api.request("POST", SAFE_ACCOUNTS, {"eoa": EOA, "chain": 8453}, keyed)
     assert created.status == 200, created.body
     wallet = created.json()["smartAccount"]
+    world = safe_world(devnet, devnet.manifest.extras["fee_collector"])
+    assert wallet == safe_account_address(EOA, "yield-agent", world.constants())
+    assert devnet.w3.eth.get_code(wallet) == b""
 
     # 2. The user's deposit, then 3. the activation: funds go to a pool on chain.
     deposit = _deposit(devnet, wallet, 10_000 * USDC_UNIT)
@@ -108,7 +124,10 @@ def test_the_partner_flow_on_the_devnet(
     }
     activated = api.request("POST", "/api/v1/8453/wallets", activation, keyed)
     assert activated.status == 201, activated.body
-    assert devnet.w3.eth.get_code(wallet) != b""  # the account was installed
+    # The operator deployed the account through the factory, with the module enabled.
+    safe = world.safe(wallet)
+    assert safe.functions.getOwners().call() == [EOA]
+    assert safe.functions.isModuleEnabled(world.module.address).call()
     placed = positions(devnet.w3, devnet.manifest, wallet)
     assert sum(placed.values()) >= 10_000 * USDC_UNIT - 2
     holder = max(placed, key=lambda name: placed[name])
@@ -159,6 +178,81 @@ def test_the_partner_flow_on_the_devnet(
     assert stored is not None
     reader = devnet_chain_books(devnet.w3, devnet.manifest, devnet.manifest.extras["fee_collector"])
     assert_books_balance(engine, reader, [stored])
+    engine.dispose()
+
+
+def _status(api: RunningService, wallet: str) -> dict[str, Any]:
+    answer: dict[str, Any] = api.request("GET", f"/api/v1/8453/wallets/{wallet}").json()
+    return answer
+
+
+def test_the_owner_revokes_the_operator_and_the_service_stops_acting(
+    ticking: RunningService, devnet: Devnet
+) -> None:
+    api = ticking
+    engine = create_db_engine(api.database_url)
+    keyed = partner(engine, "revoking-partner")
+    owner = Signer(devnet.w3, dev_key(REVOKER))
+    created = api.request("POST", SAFE_ACCOUNTS, {"eoa": owner.address, "chain": 8453}, keyed)
+    wallet = created.json()["smartAccount"]
+    deposit = _devnet(
+        devnet,
+        *("deposit", "--chain", "8453", "--token", devnet.usdc, "--from", owner.address),
+        *("--to", wallet, "--amount", str(2_000 * USDC_UNIT)),
+    )
+    activation = {
+        "wallet": wallet,
+        "eoa": owner.address,
+        "initial_token": devnet.usdc,
+        "selected_protocols": [AAVE],
+        "tx_hash": deposit["tx_hash"],
+    }
+    assert api.request("POST", "/api/v1/8453/wallets", activation, keyed).status == 201
+    world = safe_world(devnet, devnet.manifest.extras["fee_collector"])
+    module = world.module.address
+
+    # One Safe transaction of the owner: disableModule(SENTINEL, module).
+    safe = world.safe(wallet)
+    disable = safe.functions.disableModule("0x" + "00" * 19 + "01", module)
+    world.owner_safe_tx(owner, wallet, wallet, disable._encode_transaction_data())
+    assert not safe.functions.isModuleEnabled(module).call()
+    blocked = wait_until(
+        lambda: (s := _status(api, wallet))["status"] == "blocked" and s, timeout=30, pause=0.2
+    )
+    assert "revoked the operator" in blocked["status_reason"], blocked
+    refused = api.request(
+        "POST", f"/api/v1/8453/wallets/{wallet}:withdraw", {"amount": USDC_UNIT}, keyed
+    )
+    assert refused.status == 409, refused.body  # the service no longer acts for it
+
+    # The owner enables the module again: the wallet is the agent's again.
+    enable = safe.functions.enableModule(module)
+    world.owner_safe_tx(owner, wallet, wallet, enable._encode_transaction_data())
+    wait_until(lambda: _status(api, wallet)["status"] == "activated", timeout=30, pause=0.2)
+    engine.dispose()
+
+
+def test_a_kernel_account_is_not_activated_on_a_real_chain(
+    on_devnet: RunningService, devnet: Devnet
+) -> None:
+    api = on_devnet
+    engine = create_db_engine(api.database_url)
+    keyed = partner(engine, "kernel-partner")
+    eoa = devnet.d.accounts[8]
+    created = api.request(
+        "POST", "/api/v1/proxy/zerodev/smart-accounts", {"eoa": eoa, "chain": 8453}, keyed
+    )
+    assert created.status == 200  # the address is the Kernel formula's, as always
+    activation = {
+        "wallet": created.json()["smartAccount"],
+        "eoa": eoa,
+        "initial_token": devnet.usdc,
+        "selected_protocols": [AAVE],
+    }
+    answer = api.request("POST", "/api/v1/8453/wallets", activation, keyed)
+    assert answer.status == 501, answer.body
+    assert "Safe account" in answer.json()["detail"]
+    assert devnet.w3.eth.get_code(created.json()["smartAccount"]) == b""
     engine.dispose()
 
 

@@ -1,13 +1,27 @@
-"""Smart accounts over REST: POST and GET /api/v1/proxy/zerodev/smart-accounts."""
+"""Smart accounts over REST: POST and GET /api/v1/proxy/{zerodev,safe}/smart-accounts."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from support.service import RunningService
+from yieldagent.catalog import load_catalog
+from yieldagent.chain.chains import (
+    SIMULATED_FEE_COLLECTOR,
+    SIMULATED_MODULE,
+    SIMULATED_MODULE_SETUP,
+)
+from yieldagent.domain.partners.safe_accounts import (
+    COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+    SAFE_L2_1_4_1,
+    SAFE_PROXY_FACTORY_1_4_1,
+    SafeAccountConstants,
+    safe_account_address,
+)
 from yieldagent.domain.partners.smart_accounts import smart_account_address
 
 PATH = "/api/v1/proxy/zerodev/smart-accounts"
+SAFE = "/api/v1/proxy/safe/smart-accounts"
 OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 
 
@@ -93,3 +107,64 @@ def test_another_partners_account_is_refused(api: RunningService, make_partner: 
         response = api.request(method, path, payload, other)
         assert response.status == 403
         assert response.json()["detail"].startswith("Access denied")
+
+
+def _simulated_safe(chain_id: int) -> SafeAccountConstants:
+    """What fixes a simulated chain's Safe addresses (no fee collector configured)."""
+    [token] = load_catalog().chain(chain_id).tokens
+    return SafeAccountConstants(
+        chain_id,
+        SAFE_PROXY_FACTORY_1_4_1,
+        SAFE_L2_1_4_1,
+        COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+        SIMULATED_MODULE_SETUP,
+        SIMULATED_MODULE,
+        token.address,
+        SIMULATED_FEE_COLLECTOR,
+    )
+
+
+def test_a_safe_account_is_at_the_factory_formulas_address(
+    api: RunningService, keyed: dict[str, str]
+) -> None:
+    eoa = "0x" + "e5" * 20
+    created = api.request("POST", SAFE, {"eoa": eoa, "chain": 8453, "agent_id": "s"}, keyed)
+    assert created.status == 200, created.body
+    body = created.json()
+    assert set(body) == {"smartAccount", "backendWallet"}
+    assert body["smartAccount"] == safe_account_address(
+        "0x" + "E5" * 20, "s", _simulated_safe(8453)
+    )
+    found = api.request("GET", f"{SAFE}?eoa={eoa}&chain=8453&agent_id=s", headers=keyed)
+    assert found.status == 200
+    assert found.json() == body
+    again = api.request("POST", SAFE, {"eoa": eoa, "chain": 8453, "agent_id": "s"}, keyed)
+    assert again.json() == body
+
+
+def test_safe_and_kernel_accounts_of_one_eoa_are_apart(
+    api: RunningService, keyed: dict[str, str]
+) -> None:
+    eoa = "0x" + "f6" * 20
+    kernel = api.request("POST", PATH, {"eoa": eoa, "chain": 1}, keyed).json()
+    assert api.request("GET", f"{SAFE}?eoa={eoa}&chain=1", headers=keyed).status == 404
+    safe = api.request("POST", SAFE, {"eoa": eoa, "chain": 1}, keyed).json()
+    assert safe["smartAccount"] != kernel["smartAccount"]
+    assert safe["backendWallet"] == kernel["backendWallet"]
+    on_base = api.request("POST", SAFE, {"eoa": eoa, "chain": 8453}, keyed).json()
+    assert on_base["smartAccount"] != safe["smartAccount"]  # the chain is in the salt
+
+
+def test_safe_account_fields_are_checked_as_the_kernel_ones(
+    api: RunningService, keyed: dict[str, str], make_partner: Any
+) -> None:
+    invalid = api.request("POST", SAFE, {"eoa": "0x123", "chain": 5}, keyed)
+    assert invalid.status == 422
+    assert [item["loc"] for item in invalid.json()["detail"]] == [
+        ["body", "eoa"],
+        ["body", "chain"],
+    ]
+    body = {"eoa": "0x" + "a7" * 20, "chain": 8453}
+    assert api.request("POST", SAFE, body, keyed).status == 200
+    refused = api.request("POST", SAFE, body, make_partner())
+    assert refused.status == 403

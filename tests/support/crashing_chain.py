@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainPort,
@@ -200,8 +201,14 @@ class CrashingChain:
     ) -> list[ContractCall]:
         return await self._inner.plan_calls(holder, action, protocol, token, amount)
 
-    async def prepare_account(self, account: str, owner: str) -> None:
-        await self._inner.prepare_account(account, owner)
+    async def check_account(self, account: SmartAccount) -> None:
+        await self._inner.check_account(account)
+
+    async def prepare_account(self, account: SmartAccount) -> None:
+        await self._call("prepare_account", self._inner.prepare_account, account)
+
+    async def revocation(self, holder: str) -> str | None:
+        return await self._inner.revocation(holder)
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return await self._call("supply", self._inner.supply, holder, protocol, token, amount)
@@ -227,6 +234,13 @@ class CrashingChain:
 
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
         return await self._call("transfer", self._inner.transfer, token, sender, recipient, amount)
+
+    async def pay(
+        self, token: str, holder: str, owner: str, amount: int, collector: str, fee: int
+    ) -> tuple[TxReceipt, TxReceipt | None]:
+        """As the simulated chain pays: two transfers, each a call the triggers see."""
+        paid = await self.transfer(token, holder, owner, amount)
+        return paid, (await self.transfer(token, holder, collector, fee) if fee else None)
 
     async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
         return await self._call("accrued_rewards", self._inner.accrued_rewards, holder)

@@ -9,12 +9,17 @@ from pathlib import Path
 from eth_account import Account
 from sqlalchemy import Engine
 
+from support.anvil import dev_key
 from support.devnet import Devnet
 from yieldagent.devnet.aave import borrow_to_utilization_aave
 from yieldagent.devnet.borrowing import borrow_to_utilization
-from yieldagent.devnet.deploy import UTILIZATION
+from yieldagent.devnet.deploy import DEFAULT_OPERATOR_ACCOUNT, UTILIZATION
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.partners import PartnerStore
+
+OPERATOR_KEY = "0x" + dev_key(DEFAULT_OPERATOR_ACCOUNT).hex()
+"""The key the devnet's operator module lets act: the service's operator on the devnet."""
+SAFE_ACCOUNTS = "/api/v1/proxy/safe/smart-accounts"
 
 
 def devnet_env(

@@ -1,9 +1,10 @@
-"""A ``Web3Chain`` on the session's devnet, with a fresh smart account, for each test
+"""A ``Web3Chain`` on the session's devnet, with a fresh Safe account, for each test
 (the ``env`` fixture, exposed to tests/chain/web3 by its conftest).
 
-Each test gets its own operator key (funded with ether, the account's session key) and its
-own nonce store: tests revert the devnet to a snapshot afterwards, and a fresh key keeps
-a reverted chain and a remembered nonce from ever disagreeing.
+The adapter signs with the operator module's operator key, as the service does on the
+devnet, and deploys the account for a fresh owner through Safe's factory. Each test gets its
+own nonce store: tests revert the devnet to a snapshot afterwards, and a fresh store starts
+from the reverted chain's nonce, so the two never disagree.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from eth_account import Account
 from web3 import AsyncHTTPProvider, AsyncWeb3
 
 from support.devnet import Devnet
+from support.safe_world import operator_key, safe_world
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.usdc import ONE_USDC, mint
+from yieldagent.domain.partners.safe_accounts import safe_account_address
+from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.nonces import NonceStore
 
@@ -74,7 +78,7 @@ class ChainEnv:
     owner: str
     calls: CallCounter
     sender: TransactionSender
-    """The operator's sender (the account's session key)."""
+    """The operator's sender (the module's operator key)."""
     build: Callable[..., Web3Chain]
     """Another adapter on the same node and operator, with config changes."""
 
@@ -94,14 +98,13 @@ class ChainEnv:
 
 @pytest.fixture
 async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv]:
-    """A Web3Chain whose operator is the session key of a funded smart account."""
+    """A Web3Chain whose operator acts for a funded Safe account through the module."""
     deployer = Deployer(devnet_snapshot.url)
-    operator, owner = Account.create(), Account.create()
-    account = Account.create().address
-    deployer.fund(operator.address, 10 * ETHER)
+    operator, owner = Account.from_key(operator_key()), Account.create()
     engine = create_db_engine(f"sqlite:///{tmp_path / 'nonces.db'}")
     await asyncio.to_thread(migrate, engine)
     w3 = AsyncWeb3(AsyncHTTPProvider(devnet_snapshot.url))
+    calls = count_calls(w3.provider)  # before the first request: web3 keeps the sender it saw
     sender = TransactionSender(
         w3,
         devnet_snapshot.manifest.chain_id,
@@ -109,15 +112,22 @@ async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv
         NonceStore(engine),
         SendSettings(poll_seconds=0.02, receipt_timeout_seconds=30.0),
     )
-    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest)
+    collector = devnet_snapshot.manifest.extras["fee_collector"]
+    constants = safe_world(devnet_snapshot, collector).constants()
+    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest, safe=constants)
 
     def build(**changes: Any) -> Web3Chain:
         return Web3Chain(w3, replace(config, **changes), sender)
 
     chain = build()
-    await chain.prepare_account(account, owner.address)
+    account = safe_account_address(owner.address, "yield-agent", constants)
+    await chain.prepare_account(
+        SmartAccount(
+            chain.chain_id, owner.address, "yield-agent", account, 1, Provider.SAFE, collector
+        )
+    )
     mint(deployer, config.token, account, 100_000 * ONE_USDC)
-    calls = count_calls(w3.provider)
+    calls.reset()
     yield ChainEnv(chain, devnet_snapshot, deployer, account, owner.address, calls, sender, build)
     await w3.provider.disconnect()
     engine.dispose()

@@ -212,7 +212,7 @@ def test_errors_are_detail_bodies_and_422_lists_loc_msg_type(document: dict[str,
                 assert response["headers"]["Retry-After"]["required"] is True
             if status == "409" and "Retry-After" in response["headers"]:
                 # Always there when every reason is passing (an Idempotency-Key in use).
-                always = operation["operationId"] == "CreateSmartAccount"
+                always = operation["operationId"] in ("CreateSmartAccount", "CreateSafeAccount")
                 assert response["headers"]["Retry-After"]["required"] is always
 
 

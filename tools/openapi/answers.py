@@ -58,7 +58,12 @@ from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, UNCONFIRMED_RETR
 from yieldagent.domain.pagination import page_request
 from yieldagent.domain.partners.partners import INVALID_KEY
 from yieldagent.domain.partners.rate_limits import RateLimiter
-from yieldagent.domain.partners.smart_accounts import SmartAccount, account_key, check_owner
+from yieldagent.domain.partners.smart_accounts import (
+    SafeChains,
+    SmartAccount,
+    account_key,
+    check_owner,
+)
 from yieldagent.servicers import errors
 from yieldagent.servicers.idempotency import reused
 from yieldagent.servicers.method_policy import MethodPolicy
@@ -184,6 +189,42 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _UNEXPECTED,
     ),
+    "CreateSafeAccount": (
+        (
+            "bad_fields",
+            _raised(account_key, "0x12", 10, "", (CHAIN,)),
+            "The EOA is not an address, the chain is not supported, or the agent id is "
+            "not 1 to 128 printable characters.",
+        ),
+        (
+            "other_partner",
+            _raised(check_owner, SmartAccount(CHAIN, EOA, "yield-agent", WALLET, 2), 1),
+            "Another partner manages the account of this EOA and agent id.",
+        ),
+        (
+            "no_safe_accounts",
+            _raised(SafeChains(refusals={CHAIN: "YIELDAGENT_FEE_COLLECTOR is not set"}).on, CHAIN),
+            "The service cannot create Safe accounts on this chain: it lacks a fee "
+            "collector other than its operator, or the chain has no operator module.",
+        ),
+    ),
+    "GetSafeAccount": (
+        (
+            "bad_fields",
+            _raised(account_key, EOA, 10, "", (CHAIN,)),
+            "The EOA is not an address, or the chain is not supported.",
+        ),
+        (
+            "no_account",
+            NotFound(f"No Safe account for {EOA} with agent id 'yield-agent' on chain {CHAIN}"),
+            "No Safe account was created for this EOA, chain and agent id.",
+        ),
+        (
+            "other_partner",
+            _raised(check_owner, SmartAccount(CHAIN, EOA, "yield-agent", WALLET, 2), 1),
+            "Another partner manages the account.",
+        ),
+    ),
     "GetSmartAccount": (
         (
             "bad_fields",
@@ -230,10 +271,13 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         (
             "not_deployable",
             NotImplementedYet(
-                f"Smart account {WALLET} is not deployed on chain 1; deploying Kernel "
-                "accounts (through the EntryPoint) is not supported yet"
+                f"Kernel (zerodev) account {WALLET} cannot be activated on chain 1: the "
+                "service deploys no Kernel account (no registry package ships its bytecode) "
+                "and sends no UserOperations. Create a Safe account "
+                "(POST /api/v1/proxy/safe/smart-accounts) instead"
             ),
-            "The service cannot deploy the smart account on this chain yet.",
+            "A Kernel (zerodev) account on a real chain: the service acts only for Safe "
+            "accounts there.",
         ),
         _UNEXPECTED,
     ),

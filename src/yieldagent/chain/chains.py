@@ -4,10 +4,17 @@ Every catalog chain is simulated unless ``YIELDAGENT_RPC_URL_<chain_id>`` names 
 it; then web3 serves it, with the contracts its deployment manifest names
 (``YIELDAGENT_DEPLOYMENT_<chain_id>``, by default the devnet's ``<data dir>/devnet.json``).
 The catalog served for that chain is moved to the manifest's addresses.
+
+``safe_chains`` says where Safe accounts can be created, with what: on a web3 chain, the
+Safe and operator module its manifest names and the configured fee collector; on a
+simulated chain, Safe's canonical addresses and stand-in addresses for the module (the
+simulator runs no contract code, so an account there is a simulated Safe).
 """
 
 from __future__ import annotations
 
+from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
 from sqlalchemy import Engine
 
 from yieldagent.chain.simulated.chain import SimulatedChain
@@ -15,6 +22,13 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
 from yieldagent.domain.catalog import Catalog, relocate
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.partners.safe_accounts import (
+    COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+    SAFE_L2_1_4_1,
+    SAFE_PROXY_FACTORY_1_4_1,
+    SafeAccountConstants,
+)
+from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.storage.simulation import SimulationStore
@@ -86,10 +100,91 @@ def _web3_chain(
             f"YIELDAGENT_RPC_URL_{chain_id} is set, but no deployment manifest names the "
             f"chain's contracts: set YIELDAGENT_DEPLOYMENT_{chain_id} (or run make devnet)"
         )
+    safe = _web3_constants(settings, chain_id, operator.address)
     config = Web3ChainConfig.from_manifest(
         Manifest.load(path),
         confirmations=settings.confirmations,
         log_range=settings.log_range,
+        safe=None if isinstance(safe, str) else safe,
     )
     sending = SendSettings(receipt_timeout_seconds=settings.tx_timeout_seconds)
     return Web3Chain.connect(url, config, operator, NonceStore(engine), sending)
+
+
+def _named(name: str) -> str:
+    """A fixed address no key controls, named after what it stands for on the simulator."""
+    return to_checksum_address(keccak(text=f"yieldagent.simulated.{name}")[12:])
+
+
+SIMULATED_MODULE = _named("operator-module")
+SIMULATED_MODULE_SETUP = _named("operator-module-setup")
+SIMULATED_FEE_COLLECTOR = _named("fee-collector")
+"""Where a simulated chain's Safe accounts say their module, set-up and (unless
+``YIELDAGENT_FEE_COLLECTOR`` names one) fee collector are."""
+
+
+def fee_collector(settings: Settings) -> str:
+    """Where fees go: ``YIELDAGENT_FEE_COLLECTOR``, else (simulated chains only, since a
+    real chain refuses to create accounts without one) the simulated collector."""
+    return settings.fee_collector or SIMULATED_FEE_COLLECTOR
+
+
+def safe_chains(settings: Settings, catalog: Catalog, operator: str) -> SafeChains:
+    """Each chain's Safe account constants, or why accounts cannot be created there."""
+    constants: dict[int, SafeAccountConstants] = {}
+    refusals: dict[int, str] = {}
+    configured = settings.fee_collector
+    for chain_id in catalog.chain_ids():
+        if configured and to_checksum_address(configured) == to_checksum_address(operator):
+            refusals[chain_id] = (
+                "YIELDAGENT_FEE_COLLECTOR is the operator's address; fees must never reach "
+                "the operator key: set another collector"
+            )
+        elif chain_id in settings.rpc_urls:
+            found = _web3_constants(settings, chain_id, operator)
+            if isinstance(found, str):
+                refusals[chain_id] = found
+            else:
+                constants[chain_id] = found
+        else:
+            [token, *_] = catalog.chain(chain_id).tokens
+            constants[chain_id] = SafeAccountConstants(
+                chain_id=chain_id,
+                factory=SAFE_PROXY_FACTORY_1_4_1,
+                singleton=SAFE_L2_1_4_1,
+                fallback_handler=COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+                module_setup=SIMULATED_MODULE_SETUP,
+                module=SIMULATED_MODULE,
+                token=token.address,
+                fee_collector=fee_collector(settings),
+            )
+    return SafeChains(constants, refusals)
+
+
+def _web3_constants(settings: Settings, chain_id: int, operator: str) -> SafeAccountConstants | str:
+    """A web3 chain's constants from its manifest, or why there are none."""
+    from yieldagent.devnet.manifest import Manifest
+
+    if not settings.fee_collector:
+        return "YIELDAGENT_FEE_COLLECTOR is not set; a real chain needs a fee collector"
+    path = settings.deployment(chain_id)
+    if path is None:
+        return f"no deployment manifest names its contracts (YIELDAGENT_DEPLOYMENT_{chain_id})"
+    manifest = Manifest.load(path)
+    safe = manifest.safe
+    if safe is None:
+        return f"its deployment manifest {path} names no Safe operator module"
+    if to_checksum_address(safe.operator) != to_checksum_address(operator):
+        return (
+            f"the operator module lets {safe.operator} act, not this service's operator {operator}"
+        )
+    return SafeAccountConstants(
+        chain_id=chain_id,
+        factory=safe.factory,
+        singleton=safe.singleton,
+        fallback_handler=safe.fallback_handler,
+        module_setup=safe.module_setup,
+        module=safe.module,
+        token=to_checksum_address(manifest.token),
+        fee_collector=to_checksum_address(settings.fee_collector),
+    )

@@ -1,12 +1,11 @@
 """Deploys the whole devnet on a running anvil and describes it in a ``Manifest``.
 
 The order: USDC, Aave v3, then Compound v3, Moonwell and Morpho Blue with its vault, the
-swap router for the reward token, the smart account's session-key policy, Safe 1.4.1 with the
-operator module and its listing, and last the borrowers that give every pool a realistic
-utilization. Compound, Moonwell, Morpho, the router, the policy, Safe and the borrowers of
-those pools come from their own modules (``compound.py``, ``moonwell.py``, ``morpho.py``,
-``swap.py``, ``accounts.py``, ``safe.py``, ``borrowing.py``); a module that is not there yet
-is skipped with a log line.
+swap router for the reward token, Safe 1.4.1 with the operator module and its listing, and
+last the borrowers that give every pool a realistic utilization. Compound, Moonwell, Morpho,
+the router, Safe and the borrowers of those pools come from their own modules
+(``compound.py``, ``moonwell.py``, ``morpho.py``, ``swap.py``, ``safe.py``,
+``borrowing.py``); a module that is not there yet is skipped with a log line.
 """
 
 from __future__ import annotations
@@ -28,9 +27,6 @@ from yieldagent.devnet.usdc import USDC_DECIMALS, USDC_SYMBOL, deploy_usdc
 
 logger = logging.getLogger(__name__)
 
-ZERO_ADDRESS = "0x" + "00" * 20
-MAX_FEE_BPS = 2_000  # the most of a withdrawal's yield the policy lets the fee collector take
-SMART_ACCOUNT = "SmartAccount"
 # The operator module's operator when none is given: anvil's dev account 4, whose key the
 # tests sign with (``make devnet`` passes the service's operator).
 DEFAULT_OPERATOR_ACCOUNT = 4
@@ -78,15 +74,15 @@ def deploy_all(
 ) -> Manifest:
     """Deploys every contract of the devnet on the anvil at ``url`` and returns its manifest.
 
-    ``fee_collector`` is the address the session-key policy lets fees go to (anvil's
-    account 0 by default; the service passes its own). ``operator`` is the Safe operator
+    ``fee_collector`` is the fee collector the manifest names for the service (anvil's
+    account 0 by default; ``make devnet`` passes the service's). ``operator`` is the Safe operator
     module's operator key (anvil's account ``DEFAULT_OPERATOR_ACCOUNT`` by default). With
     ``manifest_path`` the manifest is also written there.
     """
     timings: dict[str, float] = {}
     started = time.monotonic()
     with _timed("compile", timings):
-        artifacts = compile_project()
+        compile_project()
     d = Deployer(url)
     collector = fee_collector or d.admin
     with _timed("usdc", timings):
@@ -106,14 +102,6 @@ def deploy_all(
         with _timed("swap", timings):
             swap_router = swap.deploy_swap_router(d, usdc, reward_token)
 
-    policy = ZERO_ADDRESS
-    accounts = _optional("accounts")
-    if accounts is not None:
-        with _timed("policy", timings):
-            policy = accounts.deploy_policy(
-                d, usdc, protocols, collector, MAX_FEE_BPS, swap_router=swap_router
-            )
-
     safe_deployment = None
     safe = _optional("safe")
     if safe is not None:
@@ -130,7 +118,6 @@ def deploy_all(
     with _timed("borrowers", timings):
         _borrow_everywhere(d, usdc, protocols)
 
-    runtime = artifacts[SMART_ACCOUNT].deployed_bytecode if SMART_ACCOUNT in artifacts else "0x"
     manifest = Manifest(
         chain_id=int(d.w3.eth.chain_id),
         rpc_url=url,
@@ -139,8 +126,6 @@ def deploy_all(
         token_symbol=USDC_SYMBOL,
         token_decimals=USDC_DECIMALS,
         protocols=tuple(protocols),
-        account_runtime=runtime,
-        account_policy=policy,
         reward_token=reward_token,
         swap_router=swap_router,
         borrower=d.actor("aave-borrower"),

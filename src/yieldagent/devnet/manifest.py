@@ -96,11 +96,9 @@ class Manifest:
     """Everything deployed on one devnet.
 
     ``deployed_block`` is the block at which the deployment was complete (borrowers
-    included): what happens after it is the service's. ``account_runtime`` is the smart
-    account's runtime code (0x hex), installed at each account's address; ``account_policy``
-    the session-key policy contract it consults; ``borrower`` the address of the devnet's
-    Aave borrower (each pool's borrower is its own actor). ``safe`` is where Safe accounts
-    and their operator module are (None on a manifest written before them).
+    included): what happens after it is the service's. ``borrower`` is the address of the
+    devnet's Aave borrower (each pool's borrower is its own actor). ``safe`` is where Safe
+    accounts and their operator module are (None: the service acts for no account there).
     """
 
     chain_id: int
@@ -110,8 +108,6 @@ class Manifest:
     token_symbol: str
     token_decimals: int
     protocols: tuple[ProtocolDeployment, ...]
-    account_runtime: str
-    account_policy: str
     reward_token: str | None
     swap_router: str | None
     borrower: str
@@ -142,8 +138,6 @@ class Manifest:
             token_symbol=str(data["token_symbol"]),
             token_decimals=int(data["token_decimals"]),
             protocols=tuple(ProtocolDeployment.from_dict(p) for p in data["protocols"]),
-            account_runtime=str(data["account_runtime"]),
-            account_policy=str(data["account_policy"]),
             reward_token=None if data.get("reward_token") is None else str(data["reward_token"]),
             swap_router=None if data.get("swap_router") is None else str(data["swap_router"]),
             borrower=str(data["borrower"]),

@@ -4,8 +4,10 @@ Starts anvil (its output in ``<data dir>/anvil.log``), deploys the devnet, write
 manifest (``var/devnet.json``, or ``$YIELDAGENT_DEVNET_MANIFEST``), funds the service's
 operator wallet with ether for gas, prints one JSON line that names the manifest and the
 addresses, and stays in the foreground until SIGINT or SIGTERM, which stop anvil. The port
-comes from ``YIELDAGENT_DEVNET_PORT`` (8545). The session-key policy's fee collector is the
-service's (``YIELDAGENT_FEE_COLLECTOR``, else the operator wallet), as ``make run`` uses it.
+comes from ``YIELDAGENT_DEVNET_PORT`` (8545). The operator module's operator is the service's
+operator wallet; the fee collector is the service's ``YIELDAGENT_FEE_COLLECTOR`` (else
+anvil's account 0, never the operator), which ``make run`` must be given too to create Safe
+accounts.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ def summary(manifest: Manifest, path: str) -> dict[str, object]:
         "block": manifest.deployed_block,
         "token": manifest.token,
         "protocols": {p.name: p.address for p in manifest.protocols},
-        "account_policy": manifest.account_policy,
         "operator": manifest.extras.get("operator"),
         "safe_module": manifest.safe and manifest.safe.module,
     }
@@ -68,9 +69,7 @@ def main() -> int:
     try:
         anvil.launch()
         operator = load_operator_wallet(settings).address
-        manifest = deploy_all(
-            anvil.url, fee_collector=settings.fee_collector or operator, operator=operator
-        )
+        manifest = deploy_all(anvil.url, fee_collector=settings.fee_collector, operator=operator)
         Deployer(anvil.url).fund(operator, OPERATOR_GAS_MONEY)
         manifest = replace(manifest, extras={**manifest.extras, "operator": operator})
         manifest.write(path)

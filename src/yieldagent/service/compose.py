@@ -18,7 +18,13 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
+from yieldagent.chain.chains import (
+    build_chains,
+    fee_collector,
+    safe_chains,
+    served_catalog,
+    simulated_market,
+)
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings, check_production
@@ -29,6 +35,7 @@ from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.domain.risk.survey import RiskSurvey
@@ -108,7 +115,7 @@ def build_lifecycle(
     policy = Policy(
         fee_bps=settings.performance_fee_bps,
         max_deposit_usd=settings.max_deposit_usd,
-        fee_collector=settings.fee_collector or operator_address,
+        fee_collector=fee_collector(settings),
         lease_seconds=settings.lease_seconds,
         swap_slippage_bps=settings.swap_slippage_bps,
         retry_seconds=settings.stuck_retry_seconds,
@@ -167,6 +174,7 @@ def build_server(
     tls: Tls | None = None,
     reflect: bool = True,
     streams_per_partner: int = 100,
+    safes: SafeChains | None = None,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
@@ -174,7 +182,8 @@ def build_server(
     WatchWallet (its ``close`` ends the streams); ``tls``, the certificate it serves
     (default: plaintext); ``reflect``, whether it answers server reflection;
     ``streams_per_partner``, how many streams a partner may have open (their credentials
-    are checked again every ``events.poll_seconds``)."""
+    are checked again every ``events.poll_seconds``); ``safes``, where Safe accounts can be
+    created (default: nowhere)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     events = events or EventStore(engine)
@@ -197,7 +206,7 @@ def build_server(
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
-            SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address),
+            SmartAccountServicer(catalog, SmartAccountStore(engine), operator.address, safes),
         ),
         (
             wallets_pb2_grpc.add_WalletServiceServicer_to_server,
@@ -405,6 +414,7 @@ class Service:
             server_tls(settings),
             settings.grpc_reflection,
             settings.watch_streams_per_partner,
+            safe_chains(settings, catalog, operator.address),
         )
         deliverer = build_deliverer(settings, self.engine, count_delivery)
         self.deliveries.add(

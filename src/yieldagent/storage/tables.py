@@ -55,7 +55,9 @@ class SmartAccountRow(SQLModel, table=True):
     """A smart account created for a user's EOA, owned by the partner that created it."""
 
     __tablename__ = "smart_accounts"
-    __table_args__ = (UniqueConstraint("chain_id", "eoa", "agent_id"),)
+    __table_args__ = (
+        UniqueConstraint("chain_id", "eoa", "agent_id", "provider", name="uq_smart_accounts_key"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chain_id: int = Field(index=True)
@@ -63,6 +65,10 @@ class SmartAccountRow(SQLModel, table=True):
     agent_id: str = Field(max_length=128)
     address: str = Field(max_length=42, index=True)
     partner_id: int = Field(foreign_key="partners.id", index=True)
+    provider: str = Field(default="zerodev", max_length=16)
+    fee_collector: str = Field(
+        default="", max_length=42, description="the collector a Safe account registered at set-up"
+    )
     created_at: datetime = Field(sa_column=utc_column())
 
 

@@ -42,6 +42,7 @@ from yieldagent.storage.aggregates import (
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.events import signal_for
 from yieldagent.storage.journals import book, wallet_values, write
+from yieldagent.storage.smart_accounts import account_of
 from yieldagent.storage.tables import (
     DepositRow,
     PerformancePointRow,
@@ -266,9 +267,7 @@ class WalletStore:
                     SmartAccountRow.chain_id == chain_id, SmartAccountRow.address == address
                 )
             ).first()
-            if row is None:
-                return None
-            return SmartAccount(row.chain_id, row.eoa, row.agent_id, row.address, row.partner_id)
+            return None if row is None else account_of(row)
 
     def deposit_known(self, chain_id: int, tx_hash: str) -> bool:
         with Session(self._engine) as session:

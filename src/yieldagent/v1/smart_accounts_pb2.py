@@ -26,7 +26,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from yieldagent.v1 import options_pb2 as yieldagent_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"yieldagent/v1/smart_accounts.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\"I\n\x19\x43reateSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"I\n\x1a\x43reateSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t\"F\n\x16GetSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"F\n\x17GetSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t2\xdf\x02\n\x13SmartAccountService\x12\xaa\x01\n\x12\x43reateSmartAccount\x12(.yieldagent.v1.CreateSmartAccountRequest\x1a).yieldagent.v1.CreateSmartAccountResponse\"?\xda\xf3\x18\x08\x61\x63\x63ounts\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x02)\"$/api/v1/proxy/zerodev/smart-accounts:\x01*\x12\x9a\x01\n\x0fGetSmartAccount\x12%.yieldagent.v1.GetSmartAccountRequest\x1a&.yieldagent.v1.GetSmartAccountResponse\"8\xda\xf3\x18\x08\x61\x63\x63ounts\x82\xd3\xe4\x93\x02&\x12$/api/v1/proxy/zerodev/smart-accountsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"yieldagent/v1/smart_accounts.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\"I\n\x19\x43reateSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"I\n\x1a\x43reateSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t\"F\n\x16GetSmartAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"F\n\x17GetSmartAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t\"H\n\x18\x43reateSafeAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"H\n\x19\x43reateSafeAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t\"E\n\x15GetSafeAccountRequest\x12\x0b\n\x03\x65oa\x18\x01 \x01(\t\x12\r\n\x05\x63hain\x18\x02 \x01(\x05\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"E\n\x16GetSafeAccountResponse\x12\x14\n\x0csmartAccount\x18\x01 \x01(\t\x12\x15\n\rbackendWallet\x18\x02 \x01(\t2\x9d\x05\n\x13SmartAccountService\x12\xaa\x01\n\x12\x43reateSmartAccount\x12(.yieldagent.v1.CreateSmartAccountRequest\x1a).yieldagent.v1.CreateSmartAccountResponse\"?\xda\xf3\x18\x08\x61\x63\x63ounts\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x02)\"$/api/v1/proxy/zerodev/smart-accounts:\x01*\x12\x9a\x01\n\x0fGetSmartAccount\x12%.yieldagent.v1.GetSmartAccountRequest\x1a&.yieldagent.v1.GetSmartAccountResponse\"8\xda\xf3\x18\x08\x61\x63\x63ounts\x82\xd3\xe4\x93\x02&\x12$/api/v1/proxy/zerodev/smart-accounts\x12\xa4\x01\n\x11\x43reateSafeAccount\x12\'.yieldagent.v1.CreateSafeAccountRequest\x1a(.yieldagent.v1.CreateSafeAccountResponse\"<\xda\xf3\x18\x08\x61\x63\x63ounts\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x02&\"!/api/v1/proxy/safe/smart-accounts:\x01*\x12\x94\x01\n\x0eGetSafeAccount\x12$.yieldagent.v1.GetSafeAccountRequest\x1a%.yieldagent.v1.GetSafeAccountResponse\"5\xda\xf3\x18\x08\x61\x63\x63ounts\x82\xd3\xe4\x93\x02#\x12!/api/v1/proxy/safe/smart-accountsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,6 +38,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SMARTACCOUNTSERVICE'].methods_by_name['CreateSmartAccount']._serialized_options = b'\332\363\030\010accounts\340\363\030\001\202\323\344\223\002)\"$/api/v1/proxy/zerodev/smart-accounts:\001*'
   _globals['_SMARTACCOUNTSERVICE'].methods_by_name['GetSmartAccount']._loaded_options = None
   _globals['_SMARTACCOUNTSERVICE'].methods_by_name['GetSmartAccount']._serialized_options = b'\332\363\030\010accounts\202\323\344\223\002&\022$/api/v1/proxy/zerodev/smart-accounts'
+  _globals['_SMARTACCOUNTSERVICE'].methods_by_name['CreateSafeAccount']._loaded_options = None
+  _globals['_SMARTACCOUNTSERVICE'].methods_by_name['CreateSafeAccount']._serialized_options = b'\332\363\030\010accounts\340\363\030\001\202\323\344\223\002&\"!/api/v1/proxy/safe/smart-accounts:\001*'
+  _globals['_SMARTACCOUNTSERVICE'].methods_by_name['GetSafeAccount']._loaded_options = None
+  _globals['_SMARTACCOUNTSERVICE'].methods_by_name['GetSafeAccount']._serialized_options = b'\332\363\030\010accounts\202\323\344\223\002#\022!/api/v1/proxy/safe/smart-accounts'
   _globals['_CREATESMARTACCOUNTREQUEST']._serialized_start=112
   _globals['_CREATESMARTACCOUNTREQUEST']._serialized_end=185
   _globals['_CREATESMARTACCOUNTRESPONSE']._serialized_start=187
@@ -46,6 +50,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSMARTACCOUNTREQUEST']._serialized_end=332
   _globals['_GETSMARTACCOUNTRESPONSE']._serialized_start=334
   _globals['_GETSMARTACCOUNTRESPONSE']._serialized_end=404
-  _globals['_SMARTACCOUNTSERVICE']._serialized_start=407
-  _globals['_SMARTACCOUNTSERVICE']._serialized_end=758
+  _globals['_CREATESAFEACCOUNTREQUEST']._serialized_start=406
+  _globals['_CREATESAFEACCOUNTREQUEST']._serialized_end=478
+  _globals['_CREATESAFEACCOUNTRESPONSE']._serialized_start=480
+  _globals['_CREATESAFEACCOUNTRESPONSE']._serialized_end=552
+  _globals['_GETSAFEACCOUNTREQUEST']._serialized_start=554
+  _globals['_GETSAFEACCOUNTREQUEST']._serialized_end=623
+  _globals['_GETSAFEACCOUNTRESPONSE']._serialized_start=625
+  _globals['_GETSAFEACCOUNTRESPONSE']._serialized_end=694
+  _globals['_SMARTACCOUNTSERVICE']._serialized_start=697
+  _globals['_SMARTACCOUNTSERVICE']._serialized_end=1366
 # @@protoc_insertion_point(module_scope)

@@ -41,3 +41,39 @@ class GetSmartAccountResponse(_message.Message):
     smartAccount: str
     backendWallet: str
     def __init__(self, smartAccount: _Optional[str] = ..., backendWallet: _Optional[str] = ...) -> None: ...
+
+class CreateSafeAccountRequest(_message.Message):
+    __slots__ = ("eoa", "chain", "agent_id")
+    EOA_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    eoa: str
+    chain: int
+    agent_id: str
+    def __init__(self, eoa: _Optional[str] = ..., chain: _Optional[int] = ..., agent_id: _Optional[str] = ...) -> None: ...
+
+class CreateSafeAccountResponse(_message.Message):
+    __slots__ = ("smartAccount", "backendWallet")
+    SMARTACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    BACKENDWALLET_FIELD_NUMBER: _ClassVar[int]
+    smartAccount: str
+    backendWallet: str
+    def __init__(self, smartAccount: _Optional[str] = ..., backendWallet: _Optional[str] = ...) -> None: ...
+
+class GetSafeAccountRequest(_message.Message):
+    __slots__ = ("eoa", "chain", "agent_id")
+    EOA_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    eoa: str
+    chain: int
+    agent_id: str
+    def __init__(self, eoa: _Optional[str] = ..., chain: _Optional[int] = ..., agent_id: _Optional[str] = ...) -> None: ...
+
+class GetSafeAccountResponse(_message.Message):
+    __slots__ = ("smartAccount", "backendWallet")
+    SMARTACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    BACKENDWALLET_FIELD_NUMBER: _ClassVar[int]
+    smartAccount: str
+    backendWallet: str
+    def __init__(self, smartAccount: _Optional[str] = ..., backendWallet: _Optional[str] = ...) -> None: ...

@@ -26,9 +26,13 @@ if _version_not_supported:
 
 
 class SmartAccountServiceStub:
-    """Deterministic smart accounts (ZeroDev Kernel v3.1 on EntryPoint v0.7).
-    Creating one is the first step of an integration: the user then deposits
-    to the returned address, and the partner activates the agent.
+    """Deterministic smart accounts, from two providers: ZeroDev Kernel v3.1 on
+    EntryPoint v0.7 (`zerodev`), and a Safe 1.4.1 owned by the EOA with the
+    service's operator module (`safe`). Creating one is the first step of an
+    integration: the user then deposits to the returned address, and the
+    partner activates the agent. On a real chain only `safe` accounts can be
+    activated: the service deploys them through Safe's factory and acts only
+    through the module, which the owner can disable at any time.
     """
 
     def __init__(self, channel):
@@ -47,12 +51,26 @@ class SmartAccountServiceStub:
                 request_serializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSmartAccountRequest.SerializeToString,
                 response_deserializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSmartAccountResponse.FromString,
                 _registered_method=True)
+        self.CreateSafeAccount = channel.unary_unary(
+                '/yieldagent.v1.SmartAccountService/CreateSafeAccount',
+                request_serializer=yieldagent_dot_v1_dot_smart__accounts__pb2.CreateSafeAccountRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_smart__accounts__pb2.CreateSafeAccountResponse.FromString,
+                _registered_method=True)
+        self.GetSafeAccount = channel.unary_unary(
+                '/yieldagent.v1.SmartAccountService/GetSafeAccount',
+                request_serializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSafeAccountRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSafeAccountResponse.FromString,
+                _registered_method=True)
 
 
 class SmartAccountServiceServicer:
-    """Deterministic smart accounts (ZeroDev Kernel v3.1 on EntryPoint v0.7).
-    Creating one is the first step of an integration: the user then deposits
-    to the returned address, and the partner activates the agent.
+    """Deterministic smart accounts, from two providers: ZeroDev Kernel v3.1 on
+    EntryPoint v0.7 (`zerodev`), and a Safe 1.4.1 owned by the EOA with the
+    service's operator module (`safe`). Creating one is the first step of an
+    integration: the user then deposits to the returned address, and the
+    partner activates the agent. On a real chain only `safe` accounts can be
+    activated: the service deploys them through Safe's factory and acts only
+    through the module, which the owner can disable at any time.
     """
 
     def CreateSmartAccount(self, request, context):
@@ -72,6 +90,26 @@ class SmartAccountServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSafeAccount(self, request, context):
+        """Returns the Safe account of an EOA for an agent id, recording it for the
+        calling partner: a Safe 1.4.1 proxy owned by the EOA (threshold 1), at
+        the address Safe's factory deploys it to, with the operator module
+        enabled and the fee collector fixed at set-up. The address depends only
+        on eoa, chain and agent_id. Nothing is sent to the chain: the account is
+        deployed when its agent is first activated.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSafeAccount(self, request, context):
+        """Looks up a Safe account recorded by CreateSafeAccount; NOT_FOUND when
+        none was created for that eoa, chain and agent id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SmartAccountServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -85,6 +123,16 @@ def add_SmartAccountServiceServicer_to_server(servicer, server):
                     request_deserializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSmartAccountRequest.FromString,
                     response_serializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSmartAccountResponse.SerializeToString,
             ),
+            'CreateSafeAccount': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSafeAccount,
+                    request_deserializer=yieldagent_dot_v1_dot_smart__accounts__pb2.CreateSafeAccountRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_smart__accounts__pb2.CreateSafeAccountResponse.SerializeToString,
+            ),
+            'GetSafeAccount': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSafeAccount,
+                    request_deserializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSafeAccountRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_smart__accounts__pb2.GetSafeAccountResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'yieldagent.v1.SmartAccountService', rpc_method_handlers)
@@ -94,9 +142,13 @@ def add_SmartAccountServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class SmartAccountService:
-    """Deterministic smart accounts (ZeroDev Kernel v3.1 on EntryPoint v0.7).
-    Creating one is the first step of an integration: the user then deposits
-    to the returned address, and the partner activates the agent.
+    """Deterministic smart accounts, from two providers: ZeroDev Kernel v3.1 on
+    EntryPoint v0.7 (`zerodev`), and a Safe 1.4.1 owned by the EOA with the
+    service's operator module (`safe`). Creating one is the first step of an
+    integration: the user then deposits to the returned address, and the
+    partner activates the agent. On a real chain only `safe` accounts can be
+    activated: the service deploys them through Safe's factory and acts only
+    through the module, which the owner can disable at any time.
     """
 
     @staticmethod
@@ -143,6 +195,60 @@ class SmartAccountService:
             '/yieldagent.v1.SmartAccountService/GetSmartAccount',
             yieldagent_dot_v1_dot_smart__accounts__pb2.GetSmartAccountRequest.SerializeToString,
             yieldagent_dot_v1_dot_smart__accounts__pb2.GetSmartAccountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSafeAccount(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.SmartAccountService/CreateSafeAccount',
+            yieldagent_dot_v1_dot_smart__accounts__pb2.CreateSafeAccountRequest.SerializeToString,
+            yieldagent_dot_v1_dot_smart__accounts__pb2.CreateSafeAccountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSafeAccount(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.SmartAccountService/GetSafeAccount',
+            yieldagent_dot_v1_dot_smart__accounts__pb2.GetSafeAccountRequest.SerializeToString,
+            yieldagent_dot_v1_dot_smart__accounts__pb2.GetSafeAccountResponse.FromString,
             options,
             channel_credentials,
             insecure,

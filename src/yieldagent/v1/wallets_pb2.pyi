@@ -252,7 +252,7 @@ class WatchWalletRequest(_message.Message):
     def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class WalletEvent(_message.Message):
-    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed")
+    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed", "blocked")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -264,6 +264,7 @@ class WalletEvent(_message.Message):
     WITHDRAWN_FIELD_NUMBER: _ClassVar[int]
     DEACTIVATED_FIELD_NUMBER: _ClassVar[int]
     REWARD_CLAIMED_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_FIELD_NUMBER: _ClassVar[int]
     id: int
     type: str
     created_at: str
@@ -275,7 +276,16 @@ class WalletEvent(_message.Message):
     withdrawn: Withdrawn
     deactivated: WalletDeactivated
     reward_claimed: RewardClaimed
-    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ...) -> None: ...
+    blocked: WalletBlocked
+    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ..., blocked: _Optional[_Union[WalletBlocked, _Mapping]] = ...) -> None: ...
+
+class WalletBlocked(_message.Message):
+    __slots__ = ("previous_status", "status_reason")
+    PREVIOUS_STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_REASON_FIELD_NUMBER: _ClassVar[int]
+    previous_status: str
+    status_reason: str
+    def __init__(self, previous_status: _Optional[str] = ..., status_reason: _Optional[str] = ...) -> None: ...
 
 class WalletActivated(_message.Message):
     __slots__ = ("token", "selected_protocols", "principal", "allocation", "idle", "reactivation")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from eth_abi.abi import encode
 from eth_account import Account
 
-from support.devnet import Devnet
 from support.web3_chain import ChainEnv
-from yieldagent.chain.web3.abis import ACCOUNT_EXECUTE, TRANSFER
+from yieldagent.chain.web3.abis import MODULE_EXECUTE, TRANSFER, custom_error_named
 from yieldagent.devnet.usdc import ONE_USDC
-from yieldagent.domain.errors import ChainRejected, NotImplementedYet
+from yieldagent.domain.errors import ChainRejected
 from yieldagent.domain.ports.chain import ChainPort, ChainTx, TxReceipt
 
 pytestmark = pytest.mark.evm
@@ -69,12 +67,19 @@ async def test_receipts_name_the_event_the_history_shows(env: ChainEnv) -> None:
     assert (payout.kind, payout.recipient, payout.amount) == ("transfer", env.owner, 3 * ONE_USDC)
 
 
-async def test_the_session_key_may_pay_the_owner_only(env: ChainEnv) -> None:
+async def test_the_operator_may_pay_the_owner_only(env: ChainEnv) -> None:
     await env.chain.transfer(env.token, env.account, env.owner, 5 * ONE_USDC)
     stranger = Account.create().address
-    with pytest.raises(ChainRejected) as refused:
+    with pytest.raises(ChainRejected, match="only to its owner"):
         await env.chain.transfer(env.token, env.account, stranger, 5 * ONE_USDC)
-    assert refused.value.reason.startswith(f"SessionKeyForbidden({env.token}, 0xa9059cbb)")
+    assert await env.chain.token_balance(env.token, stranger) == 0
+    # The module itself refuses a transfer, whoever builds it.
+    module = env.chain.config.module
+    assert module is not None
+    call = [(env.token, TRANSFER.encode(stranger, 5 * ONE_USDC))]
+    with pytest.raises(ChainRejected) as refused:
+        await env.sender.send(module, MODULE_EXECUTE.encode(env.account, call))
+    assert str(custom_error_named(refused.value.reason)).startswith("NotListed (")
     assert await env.chain.token_balance(env.token, stranger) == 0
 
 
@@ -170,18 +175,6 @@ async def test_gas_cost_uses_the_measured_gas_and_the_fee_history(env: ChainEnv)
     assert after.usd == pytest.approx(after.wei / 10**18 * 3000.0)
 
 
-async def test_prepare_account_installs_on_a_devnet_only(env: ChainEnv, devnet: Devnet) -> None:
-    fresh, owner = Account.create().address, Account.create().address
-    await env.chain.prepare_account(fresh, owner)
-    await env.chain.prepare_account(fresh, owner)  # idempotent
-    env.mint(fresh, 10 * ONE_USDC)
-    await env.chain.transfer(env.token, fresh, owner, 10 * ONE_USDC)
-    production = env.build(account_runtime=None)
-    with pytest.raises(NotImplementedYet, match="not supported yet"):
-        await production.prepare_account(Account.create().address, owner)
-    await production.prepare_account(fresh, owner)  # deployed already: nothing to do
-
-
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_planned_calls_decode_and_execute(env: ChainEnv, protocol: str) -> None:
     chain, amount = env.chain, 300 * ONE_USDC
@@ -192,13 +185,11 @@ async def test_planned_calls_decode_and_execute(env: ChainEnv, protocol: str) ->
     assert str(amount) in deposit.arguments
     for call in planned:  # the data is the function's selector and its arguments
         assert call.data.startswith("0x") and call.value == 0 and call.description
-    batch = encode(
-        ["(address,uint256,bytes)[]"],
-        [[(c.contract, c.value, bytes.fromhex(c.data[2:])) for c in planned]],
-    )
-    await env.sender.send(
-        env.account, ACCOUNT_EXECUTE.encode(b"\x01" + bytes(31), batch), gas=2_000_000
-    )
+    # Through the module, which makes the approval itself: the supply alone.
+    module = chain.config.module
+    assert module is not None
+    listed = [(deposit.contract, bytes.fromhex(deposit.data[2:]))]
+    await env.sender.send(module, MODULE_EXECUTE.encode(env.account, listed), gas=2_000_000)
     [position] = [
         p for p in await chain.positions(env.account, env.token) if p.protocol == protocol
     ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from yieldagent.chain.web3.config import Web3ChainConfig
@@ -31,8 +29,6 @@ def _manifest() -> Manifest:
         token_symbol="USDC",
         token_decimals=6,
         protocols=(vault,),
-        account_runtime="0x6080",
-        account_policy=VAULT,
         reward_token=None,
         swap_router=None,
         borrower=MORPHO,
@@ -47,16 +43,7 @@ def test_a_manifest_gives_checksummed_contracts() -> None:
     assert vault.address == "0x82e01223d51Eb87e16A03E24687EDF0F294da6f1"
     assert vault.contracts == {"morpho": "0x809d550fca64d94Bd9F66E60752A544199cfAC3D"}
     assert vault.markets == ("0x" + "44" * 32,)
-    assert (config.devnet, config.confirmations, config.log_range) == (True, 2, 2_000)
+    assert (config.module, config.confirmations, config.log_range) == (None, 2, 2_000)
     assert config.protocol("morpho_gauntlet_usdc_prime") is vault
     with pytest.raises(ConfigurationError):
         config.protocol("aave")
-
-
-def test_a_devnet_without_the_account_installs_none() -> None:
-    manifest = _manifest()
-    for changed in (
-        replace(manifest, account_runtime="0x"),
-        replace(manifest, account_policy="0x" + "00" * 20),
-    ):
-        assert not Web3ChainConfig.from_manifest(changed).devnet

@@ -1,12 +1,19 @@
-"""ABI fragments and the smart account's ERC-7579 execute calldata."""
+"""ABI fragments and the operator module's calldata."""
 
 from __future__ import annotations
 
 from eth_abi.abi import decode, encode
 from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
 
-from yieldagent.chain.web3.abis import AAVE_RESERVE_DATA, ACCOUNT_EXECUTE, APPROVE, TRANSFER, Fn
-from yieldagent.chain.web3.account import execute_calldata
+from yieldagent.chain.web3.abis import (
+    AAVE_RESERVE_DATA,
+    APPROVE,
+    MODULE_EXECUTE,
+    MODULE_PAY,
+    TRANSFER,
+    Fn,
+)
 from yieldagent.chain.web3.protocols.base import Call
 
 TOKEN = str(to_checksum_address("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"))
@@ -28,20 +35,14 @@ def test_calls_render_their_arguments_as_abi_text() -> None:
     assert call.data == call.fn.encode(TOKEN, 7, True, b"\xab" * 32)
 
 
-def test_one_call_is_a_single_execution() -> None:
-    call = Call(TOKEN, TRANSFER, (POOL, 10))
-    data = execute_calldata([call])
-    assert data[:4] == ACCOUNT_EXECUTE.selector
-    mode, packed = decode(["bytes32", "bytes"], data[4:])
-    assert mode == bytes(32)
-    assert packed == bytes.fromhex(TOKEN[2:]) + (0).to_bytes(32, "big") + call.data
-
-
-def test_several_calls_are_one_batch() -> None:
-    calls = [Call(TOKEN, APPROVE, (POOL, 10)), Call(POOL, Fn("ping(bytes2)"), (b"\x01\x02",), 3)]
-    mode, batch = decode(["bytes32", "bytes"], execute_calldata(calls)[4:])
-    assert mode == b"\x01" + bytes(31)
-    [executions] = decode(["(address,uint256,bytes)[]"], batch)
-    assert [(to_checksum_address(t), v, d) for t, v, d in executions] == [
-        (c.target, c.value, c.data) for c in calls
-    ]
+def test_module_calls_carry_the_account_and_each_target_with_its_data() -> None:
+    account = str(to_checksum_address("0x" + "ab" * 20))
+    supply = Call(POOL, Fn("supply(address,uint256,address,uint16)"), (TOKEN, 10, account, 0))
+    data = MODULE_EXECUTE.encode(account, [(supply.target, supply.data)])
+    assert data[:4] == keccak(text="execute(address,(address,bytes)[])")[:4]
+    decoded_account, calls = decode(["address", "(address,bytes)[]"], data[4:])
+    assert to_checksum_address(decoded_account) == account
+    assert [(to_checksum_address(t), d) for t, d in calls] == [(POOL, supply.data)]
+    assert MODULE_PAY.encode(account, 9, 1)[4:] == encode(
+        ["address", "uint256", "uint256"], [account, 9, 1]
+    )

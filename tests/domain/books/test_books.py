@@ -328,6 +328,8 @@ def _crashing(chains: Chains, point: CrashPoint) -> CrashingChain:
 
 ACTIVATION_CRASHES: list[CrashPoint] = [
     ("find_transfer", 1, "before", None),
+    ("prepare_account", 1, "before", None),  # the account's deployment, never sent
+    ("prepare_account", 1, "after", None),  # deployed; the process dies before placing
     ("supply", 1, "before", None),
     ("supply", 1, "after", None),
     ("supply", 2, "before", None),

@@ -45,6 +45,7 @@ from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainPort,
@@ -115,9 +116,15 @@ class YieldingChain:
     ) -> list[ContractCall]:
         return await self._inner.plan_calls(holder, action, protocol, token, amount)
 
-    async def prepare_account(self, account: str, owner: str) -> None:
+    async def check_account(self, account: SmartAccount) -> None:
+        await self._inner.check_account(account)
+
+    async def prepare_account(self, account: SmartAccount) -> None:
         await asyncio.sleep(0)
-        await self._inner.prepare_account(account, owner)
+        await self._inner.prepare_account(account)
+
+    async def revocation(self, holder: str) -> str | None:
+        return await self._inner.revocation(holder)
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         await asyncio.sleep(0)
@@ -138,6 +145,12 @@ class YieldingChain:
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
         await asyncio.sleep(0)
         return await self._inner.transfer(token, sender, recipient, amount)
+
+    async def pay(
+        self, token: str, holder: str, owner: str, amount: int, collector: str, fee: int
+    ) -> tuple[TxReceipt, TxReceipt | None]:
+        await asyncio.sleep(0)
+        return await self._inner.pay(token, holder, owner, amount, collector, fee)
 
     async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
         await asyncio.sleep(0)

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from eth_utils.address import to_checksum_address
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yieldagent.domain.errors import AccessDenied, InvalidInput, NotFound
+from yieldagent.domain.errors import AccessDenied, ChainUnavailable, InvalidInput, NotFound
+from yieldagent.domain.partners.safe_accounts import (
+    COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+    SAFE_L2_1_4_1,
+    SAFE_PROXY_FACTORY_1_4_1,
+    SafeAccountConstants,
+    safe_account_address,
+)
 from yieldagent.domain.partners.smart_accounts import (
     DEFAULT_AGENT_ID,
     MAX_AGENT_ID_LENGTH,
     AccountKey,
+    Provider,
+    SafeChains,
     SmartAccount,
     account_key,
     check_owner,
@@ -30,15 +41,18 @@ class FakeRepository:
     """Smart accounts in a dict, keyed like the real table's unique constraint."""
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[int, str, str], SmartAccount] = {}
+        self.rows: dict[tuple[int, str, str, Provider], SmartAccount] = {}
         self.records = 0
 
-    def get(self, chain_id: int, eoa: str, agent_id: str) -> SmartAccount | None:
-        return self.rows.get((chain_id, eoa, agent_id))
+    def get(
+        self, chain_id: int, eoa: str, agent_id: str, provider: Provider = Provider.ZERODEV
+    ) -> SmartAccount | None:
+        return self.rows.get((chain_id, eoa, agent_id, provider))
 
     def record(self, account: SmartAccount) -> SmartAccount:
         self.records += 1
-        return self.rows.setdefault((account.chain_id, account.eoa, account.agent_id), account)
+        key = (account.chain_id, account.eoa, account.agent_id, account.provider)
+        return self.rows.setdefault(key, account)
 
 
 def _repository() -> SmartAccountRepository:
@@ -124,7 +138,7 @@ def test_open_records_the_sdk_address() -> None:
     key = account_key(OWNER, 8453, "", CHAINS)
     account = open_account(repository, key, partner_id=1)
     assert account == SmartAccount(8453, OWNER, DEFAULT_AGENT_ID, smart_account_address(OWNER), 1)
-    assert repository.get(8453, OWNER, DEFAULT_AGENT_ID) == account
+    assert repository.get(8453, OWNER, DEFAULT_AGENT_ID, Provider.ZERODEV) == account
 
 
 def test_open_is_idempotent() -> None:
@@ -151,7 +165,7 @@ def test_another_partner_cannot_open_the_same_account() -> None:
     open_account(repository, key, 1)
     with pytest.raises(AccessDenied, match="another partner"):
         open_account(repository, key, 2)
-    stored = repository.get(8453, OWNER, "bot")
+    stored = repository.get(8453, OWNER, "bot", Provider.ZERODEV)
     assert stored is not None and stored.partner_id == 1
 
 
@@ -196,13 +210,61 @@ def test_check_owner() -> None:
 def test_open_returns_what_the_repository_kept_when_it_lost_a_race() -> None:
     # Another replica recorded the key between our get() and record().
     class RacingRepository(FakeRepository):
-        def get(self, chain_id: int, eoa: str, agent_id: str) -> SmartAccount | None:
+        def get(
+            self, chain_id: int, eoa: str, agent_id: str, provider: Provider = Provider.ZERODEV
+        ) -> SmartAccount | None:
             return None
 
     repository = RacingRepository()
     winner = SmartAccount(1, OWNER, "bot", smart_account_address(OWNER, "bot"), 9)
-    repository.rows[(1, OWNER, "bot")] = winner
+    repository.rows[(1, OWNER, "bot", Provider.ZERODEV)] = winner
     key = account_key(OWNER, 1, "bot", CHAINS)
     with pytest.raises(AccessDenied):
         open_account(repository, key, 1)
     assert open_account(repository, key, 9) == winner
+
+
+# Safe accounts
+
+COLLECTOR = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"
+BASE_SAFE = SafeAccountConstants(
+    chain_id=8453,
+    factory=SAFE_PROXY_FACTORY_1_4_1,
+    singleton=SAFE_L2_1_4_1,
+    fallback_handler=COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+    module_setup="0x725308040b4D93A52534154de2a655e172B7A373",
+    module="0x8E58092bfCB6a88B7BE89ADCeCF0CE3065ccDeF8",
+    token="0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    fee_collector=COLLECTOR,
+)
+SAFES = SafeChains({8453: BASE_SAFE}, {1: "YIELDAGENT_FEE_COLLECTOR is not set"})
+
+
+def test_a_safe_account_is_recorded_at_the_formulas_address_with_its_collector() -> None:
+    repository = _repository()
+    key = account_key(OWNER, 8453, "bot", CHAINS)
+    account = open_account(repository, key, 1, Provider.SAFE, SAFES)
+    assert account.address == safe_account_address(OWNER, "bot", BASE_SAFE)
+    assert (account.provider, account.fee_collector) == (Provider.SAFE, COLLECTOR)
+    assert find_account(repository, key, 1, Provider.SAFE) == account
+    with pytest.raises(NotFound, match="No smart account"):
+        find_account(repository, key, 1)  # the Kernel account of the same key is another one
+    kernel = open_account(repository, key, 1)
+    assert kernel.address != account.address and kernel.fee_collector == ""
+
+
+def test_a_recorded_safe_account_keeps_its_address_when_the_constants_change() -> None:
+    repository = _repository()
+    key = account_key(OWNER, 8453, "bot", CHAINS)
+    first = open_account(repository, key, 1, Provider.SAFE, SAFES)
+    moved = SafeChains({8453: replace(BASE_SAFE, fee_collector=OWNER)})
+    assert open_account(repository, key, 1, Provider.SAFE, moved) == first
+
+
+def test_a_chain_refused_for_safe_accounts_says_why_and_records_nothing() -> None:
+    repository = FakeRepository()
+    with pytest.raises(ChainUnavailable, match="chain 1: YIELDAGENT_FEE_COLLECTOR is not set"):
+        open_account(repository, account_key(OWNER, 1, "bot", CHAINS), 1, Provider.SAFE, SAFES)
+    with pytest.raises(ChainUnavailable, match="not deployed there"):
+        SafeChains().on(8453)
+    assert repository.records == 0

@@ -10,6 +10,7 @@ from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainKind,
@@ -146,8 +147,15 @@ class SimulatedChain:
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         return Scenarios(self.market).readings(self.chain_id, token, protocols)
 
-    async def prepare_account(self, account: str, owner: str) -> None:
+    async def check_account(self, account: SmartAccount) -> None:
+        """Every account is a simulated one: the service acts through any of them."""
+
+    async def prepare_account(self, account: SmartAccount) -> None:
         """Nothing to do: simulated accounts need no code."""
+
+    async def revocation(self, holder: str) -> str | None:
+        """None: nobody revokes the operator of a simulated account."""
+        return None
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         return _receipt(self.market.supply(self.chain_id, holder, protocol, token, amount))
@@ -185,6 +193,13 @@ class SimulatedChain:
 
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
         return _receipt(self.market.transfer(self.chain_id, token, sender, recipient, amount))
+
+    async def pay(
+        self, token: str, holder: str, owner: str, amount: int, collector: str, fee: int
+    ) -> tuple[TxReceipt, TxReceipt | None]:
+        """Two transfers, the owner's first."""
+        paid = await self.transfer(token, holder, owner, amount)
+        return paid, (await self.transfer(token, holder, collector, fee) if fee else None)
 
     def _reward(self, token: str, amount: int) -> RewardAmount:
         info = reward_token(self.chain_id, token)

@@ -3,8 +3,8 @@
 Only what the adapter reads or sends is here, spelled as the production contracts spell it
 (Aave v3 Pool and DefaultReserveInterestRateStrategy, Compound v3 Comet and CometRewards,
 Moonwell's MToken and JumpRateModel, Morpho Blue, its AdaptiveCurveIrm and an ERC-4626
-vault, ERC-20, ERC-7579 ``execute``). A ``Fn`` encodes calldata and decodes return data
-with ``eth_abi``; nothing here talks to a node.
+vault, ERC-20, Safe's ``isModuleEnabled`` and the operator module). A ``Fn`` encodes
+calldata and decodes return data with ``eth_abi``; nothing here talks to a node.
 """
 
 from __future__ import annotations
@@ -168,25 +168,41 @@ VAULT_FEE = Fn("fee()", "uint96")
 ROUTER_AMOUNT_OUT = Fn("getAmountOut(address,address,uint256)", "uint256")
 ROUTER_SWAP = Fn("swap(address,address,uint256,uint256,address)", "uint256")
 
-# -- ERC-7579 smart account ------------------------------------------------------------
-ACCOUNT_EXECUTE = Fn("execute(bytes32,bytes)")
+# -- Safe 1.4.1 and the operator module (contracts/src/safe) -------------------------
+SAFE_IS_MODULE_ENABLED = Fn("isModuleEnabled(address)", "bool")
+MODULE_EXECUTE = Fn("execute(address,(address,bytes)[])")
+MODULE_PAY = Fn("pay(address,uint256,uint256)")
+MODULE_ACCOUNTS = Fn("accounts(address)", "(address,address,address)")
+"""The account's registered owner, token and fee collector."""
 
 # -- custom errors the adapter can name -------------------------------------------------
 CUSTOM_ERRORS = {
     e.selector: e
     for e in (
-        Fn("SessionKeyForbidden(address,bytes4)"),
-        Fn("SessionKeyValueForbidden(address,uint256)"),
-        Fn("Unauthorized(address)"),
-        Fn("UnsupportedExecutionMode(bytes32)"),
-        Fn("FeeCapExceeded(uint256,uint256,uint256,uint256)"),
+        Fn("NotOperator(address)"),
+        Fn("NotRegistered(address)"),
+        Fn("Paused()"),
+        Fn("NotListed(address,bytes4)"),
+        Fn("Refused(address,address)"),
+        Fn("BadCalldata(address,bytes4)"),
+        Fn("NotAccount(address,uint256,uint256)"),
+        Fn("NotAccountToken(address,uint256,uint256)"),
+        Fn("CallFailed(address,bytes)"),
+        Fn("AllowanceLeft(address,address,uint256)"),
+        Fn("BalanceFell(address,uint256,uint256)"),
+        Fn("NotRewardToken(address)"),
+        Fn("StalePrice(address,uint256)"),
+        Fn("SwapBelowFeed(uint256,uint256)"),
+        Fn("NoOwnerPayment()"),
+        Fn("FeeAboveBound(uint256,uint256)"),
+        Fn("BadCollector(address)"),
         Fn("NotEnoughLiquidity(uint256)"),
         Fn("InsufficientCash()"),
         Fn("ZeroAmount()"),
         Fn("NoPool(address,address)"),
     )
 }
-"""The smart account's, its session policy's and the pools' custom errors, by selector."""
+"""The operator module's and the pools' custom errors, by selector."""
 
 
 def custom_error(data: bytes | None) -> str | None:

@@ -1,9 +1,17 @@
 """The chain port on a real EVM chain: web3.py ``AsyncWeb3`` against a JSON-RPC node.
 
 Reads go through the batched ``RpcReader`` (one JSON-RPC request per block for a whole
-quote); every state change is one transaction from the operator (the smart account's
-session key) calling the account's ERC-7579 ``execute``, sent by the ``TransactionSender``
-(EIP-1559 fees, nonce leases, replacement, revert reasons). A mined supply, withdrawal,
+quote); every state change is one ordinary transaction from the operator, sent by the
+``TransactionSender`` (EIP-1559 fees, nonce leases, replacement, revert reasons):
+
+a Safe account is deployed through Safe's ``SafeProxyFactory.createProxyWithNonce``
+(``prepare_account``), and acted for only through the operator module: ``execute`` for
+supplies, withdrawals, claims and reward swaps (the module approves exactly what a call
+supplies or sells, and takes the approval back), ``pay`` for the owner's payout and its
+fee. Whether the owner still lets the module act is ``revocation``. A chain whose
+deployment names no module takes no writes. Kernel (``zerodev``) accounts are refused
+(``check_account``): no registry package ships Kernel's bytecode, and the service sends no
+UserOperations. A mined supply, withdrawal,
 transfer or swap is checked against its receipt: the token must have moved as asked, or
 ``ChainRejected`` says what did not happen.
 
@@ -15,28 +23,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
-from web3 import AsyncHTTPProvider, AsyncWeb3, HTTPProvider, Web3
+from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import ContractLogicError
 from web3.types import TxParams
 
 from yieldagent.chain.web3.abis import (
+    APPROVE,
     BALANCE_OF,
     DECIMALS,
+    MODULE_ACCOUNTS,
+    MODULE_EXECUTE,
+    MODULE_PAY,
     REWARDS_CLAIM,
     REWARDS_OWED,
     ROUTER_AMOUNT_OUT,
     ROUTER_SWAP,
+    SAFE_IS_MODULE_ENABLED,
     SYMBOL,
-    TRANSFER,
     custom_error,
     custom_error_named,
 )
-from yieldagent.chain.web3.account import execute_calldata
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.fees import FeeSettings, fees_from_history
 from yieldagent.chain.web3.history import (
@@ -62,10 +73,13 @@ from yieldagent.chain.web3.transactions import (
 from yieldagent.domain.errors import (
     ChainRejected,
     ChainUnavailable,
+    Conflict,
     InvalidRequest,
     NotImplementedYet,
 )
 from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.partners.safe_accounts import create_proxy_calldata, safe_account_address
+from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainKind,
@@ -88,6 +102,7 @@ GAS_UNITS = {
     "swap": 200_000,
     "transfer": 90_000,
     "claim": 200_000,
+    "deploy": 400_000,
 }
 """Gas units of each action before one was measured on this chain (an account's execute
 included)."""
@@ -189,30 +204,78 @@ class Web3Chain:
         except KeyError:
             raise InvalidRequest(f"no {protocol} pool on chain {self.chain_id}") from None
 
-    async def prepare_account(self, account: str, owner: str) -> None:
-        """Makes ``account`` a smart account of ``owner`` with the operator as session key.
-        On a devnet an account without code is installed (``anvil_setCode``); elsewhere
-        deploying one is not supported yet."""
-        if await self.reader.code(account):
-            return
-        runtime, policy = self.config.account_runtime, self.config.account_policy
-        if runtime is None or policy is None:
+    async def check_account(self, account: SmartAccount) -> None:
+        """Refuses a Kernel account, a Safe account whose owner revoked the operator
+        (Conflict), and one this chain cannot deploy as it was created (see the module
+        docstring)."""
+        if account.provider == Provider.ZERODEV:
             raise NotImplementedYet(
-                f"Smart account {account} is not deployed on chain {self.chain_id}; deploying "
-                "Kernel accounts (through the EntryPoint) is not supported yet"
+                f"Kernel (zerodev) account {account.address} cannot be activated on chain "
+                f"{self.chain_id}: the service deploys no Kernel account (no registry package "
+                "ships its bytecode) and sends no UserOperations. Create a Safe account "
+                "(POST /api/v1/proxy/safe/smart-accounts) instead"
             )
-        from yieldagent.devnet.accounts import install_account
+        if self.config.module is None:
+            raise NotImplementedYet(
+                f"Chain {self.chain_id} has no operator module for Safe accounts"
+            )
+        if await self.reader.code(account.address):
+            revoked = await self.revocation(account.address)
+            if revoked is not None:
+                raise Conflict(
+                    f"Safe account {account.address}: {revoked}; its owner enables it again "
+                    "with one Safe transaction (enableModule)"
+                )
+            return
+        safe = self.config.safe
+        if safe is None:
+            raise NotImplementedYet(
+                f"Safe account {account.address} is not deployed on chain {self.chain_id}, and "
+                "the service cannot deploy one here (no fee collector apart from the operator)"
+            )
+        constants = replace(safe, fee_collector=account.fee_collector)
+        if safe_account_address(account.eoa, account.agent_id, constants) != account.address:
+            raise InvalidRequest(
+                f"Safe account {account.address} was created with other contracts than chain "
+                f"{self.chain_id} has now; create a new account"
+            )
 
-        url = str(getattr(self.w3.provider, "endpoint_uri", ""))
-        await asyncio.to_thread(
-            install_account,
-            Web3(HTTPProvider(url)),
-            account,
-            owner,
-            self._sender.address,
-            policy,
-            runtime,
-        )
+    async def prepare_account(self, account: SmartAccount) -> None:
+        """Deploys a Safe account not on chain yet: ``createProxyWithNonce`` on Safe's
+        factory, in an ordinary transaction from the operator. An account with code is left
+        alone (a deployment sent before a crash and mined since included), whatever its
+        owner did with it since."""
+        if account.provider == Provider.SAFE and await self.reader.code(account.address):
+            return
+        await self.check_account(account)  # not on chain: a Safe this chain can deploy
+        assert self.config.safe is not None  # check_account refuses otherwise
+        constants = replace(self.config.safe, fee_collector=account.fee_collector)
+        data = create_proxy_calldata(account.eoa, account.agent_id, constants)
+        try:
+            receipt = await self._sender.send(constants.factory, data)
+        except ChainRejected:
+            if await self.reader.code(account.address):  # deployed meanwhile: by anyone
+                return
+            raise
+        self.gas_used["deploy"] = receipt.gas_used
+        if not await self.reader.code(account.address):
+            raise ChainRejected(
+                f"transaction {receipt.tx_hash} was mined but deployed no account at "
+                f"{account.address}",
+                "the factory deployed elsewhere",
+            )
+
+    async def revocation(self, holder: str) -> str | None:
+        """Why the operator module can no longer act for the Safe ``holder`` (its owner
+        disabled it), or None: also for an account not deployed yet, or on a chain without
+        the module."""
+        module = self.config.module
+        if module is None or not await self.reader.code(holder):
+            return None
+        enabled = await self.reader.call(holder, SAFE_IS_MODULE_ENABLED, module)
+        if enabled:
+            return None
+        return f"the operator module {module} is disabled on the Safe"
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -388,11 +451,24 @@ class Web3Chain:
     # -- writes ---------------------------------------------------------------------------
 
     async def _execute(self, account: str, calls: Sequence[Call], action: str) -> Receipt:
-        """``calls`` from ``account``, in one transaction through its ``execute``."""
-        data = execute_calldata(calls)
-        gas = await self._gas(account, data)
+        """``calls`` from ``account``, in one transaction through the operator module's
+        ``execute``, which makes the approvals itself (so they are left out here)."""
+        module = self._module()
+        listed = [(c.target, c.data) for c in calls if c.fn.selector != APPROVE.selector]
+        return await self._send(module, MODULE_EXECUTE.encode(account, listed), action)
+
+    def _module(self) -> str:
+        if self.config.module is None:
+            raise NotImplementedYet(
+                f"Chain {self.chain_id} has no operator module: the service acts for no account"
+            )
+        return self.config.module
+
+    async def _send(self, to: str, data: bytes, action: str) -> Receipt:
+        """One transaction of the operator to ``to``, its gas measured for ``action``."""
+        gas = await self._gas(to, data)
         try:
-            receipt = await self._sender.send(account, data, gas=gas)
+            receipt = await self._sender.send(to, data, gas=gas)
         except ChainRejected as error:  # name the account's and the pools' custom errors
             named = custom_error_named(error.reason)
             if named is None:
@@ -442,12 +518,36 @@ class Web3Chain:
         return _logged(receipt, moved, f"withdrawal of {amount} from {protocol}")
 
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
-        token, sender = to_checksum_address(token), to_checksum_address(sender)
-        recipient = to_checksum_address(recipient)
-        call = Call(token, TRANSFER, (recipient, amount))
-        receipt = await self._execute(sender, [call], "transfer")
-        moved = _find(receipt, token, sender, recipient, amount)
-        return _logged(receipt, moved, f"transfer of {amount} to {recipient}")
+        """A transfer: through the module, only to the account's owner (``pay``)."""
+        paid, _ = await self.pay(token, sender, recipient, amount, "", 0)
+        return paid
+
+    async def pay(
+        self, token: str, holder: str, owner: str, amount: int, collector: str, fee: int
+    ) -> tuple[TxReceipt, TxReceipt | None]:
+        """The owner's payout and its fee: one ``pay`` through the module, which sends them
+        only to the owner and the collector the account registered."""
+        module = self._module()
+        token, holder, owner = (to_checksum_address(a) for a in (token, holder, owner))
+        registered_owner, registered_token, registered_collector = await self.reader.call(
+            module, MODULE_ACCOUNTS, holder
+        )
+        wanted = (owner, token) + ((to_checksum_address(collector),) if fee else ())
+        found = (registered_owner, registered_token) + ((registered_collector,) if fee else ())
+        if wanted != found:
+            raise ChainRejected(
+                f"the operator module pays {holder}'s {registered_token} only to its owner "
+                f"{registered_owner} and fees only to {registered_collector}",
+                "not the account's registered owner, token or collector",
+            )
+        receipt = await self._send(module, MODULE_PAY.encode(holder, amount, fee), "transfer")
+        paid = _logged(
+            receipt, _find(receipt, token, holder, owner, amount), f"payment of {amount}"
+        )
+        if not fee:
+            return paid, None
+        charged = _find(receipt, token, holder, registered_collector, fee)
+        return paid, _logged(receipt, charged, f"fee of {fee}")
 
     async def swap(
         self, holder: str, token_in: str, token_out: str, amount_in: int, min_out: int

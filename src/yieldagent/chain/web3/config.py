@@ -16,6 +16,7 @@ from eth_utils.address import to_checksum_address
 
 from yieldagent.domain.addresses import is_address
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.partners.safe_accounts import SafeAccountConstants
 
 DEFAULT_LOG_RANGE = 2_000
 DEFAULT_CONFIRMATIONS = 1
@@ -55,11 +56,10 @@ class Web3ChainConfig:
     reward_price_usd: float | None = None
     """None: priced through the swap router against the token."""
     swap_router: str | None = None
-    account_policy: str | None = None
-    """The session-key policy contract new accounts are installed with (devnet)."""
-    account_runtime: str | None = None
-    """The smart account's runtime code (0x hex): set on a devnet only, where
-    ``prepare_account`` installs accounts with ``anvil_setCode``."""
+    module: str | None = None
+    """The Safe operator module: the service acts for Safe accounts only through it."""
+    safe: SafeAccountConstants | None = None
+    """What new Safe accounts are deployed with (None: the service deploys none here)."""
     token_price_usd: float = 1.0
     native_price_usd: float = 3000.0
     confirmations: int = DEFAULT_CONFIRMATIONS
@@ -73,11 +73,6 @@ class Web3ChainConfig:
             raise ConfigurationError("YIELDAGENT_LOG_RANGE must be at least 1")
         if self.confirmations < 1:
             raise ConfigurationError("YIELDAGENT_CONFIRMATIONS must be at least 1")
-
-    @property
-    def devnet(self) -> bool:
-        """Whether accounts may be installed directly (a local anvil)."""
-        return self.account_runtime is not None
 
     def protocol(self, name: str) -> ProtocolConfig:
         """The protocol named ``name``; ConfigurationError if the chain has none."""
@@ -107,8 +102,7 @@ class Web3ChainConfig:
             "protocols": protocols,
             "reward_token": _address(manifest.reward_token),
             "swap_router": _address(manifest.swap_router),
-            "account_policy": _address(manifest.account_policy),
-            "account_runtime": manifest.account_runtime if _has_code(manifest) else None,
+            "module": _address(manifest.safe.module) if manifest.safe is not None else None,
         }
         values.update(overrides)
         return cls(**values)
@@ -118,12 +112,6 @@ def _address(value: str | None) -> str | None:
     if not value or int(value, 16) == 0:
         return None
     return to_checksum_address(value)
-
-
-def _has_code(manifest: Any) -> bool:
-    """Whether the devnet has the smart account to install (and a policy for it)."""
-    runtime = manifest.account_runtime or "0x"
-    return runtime != "0x" and _address(manifest.account_policy) is not None
 
 
 def _maybe_address(value: str) -> str:

@@ -5,7 +5,7 @@
 
 - ``perform`` carries out one step of an operation: the step is stored as planned, the
   chain call is made, and the step is marked with its transaction. Intent first, then the
-  chain, then the record.
+  chain, then the record. ``perform_payout`` does so for a payout and its fee together.
 - ``recover_steps`` settles the steps a crash or a chain error left pending, from the
   chain's history: mined ones are marked, the others abandoned (they never happened).
 - ``close`` books everything the chain shows for the wallet since its sync cursor
@@ -179,6 +179,37 @@ class Books:
             raise done
         self.operations.save(done)
         return done
+
+    async def perform_payout(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, payout: Step, fee: Step | None
+    ) -> Operation:
+        """Stores ``payout`` (to the owner) and ``fee`` (to the collector) as planned, pays
+        both in one call (an account's module pays the fee only with a payment to its owner),
+        and marks them mined. Errors as ``perform``."""
+        index = len(operation.steps)
+        operation = operation.with_step(index, payout)
+        if fee is not None:
+            operation = operation.with_step(index + 1, fee)
+        self.operations.save(operation)
+        await self.clock.sleep(0)
+        try:
+            paid, charged = await chain.pay(
+                payout.token,
+                wallet.address,
+                payout.recipient,
+                payout.amount,
+                fee.recipient if fee is not None else "",
+                fee.amount if fee is not None else 0,
+            )
+        except YieldAgentError:
+            raise
+        except Exception as error:
+            raise ChainUnavailable(f"payout of {payout.amount} failed: {error}") from error
+        operation = operation.with_step(index, payout.mined(paid))
+        if fee is not None and charged is not None:
+            operation = operation.with_step(index + 1, fee.mined(charged))
+        self.operations.save(operation)
+        return operation
 
     async def perform_many(
         self, chain: ChainPort, planned: Sequence[tuple[Wallet, Operation, int]]

@@ -50,6 +50,7 @@ from yieldagent.domain.books.aggregates import (
 )
 from yieldagent.domain.books.events import (
     ACTIVATED,
+    BLOCKED,
     DEACTIVATED,
     DEPOSIT_CREDITED,
     IDLE,
@@ -207,6 +208,12 @@ def derive(
                 "idle": str(wallet.idle),
                 "reactivation": wallet.last_reactivation_date is not None,
             },
+        )
+    if previous_status not in (None, WalletStatus.BLOCKED) and status == WalletStatus.BLOCKED:
+        add(
+            BLOCKED,
+            None,
+            {"previous_status": str(previous_status), "status_reason": wallet.status_reason},
         )
     if previous_status == WalletStatus.DEACTIVATING and status == WalletStatus.DEACTIVATED:
         transfer = True

@@ -25,7 +25,16 @@ RUN_COMPLETED = "run_completed"
 WITHDRAWN = "withdrawn"
 DEACTIVATED = "deactivated"
 REWARD_CLAIMED = "reward_claimed"
-KINDS = (ACTIVATED, DEPOSIT_CREDITED, RUN_COMPLETED, WITHDRAWN, DEACTIVATED, REWARD_CLAIMED)
+BLOCKED = "blocked"
+KINDS = (
+    ACTIVATED,
+    DEPOSIT_CREDITED,
+    RUN_COMPLETED,
+    WITHDRAWN,
+    DEACTIVATED,
+    REWARD_CLAIMED,
+    BLOCKED,
+)
 """Every event kind, as it appears in ``type``."""
 
 IDLE = ""

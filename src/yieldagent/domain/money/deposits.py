@@ -1,10 +1,11 @@
 """Money in: activation (and reactivation) and top-ups.
 
 **Activation** checks the request against the catalog, the smart account and the chain
-(reads only: what the account received, whether the rules can be met) before storing
-anything. It then stores the wallet, ``activating``, with its operation's intent and its
-lease, books every deposit the chain shows (from any sender, each once), places the funds
-as the optimizer plans, and ends ``activated``. A placement the chain refuses midway
+(reads only: what the account received, whether the rules can be met, whether the chain
+can act through the account) before storing anything. It then stores the wallet,
+``activating``, with its operation's intent and its lease, books every deposit the chain
+shows (from any sender, each once), deploys the account if it is not on chain yet, places
+the funds as the optimizer plans, and ends ``activated``. A placement the chain refuses midway
 leaves the rest idle, for the agent's next run; the activation still succeeds.
 
 **Top-up** books a deposit at once, found by its transaction (and any other inflow the
@@ -204,7 +205,9 @@ class Deposits:
         refuses, before anything is stored, an account the chain cannot act through, an
         account without funds, a deposit above the limit, or rules the funds cannot meet."""
         books = self._books
-        await chain.prepare_account(wallet.address, wallet.eoa)
+        account = books.wallets.smart_account(chain.chain_id, wallet.address)
+        if account is not None:
+            await chain.check_account(account)
         head = await chain.head()
         events = await chain.history(wallet.address, wallet.synced_block)
         events, pending = hold_back(events, wallet, head.final_number, set())
@@ -245,7 +248,10 @@ class Deposits:
     async def resume_activation(
         self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
-        """After a crash: the wallet is activated; what is idle waits for the agent."""
+        """After a crash: the account is deployed if its deployment never landed (a
+        deployment that did shows as code at its address), then the wallet is activated;
+        what is idle waits for the agent."""
+        await self._prepare(chain, wallet)
         reason = "recovered after a crash; the agent places what is idle"
         after = await self._activated(chain, wallet, operation, owner, reason)
         ended = self._books.operations.get(operation.id)
@@ -262,7 +268,7 @@ class Deposits:
         returns the operation and why it stopped short, if it did."""
         books = self._books
         try:
-            await chain.prepare_account(wallet.address, wallet.eoa)
+            await self._prepare(chain, wallet)  # with the operation's intent stored
             head = await chain.head()
             valuation = await value(chain, wallet, head=head)
             costs = await moving_costs(chain, books.token_info(wallet))
@@ -290,6 +296,12 @@ class Deposits:
             operation = await books.recover_steps(chain, wallet, operation)
             return operation, f"placement stopped: {refused.detail}; the agent places the rest"
         return operation, ""
+
+    async def _prepare(self, chain: ChainPort, wallet: Wallet) -> None:
+        """Deploys the wallet's account if it is not on chain yet."""
+        account = self._books.wallets.smart_account(chain.chain_id, wallet.address)
+        if account is not None:
+            await chain.prepare_account(account)
 
     # -- top-up ---------------------------------------------------------------------------
 

@@ -10,7 +10,9 @@ The money use cases live in focused modules, all on the same ``Books``:
 
 This module adds the calls that change a wallet's rules (protocols, reward staking), the
 operator's actions (block, unblock, emergency, resume), and the worker's periodic job
-(``refresh``: booking what nobody announced, hourly valuations). Every call that changes a
+(``refresh``: booking what nobody announced, hourly valuations, and following the owner's
+revocation of the operator: a wallet whose account no longer lets the operator act is
+``blocked``, and unblocked when its owner allows it again). Every call that changes a
 wallet holds its lease (``domain.books.leases``) and commits against the version it read.
 """
 
@@ -38,6 +40,8 @@ from yieldagent.domain.risk.survey import RiskSurvey
 
 SNAPSHOT_SECONDS = 3600
 """At most one periodic performance point per wallet per hour of chain time."""
+REVOKED = "the owner revoked the operator"
+"""How the ``status_reason`` of a wallet blocked by its owner's revocation starts."""
 SYNCED_STATES = frozenset(
     {WalletStatus.ACTIVATED, WalletStatus.BLOCKED, WalletStatus.EMERGENCY, WalletStatus.DEACTIVATED}
 )
@@ -215,6 +219,9 @@ class Lifecycle:
                 continue
             try:
                 current = books.reread(wallet)
+                if await self._follow_revocation(chain, current, owner):
+                    written += 1
+                    continue
                 every = math.inf if current.status == WalletStatus.DEACTIVATED else SNAPSHOT_SECONDS
                 if current.status in SYNCED_STATES and await books.sync(
                     chain, current, owner, every
@@ -223,3 +230,25 @@ class Lifecycle:
             finally:
                 books.leases.release(wallet.id, owner)
         return written
+
+    async def _follow_revocation(self, chain: ChainPort, wallet: Wallet, owner: str) -> bool:
+        """Blocks a wallet whose owner revoked the operator on chain (the ``blocked``
+        event tells the partner), and unblocks one it blocked so once the owner allows the
+        operator again. Returns whether it committed."""
+        if wallet.status not in (WalletStatus.ACTIVATED, WalletStatus.EMERGENCY) and not (
+            wallet.status == WalletStatus.BLOCKED and wallet.status_reason.startswith(REVOKED)
+        ):
+            return False
+        reason = await chain.revocation(wallet.address)
+        if reason is not None and wallet.status != WalletStatus.BLOCKED:
+            changed = replace(
+                wallet,
+                status=transition(wallet.status, "block"),
+                status_reason=f"{REVOKED}: {reason}",
+            )
+        elif reason is None and wallet.status == WalletStatus.BLOCKED:
+            changed = replace(wallet, status=transition(wallet.status, "unblock"), status_reason="")
+        else:
+            return False
+        await self.books.close(chain, changed, owner)
+        return True

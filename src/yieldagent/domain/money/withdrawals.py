@@ -4,7 +4,8 @@
 deposit nobody announced is principal, not yield). The split (principal, yield, fee) is
 decided then and stored with the intent, before any chain call. Funds come from idle
 first, then from protocols from the lowest APR up, each within its pool's cash; the user
-is paid ``amount − fee``, then the fee goes to the fee collector. If the chain refuses
+is paid ``amount − fee`` and the fee goes to the fee collector, in one call (an account's
+operator module pays a fee only with a payment to the owner). If the chain refuses
 before the user is paid, nothing was withdrawn: the operation fails and the partner gets
 a 503 (funds already taken out of protocols stay idle for the agent). Once the user is
 paid, the withdrawal stands; a fee transfer still owed is retried by reconciliation.
@@ -129,9 +130,7 @@ class Withdrawals:
                         operation = await books.perform(
                             chain, wallet, operation, self._take(wallet, protocol, part, valuation)
                         )
-                operation = await books.perform(
-                    chain, wallet, operation, self._payout(wallet, split)
-                )
+                operation = await self._pay_out(chain, wallet, operation, split)
             operation = await self._send_fees(chain, wallet, operation)
         except YieldAgentError as refused:
             operation = await books.recover_steps(chain, wallet, operation)
@@ -186,6 +185,23 @@ class Withdrawals:
     def _payout(wallet: Wallet, split: WithdrawalSplit) -> Step:
         return Step(
             StepAction.PAYOUT, wallet.token, split.to_user, recipient=wallet.eoa, split=split
+        )
+
+    async def _pay_out(
+        self, chain: ChainPort, wallet: Wallet, operation: Operation, split: WithdrawalSplit
+    ) -> Operation:
+        """Pays the user ``split``'s part and, in the same call, every fee the operation's
+        payouts owe by then (this one's included)."""
+        owed = split.fee + sum(p.split.fee for p in operation.payouts() if p.split is not None)
+        sent = sum(s.amount for s in operation.steps if s.action == StepAction.FEE and s.done)
+        collector = self._books.policy.fee_collector
+        fee = (
+            Step(StepAction.FEE, wallet.token, owed - sent, recipient=collector)
+            if owed > sent
+            else None
+        )
+        return await self._books.perform_payout(
+            chain, wallet, operation, self._payout(wallet, split), fee
         )
 
     async def _send_fees(self, chain: ChainPort, wallet: Wallet, operation: Operation) -> Operation:
@@ -256,9 +272,7 @@ class Withdrawals:
                     valuation.idle, valuation.total, wallet.principal, books.policy.fee_bps
                 )
                 try:
-                    operation = await books.perform(
-                        chain, wallet, operation, self._payout(wallet, split)
-                    )
+                    operation = await self._pay_out(chain, wallet, operation, split)
                     operation = await self._send_fees(chain, wallet, operation)
                 except YieldAgentError as refused:
                     problems.append(refused.detail)

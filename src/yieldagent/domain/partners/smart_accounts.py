@@ -1,20 +1,31 @@
-"""Counterfactual addresses of ZeroDev Kernel v3.1 smart accounts (EntryPoint v0.7).
+"""Smart accounts of partners' users: the two providers, their records and addresses.
 
-Mirrors the ZeroDev SDK's ``getKernelAddressFromECDSA`` for kernel version 0.3.1: the
-address the Kernel factory will deploy an ECDSA-owned account to, computed offline with
-CREATE2 and no RPC calls. Each agent id maps to its own account index, so one EOA owns a
-distinct smart account per agent.
+- ``zerodev``: a ZeroDev Kernel v3.1 account (EntryPoint v0.7). Its address mirrors the
+  ZeroDev SDK's ``getKernelAddressFromECDSA`` for kernel version 0.3.1: where the Kernel
+  factory will deploy an ECDSA-owned account, computed offline with CREATE2. Each agent id
+  maps to its own account index, so one EOA owns a distinct account per agent.
+- ``safe``: a Safe 1.4.1 owned by the EOA with the operator module enabled
+  (``safe_accounts``); its address needs the chain's ``SafeAccountConstants``, which
+  ``SafeChains`` holds for every chain the service can create Safe accounts on.
 """
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
 
 from eth_abi.abi import encode
 from eth_utils.address import to_canonical_address, to_checksum_address
 from eth_utils.crypto import keccak
 
 from yieldagent.domain.addresses import is_address
-from yieldagent.domain.errors import AccessDenied, FieldViolation, InvalidInput, NotFound
+from yieldagent.domain.errors import (
+    AccessDenied,
+    ChainUnavailable,
+    FieldViolation,
+    InvalidInput,
+    NotFound,
+)
+from yieldagent.domain.partners.safe_accounts import SafeAccountConstants, safe_account_address
 from yieldagent.domain.ports.storage import SmartAccountRepository
 
 DEFAULT_AGENT_ID = "yield-agent"
@@ -92,15 +103,50 @@ def smart_account_address(owner: str, agent_id: str = DEFAULT_AGENT_ID) -> str:
     return kernel_account_address(owner, agent_index(agent_id))
 
 
+class Provider(StrEnum):
+    """Who makes the account: the path segment of its endpoints."""
+
+    ZERODEV = "zerodev"
+    SAFE = "safe"
+
+
 @dataclass(frozen=True, slots=True)
 class SmartAccount:
-    """A smart account recorded for a partner's user on one chain."""
+    """A smart account recorded for a partner's user on one chain.
+
+    ``fee_collector`` is the collector a Safe account is registered with at its set-up
+    (part of its address); empty for a Kernel account.
+    """
 
     chain_id: int
     eoa: str
     agent_id: str
     address: str
     partner_id: int
+    provider: Provider = Provider.ZERODEV
+    fee_collector: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SafeChains:
+    """Where Safe accounts can be created: each chain's constants, or why not.
+
+    A chain is refused when its constants are incomplete, for example a real chain
+    without a fee collector configured, or with the operator as its collector: the
+    module would refuse to register such an account, and fees must never reach the
+    operator key.
+    """
+
+    constants: Mapping[int, SafeAccountConstants] = field(default_factory=dict)
+    refusals: Mapping[int, str] = field(default_factory=dict)
+
+    def on(self, chain_id: int) -> SafeAccountConstants:
+        """The constants of ``chain_id``; ChainUnavailable saying why there are none."""
+        found = self.constants.get(chain_id)
+        if found is None:
+            reason = self.refusals.get(chain_id, "Safe accounts are not deployed there")
+            raise ChainUnavailable(f"Cannot create Safe accounts on chain {chain_id}: {reason}")
+        return found
 
 
 def check_owner(account: SmartAccount, partner_id: int) -> SmartAccount:
@@ -161,26 +207,56 @@ def account_key(eoa: str, chain: int, agent_id: str, chain_ids: Collection[int])
     return AccountKey(chain, to_checksum_address(eoa), agent_id)
 
 
-def open_account(
-    repository: SmartAccountRepository, key: AccountKey, partner_id: int
+def new_account(
+    key: AccountKey,
+    partner_id: int,
+    provider: Provider = Provider.ZERODEV,
+    safes: SafeChains | None = None,
 ) -> SmartAccount:
-    """The partner's smart account for ``key``, recorded on first use. Idempotent."""
-    existing = repository.get(key.chain_id, key.eoa, key.agent_id)
-    if existing is None:
+    """The account ``key`` gets from ``provider``, not recorded yet."""
+    if provider == Provider.ZERODEV:
         address = smart_account_address(key.eoa, key.agent_id)
-        existing = repository.record(
-            SmartAccount(key.chain_id, key.eoa, key.agent_id, address, partner_id)
-        )
+        return SmartAccount(key.chain_id, key.eoa, key.agent_id, address, partner_id)
+    constants = (safes or SafeChains()).on(key.chain_id)
+    address = safe_account_address(key.eoa, key.agent_id, constants)
+    return SmartAccount(
+        key.chain_id,
+        key.eoa,
+        key.agent_id,
+        address,
+        partner_id,
+        Provider.SAFE,
+        constants.fee_collector,
+    )
+
+
+def open_account(
+    repository: SmartAccountRepository,
+    key: AccountKey,
+    partner_id: int,
+    provider: Provider = Provider.ZERODEV,
+    safes: SafeChains | None = None,
+) -> SmartAccount:
+    """The partner's ``provider`` account for ``key``, recorded on first use. Idempotent:
+    a recorded account keeps its address even if the chain's constants change later."""
+    existing = repository.get(key.chain_id, key.eoa, key.agent_id, provider)
+    if existing is None:
+        existing = repository.record(new_account(key, partner_id, provider, safes))
     return check_owner(existing, partner_id)
 
 
 def find_account(
-    repository: SmartAccountRepository, key: AccountKey, partner_id: int
+    repository: SmartAccountRepository,
+    key: AccountKey,
+    partner_id: int,
+    provider: Provider = Provider.ZERODEV,
 ) -> SmartAccount:
-    """The partner's recorded smart account for ``key``; NotFound when none was created."""
-    existing = repository.get(key.chain_id, key.eoa, key.agent_id)
+    """The partner's recorded ``provider`` account for ``key``; NotFound when none was
+    created."""
+    existing = repository.get(key.chain_id, key.eoa, key.agent_id, provider)
     if existing is None:
+        kind = "Safe account" if provider == Provider.SAFE else "smart account"
         raise NotFound(
-            f"No smart account for {key.eoa} with agent id {key.agent_id!r} on chain {key.chain_id}"
+            f"No {kind} for {key.eoa} with agent id {key.agent_id!r} on chain {key.chain_id}"
         )
     return check_owner(existing, partner_id)

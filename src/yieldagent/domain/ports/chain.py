@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.risk.guards import PoolReading
+
+if TYPE_CHECKING:
+    from yieldagent.domain.partners.smart_accounts import SmartAccount
 
 
 class ChainKind(StrEnum):
@@ -198,9 +201,19 @@ class ChainPort(Protocol):
         """Each protocol's pool as it is now, able to quote its supply APR after adding or
         removing an amount: our own rate impact."""
 
-    async def prepare_account(self, account: str, owner: str) -> None:
-        """Makes sure the smart account ``account`` of ``owner`` exists on chain, with the
-        operator as its session key, before the service first acts through it."""
+    async def check_account(self, account: SmartAccount) -> None:
+        """Refuses (NotImplementedYet) an account the service cannot act through on this
+        chain; sends nothing. Asked before anything is stored for it."""
+
+    async def prepare_account(self, account: SmartAccount) -> None:
+        """Makes sure ``account`` exists on chain with the operator able to act for it,
+        deploying it if it is not there yet (an ordinary transaction from the operator);
+        called with the operation's intent stored. Idempotent: a deployed account is left
+        alone, however its deployment went."""
+
+    async def revocation(self, holder: str) -> str | None:
+        """Why the operator can no longer act for ``holder`` (its owner revoked it on
+        chain), or None while it can."""
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         """Supplies ``amount`` of ``holder``'s ``token`` to ``protocol``."""
@@ -228,6 +241,13 @@ class ChainPort(Protocol):
 
     async def transfer(self, token: str, sender: str, recipient: str, amount: int) -> TxReceipt:
         """Sends ``amount`` of ``token`` from ``sender`` to ``recipient``."""
+
+    async def pay(
+        self, token: str, holder: str, owner: str, amount: int, collector: str, fee: int
+    ) -> tuple[TxReceipt, TxReceipt | None]:
+        """Pays ``amount`` of ``holder``'s ``token`` to its owner and ``fee`` (if any) to
+        ``collector``: the receipts of the two transfers (one transaction where the
+        account's module pays both at once)."""
 
     async def accrued_rewards(self, holder: str) -> list[RewardAmount]:
         """Reward tokens ``holder`` could claim now."""

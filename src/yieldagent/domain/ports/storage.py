@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     )
     from yieldagent.domain.pagination import PageRequest
     from yieldagent.domain.partners.partners import StoredCredentials
-    from yieldagent.domain.partners.smart_accounts import SmartAccount
+    from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
 
 
 # -- wallets, their books and their leases ------------------------------------------------
@@ -297,8 +297,10 @@ class EventFeed(Protocol):
 class SmartAccountRepository(Protocol):
     """Where smart accounts are recorded."""
 
-    def get(self, chain_id: int, eoa: str, agent_id: str) -> SmartAccount | None:
-        """The recorded account for the key, if any."""
+    def get(
+        self, chain_id: int, eoa: str, agent_id: str, provider: Provider
+    ) -> SmartAccount | None:
+        """The recorded ``provider`` account for the key, if any."""
 
     def record(self, account: SmartAccount) -> SmartAccount:
         """Records ``account`` unless its key exists; returns the stored record."""

@@ -17,7 +17,7 @@ from alembic import op
 from yieldagent.storage.types import TokenAmount
 
 revision: str = "0015"
-down_revision: str | None = "0013"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
