@@ -1,6 +1,7 @@
 """The risk guards' inputs from the chain: Aave's reserve switches read with its supply,
 borrows and liquidity index in one batch at the head, and the guards' verdict on them when
-the devnet's PoolConfigurator freezes or pauses the USDC reserve."""
+the devnet's PoolConfigurator freezes or pauses the USDC reserve; a Morpho vault's assets
+and share price, which the loss guard watches."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: C
         aave_artifact("PoolConfigurator"), aave.contracts["pool_configurator"]
     )
     [before] = await env.chain.pool_readings(env.token, ["aave", "compound"])
-    assert before.protocol == "aave"
+    assert before.protocol == "aave"  # Comet's reading is its quote's
     assert not (before.now.frozen or before.now.supply_paused or before.now.withdraw_paused)
     assert before.now.tvl > before.now.borrows > 0
     assert before.now.share_price >= 10**27  # the liquidity index, RAY
@@ -47,3 +48,17 @@ async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: C
     assert paused.now.supply_paused and paused.now.withdraw_paused
     verdict = assess(paused, Exposure(), RiskSettings())
     assert (verdict.state, verdict.reasons) == (RiskState.NO_NEW_FUNDS, ("withdrawals are paused",))
+
+
+@pytest.mark.evm
+async def test_a_vaults_reading_is_its_assets_and_share_price(env: ChainEnv) -> None:
+    name = next(p for p in env.chain.pools if p.startswith("morpho"))
+    [vault] = await env.chain.pool_readings(env.token, [name])
+    [quote] = await env.chain.quotes(env.token, [name])
+    assert vault.now.tvl == quote.total_supply > 0
+    assert vault.now.tvl - vault.now.borrows == min(quote.cash, vault.now.tvl)
+    assert vault.now.share_price > 0
+    env.mine(seconds=86_400)  # interest: the share price never falls on its own
+    [later] = await env.chain.pool_readings(env.token, [name])
+    assert later.now.share_price >= vault.now.share_price
+    assert assess(later, Exposure(), RiskSettings()).state == RiskState.OK
