@@ -1,7 +1,8 @@
 """The risk guards' inputs from the chain: Aave's reserve switches read with its supply,
 borrows and liquidity index in one batch at the head, and the guards' verdict on them when
 the devnet's PoolConfigurator freezes or pauses the USDC reserve; a Morpho vault's assets
-and share price, which the loss guard watches."""
+and share price, which the loss guard watches, and the real bad debt that lowers it when
+the collateral's oracle crashes and its borrowers are liquidated."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 
 from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.protocols.aave import ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT, switches
-from yieldagent.devnet.toolchain import aave_artifact
-from yieldagent.domain.risk.guards import Exposure, RiskState, assess
+from yieldagent.devnet.toolchain import aave_artifact, compile_project
+from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
+from yieldagent.domain.risk.guards import Exposure, PoolReading, RiskState, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -62,3 +64,43 @@ async def test_a_vaults_reading_is_its_assets_and_share_price(env: ChainEnv) -> 
     [later] = await env.chain.pool_readings(env.token, [name])
     assert later.now.share_price >= vault.now.share_price
     assert assess(later, Exposure(), RiskSettings()).state == RiskState.OK
+
+
+@pytest.mark.evm
+async def test_bad_debt_in_a_vaults_market_lowers_its_share_price_and_trips_the_loss_guard(
+    env: ChainEnv,
+) -> None:
+    name = next(p for p in env.chain.pools if p.startswith("morpho"))
+    deployment = env.devnet.manifest.protocol(name)
+    artifacts = compile_project()
+    d = env.deployer
+    morpho = d.at(artifacts["Morpho"], deployment.contracts["morpho"])
+    oracle = d.at(artifacts["OracleMock"], deployment.contracts["oracle"])
+    [before] = await env.chain.pool_readings(env.token, [name])
+
+    d.transact(oracle.functions.setPrice(1))  # the collateral crashes to almost nothing
+    liquidator = d.accounts[7]
+    mint(d, env.token, liquidator, 1_000 * ONE_USDC)
+    usdc = d.at(usdc_artifact(), env.token)
+    d.transact(usdc.functions.approve(morpho.address, 2**256 - 1), sender=liquidator)
+    liquidated = 0
+    for market in deployment.markets:
+        market_id = bytes.fromhex(market.removeprefix("0x"))
+        params = morpho.functions.idToMarketParams(market_id).call()
+        for borrower in d.accounts:
+            collateral = morpho.functions.position(market_id, borrower).call()[2]
+            if collateral:  # seize it all: the debt it no longer covers is bad debt
+                d.transact(
+                    morpho.functions.liquidate(params, borrower, collateral, 0, b""),
+                    sender=liquidator,
+                )
+                liquidated += 1
+    assert liquidated
+    env.mine()
+
+    [after] = await env.chain.pool_readings(env.token, [name])
+    assert after.now.share_price < before.now.share_price
+    assert after.now.tvl < before.now.tvl
+    verdict = assess(PoolReading(name, after.now, (before.now,)), Exposure(), RiskSettings())
+    assert verdict.state == RiskState.EXIT
+    assert Rule.LOSS in verdict.rules
