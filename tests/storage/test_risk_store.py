@@ -17,7 +17,7 @@ def test_records_are_stored_replaced_and_kept_per_chain(engine: Engine) -> None:
     store.save(8453, [excluded, RiskRecord("compound", TOKEN)])
     store.save(1, [RiskRecord("aave", TOKEN, state="no_new_funds", reasons=("full",))])
     assert store.records(8453) == [excluded, RiskRecord("compound", TOKEN)]
-    cleared = RiskRecord("aave", TOKEN, False, 1_800_000_000, "ok", ())
+    cleared = RiskRecord("aave", TOKEN, False, 1_800_000_000, "ok", (), 10**27 + 5)
     store.save(8453, [cleared])
     assert store.records(8453)[0] == cleared
     assert store.records(1) == [RiskRecord("aave", TOKEN, state="no_new_funds", reasons=("full",))]

@@ -27,6 +27,7 @@ def _record(row: PoolRiskRow) -> RiskRecord:
         row.cleared_at,
         row.state,
         tuple(json.loads(row.reasons)),
+        row.peak_share_price,
     )
 
 
@@ -57,6 +58,7 @@ class RiskStore:
                 row.cleared_at = record.cleared_at
                 row.state = record.state
                 row.reasons = json.dumps(list(record.reasons))
+                row.peak_share_price = record.peak_share_price
                 session.add(row)
             session.commit()
 

@@ -12,7 +12,7 @@ from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.protocols.aave import ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT, switches
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
 from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
-from yieldagent.domain.risk.guards import Exposure, PoolReading, RiskState, Rule, assess
+from yieldagent.domain.risk.guards import Exposure, RiskState, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -101,6 +101,8 @@ async def test_bad_debt_in_a_vaults_market_lowers_its_share_price_and_trips_the_
     [after] = await env.chain.pool_readings(env.token, [name])
     assert after.now.share_price < before.now.share_price
     assert after.now.tvl < before.now.tvl
-    verdict = assess(PoolReading(name, after.now, (before.now,)), Exposure(), RiskSettings())
+    # the service remembers the highest share price it saw (the web3 reading has no history)
+    seen = Exposure(peak_share_price=before.now.share_price)
+    verdict = assess(after, seen, RiskSettings())
     assert verdict.state == RiskState.EXIT
     assert Rule.LOSS in verdict.rules
