@@ -9,6 +9,10 @@ transfer or swap is checked against its receipt: the token must have moved as as
 
 Receipts carry the log index of the step's own transfer (``TxReceipt.log_index``), which is
 how the history names that event.
+
+One module, longer than the house's usual: it is the whole port on one chain, each method a
+few lines over the protocol classes (``protocols/``), the reader, the history and the
+sender, which hold the substance.
 """
 
 from __future__ import annotations
