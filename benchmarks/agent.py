@@ -1,7 +1,8 @@
 """The agent's rebalancing cycle over many wallets, on SQLite and PostgreSQL.
 
 Every wallet is on Base, holds USDC (amounts vary from wallet to wallet, 500 to 1,500
-USDC, so that no two wallets share a plan) and is due. Figures, one JSON line each, with
+USDC, so that no two wallets share a plan) and is due. The agent judges the pools by the
+risk guards, as the service's does. Figures, one JSON line each, with
 wallets/s and the statements and connection checkouts per run:
 
 - ``first``: the cycle that places every wallet's idle funds (claims, plans, supplies,

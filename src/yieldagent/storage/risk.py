@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 from sqlmodel import select as orm_select
 
@@ -27,6 +28,7 @@ def _record(row: PoolRiskRow) -> RiskRecord:
         row.cleared_at,
         row.state,
         tuple(json.loads(row.reasons)),
+        row.peak_share_price,
     )
 
 
@@ -45,7 +47,15 @@ class RiskStore:
             return sorted((_record(row) for row in rows), key=lambda r: (r.protocol, r.token))
 
     def save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
-        """Stores ``records``, each replacing its pool's, in one transaction."""
+        """Stores ``records``, each replacing its pool's, in one transaction. Two processes
+        may store a pool's first record at once (a listing and a batch): the one that loses
+        the insert stores its records again, now as updates."""
+        try:
+            self._save(chain_id, records)
+        except IntegrityError:
+            self._save(chain_id, records)
+
+    def _save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
         with Session(self._engine) as session:
             for record in records:
                 row = session.get(PoolRiskRow, (chain_id, record.protocol, record.token))
@@ -57,6 +67,7 @@ class RiskStore:
                 row.cleared_at = record.cleared_at
                 row.state = record.state
                 row.reasons = json.dumps(list(record.reasons))
+                row.peak_share_price = record.peak_share_price
                 session.add(row)
             session.commit()
 

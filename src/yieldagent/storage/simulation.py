@@ -3,6 +3,9 @@
 A write unit starts by updating the clock row. On PostgreSQL that locks the row; on
 SQLite it takes the database's write lock at once. Either way simulated writes from
 every process run one at a time, and a unit never deadlocks halfway through.
+
+One module, longer than the house's usual: every read and write of the simulated world goes
+through one unit of work (``SimSession``), so that its locking rule holds in one place.
 """
 
 from __future__ import annotations

@@ -401,6 +401,9 @@ class PoolRiskRow(SQLModel, table=True):
     )
     state: str = Field(default="ok", max_length=16)
     reasons: str = Field(default="[]", sa_type=Text, description="JSON list of sentences")
+    peak_share_price: int = Field(
+        default=0, sa_type=TokenAmount, description="highest share price since cleared"
+    )
 
 
 class IdempotencyKeyRow(SQLModel, table=True):

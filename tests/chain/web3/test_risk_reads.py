@@ -1,6 +1,8 @@
 """The risk guards' inputs from the chain: Aave's reserve switches read with its supply,
 borrows and liquidity index in one batch at the head, and the guards' verdict on them when
-the devnet's PoolConfigurator freezes or pauses the USDC reserve."""
+the devnet's PoolConfigurator freezes or pauses the USDC reserve; a Morpho vault's assets
+and share price, which the loss guard watches, and the real bad debt that lowers it when
+the collateral's oracle crashes and its borrowers are liquidated."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import pytest
 
 from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.protocols.aave import ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT, switches
-from yieldagent.devnet.toolchain import aave_artifact
-from yieldagent.domain.risk.guards import Exposure, RiskState, assess
+from yieldagent.devnet.toolchain import aave_artifact, compile_project
+from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
+from yieldagent.domain.risk.guards import Exposure, RiskState, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -29,7 +32,7 @@ async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: C
         aave_artifact("PoolConfigurator"), aave.contracts["pool_configurator"]
     )
     [before] = await env.chain.pool_readings(env.token, ["aave", "compound"])
-    assert before.protocol == "aave"
+    assert before.protocol == "aave"  # Comet's reading is its quote's
     assert not (before.now.frozen or before.now.supply_paused or before.now.withdraw_paused)
     assert before.now.tvl > before.now.borrows > 0
     assert before.now.share_price >= 10**27  # the liquidity index, RAY
@@ -47,3 +50,59 @@ async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: C
     assert paused.now.supply_paused and paused.now.withdraw_paused
     verdict = assess(paused, Exposure(), RiskSettings())
     assert (verdict.state, verdict.reasons) == (RiskState.NO_NEW_FUNDS, ("withdrawals are paused",))
+
+
+@pytest.mark.evm
+async def test_a_vaults_reading_is_its_assets_and_share_price(env: ChainEnv) -> None:
+    name = next(p for p in env.chain.pools if p.startswith("morpho"))
+    [vault] = await env.chain.pool_readings(env.token, [name])
+    [quote] = await env.chain.quotes(env.token, [name])
+    assert vault.now.tvl == quote.total_supply > 0
+    assert vault.now.tvl - vault.now.borrows == min(quote.cash, vault.now.tvl)
+    assert vault.now.share_price > 0
+    env.mine(seconds=86_400)  # interest: the share price never falls on its own
+    [later] = await env.chain.pool_readings(env.token, [name])
+    assert later.now.share_price >= vault.now.share_price
+    assert assess(later, Exposure(), RiskSettings()).state == RiskState.OK
+
+
+@pytest.mark.evm
+async def test_bad_debt_in_a_vaults_market_lowers_its_share_price_and_trips_the_loss_guard(
+    env: ChainEnv,
+) -> None:
+    name = next(p for p in env.chain.pools if p.startswith("morpho"))
+    deployment = env.devnet.manifest.protocol(name)
+    artifacts = compile_project()
+    d = env.deployer
+    morpho = d.at(artifacts["Morpho"], deployment.contracts["morpho"])
+    oracle = d.at(artifacts["OracleMock"], deployment.contracts["oracle"])
+    [before] = await env.chain.pool_readings(env.token, [name])
+
+    d.transact(oracle.functions.setPrice(1))  # the collateral crashes to almost nothing
+    liquidator = d.accounts[7]
+    mint(d, env.token, liquidator, 1_000 * ONE_USDC)
+    usdc = d.at(usdc_artifact(), env.token)
+    d.transact(usdc.functions.approve(morpho.address, 2**256 - 1), sender=liquidator)
+    liquidated = 0
+    for market in deployment.markets:
+        market_id = bytes.fromhex(market.removeprefix("0x"))
+        params = morpho.functions.idToMarketParams(market_id).call()
+        for borrower in d.accounts:
+            collateral = morpho.functions.position(market_id, borrower).call()[2]
+            if collateral:  # seize it all: the debt it no longer covers is bad debt
+                d.transact(
+                    morpho.functions.liquidate(params, borrower, collateral, 0, b""),
+                    sender=liquidator,
+                )
+                liquidated += 1
+    assert liquidated
+    env.mine()
+
+    [after] = await env.chain.pool_readings(env.token, [name])
+    assert after.now.share_price < before.now.share_price
+    assert after.now.tvl < before.now.tvl
+    # the service remembers the highest share price it saw (the web3 reading has no history)
+    seen = Exposure(peak_share_price=before.now.share_price)
+    verdict = assess(after, seen, RiskSettings())
+    assert verdict.state == RiskState.EXIT
+    assert Rule.LOSS in verdict.rules

@@ -118,6 +118,15 @@ def test_a_falling_share_price_is_a_loss_until_an_operator_clears_it() -> None:
     assert "operator" in excluded.reasons[0]
 
 
+def test_a_share_price_below_the_highest_the_service_saw_is_a_loss() -> None:
+    reading = _reading(_snapshot(share_price=RAY - 1))  # no history: a chain that keeps none
+    assert assess(reading, Exposure(peak_share_price=RAY - 1), DEFAULTS).state == RiskState.OK
+    verdict = assess(reading, Exposure(peak_share_price=RAY), DEFAULTS)
+    assert (verdict.state, verdict.rules) == (RiskState.EXIT, (Rule.LOSS,))
+    unread = _reading(_snapshot(share_price=0))  # a pool judged on its quote alone
+    assert assess(unread, Exposure(peak_share_price=RAY), DEFAULTS).state == RiskState.OK
+
+
 def test_a_collateral_five_percent_below_its_peg_starts_an_exit() -> None:
     peg = 100_000_000
     near = _reading(collateral=(CollateralFeed("USDe", peg * 96 // 100, peg),))

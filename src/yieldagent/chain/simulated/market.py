@@ -4,6 +4,11 @@ Reads project the stored pools to the current simulated time in memory; writes
 bring the pools they touch to that time and store them. ``settle`` (the worker does
 it each tick) stores every pool at its last step boundary, so projections stay short
 and the stored market does not depend on when the worker ran.
+
+One module, longer than the house's usual: the world's clock, reads and every kind of
+transaction share the one unit of work they are mined in; batched sends, the risk
+scenarios and the pools' rules live in modules of their own (``sends``, ``risk``,
+``pools``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ transfer or swap is checked against its receipt: the token must have moved as as
 
 Receipts carry the log index of the step's own transfer (``TxReceipt.log_index``), which is
 how the history names that event.
+
+One module, longer than the house's usual: it is the whole port on one chain, each method a
+few lines over the protocol classes (``protocols/``), the reader, the history and the
+sender, which hold the substance.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from yieldagent.chain.web3.node_answers import CHAIN_ERRORS
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
+from yieldagent.chain.web3.protocols.morpho import VaultPool
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.chain.web3.transactions import (
@@ -345,8 +350,9 @@ class Web3Chain:
         return list(await asyncio.gather(*(pool.quote(block) for pool in wanted)))
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
-        """The guard inputs of the pools that read their own switches and share price
-        (Aave's reserve), at the head, in one batch; the others are judged on their quotes
+        """The guard inputs of the pools that read their own switches or share price
+        (Aave's reserve: its switches and liquidity index; a Morpho vault: its share
+        price), at the head, in one batch; the others are judged on their quotes
         (``domain.risk.survey``)."""
         if to_checksum_address(token) != self.config.token:
             return []
@@ -354,7 +360,7 @@ class Web3Chain:
         wanted = [
             pool
             for name, pool in self.pools.items()
-            if name in set(protocols) and isinstance(pool, AavePool)
+            if name in set(protocols) and isinstance(pool, AavePool | VaultPool)
         ]
         if not wanted:
             return []

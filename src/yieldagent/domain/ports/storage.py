@@ -251,6 +251,8 @@ class RiskRecord:
     """Chain time (unix seconds) of the operator's last clearing."""
     state: str = "ok"
     reasons: tuple[str, ...] = ()
+    peak_share_price: int = 0
+    """The highest share price seen since the last clearing (0: none yet)."""
 
 
 class RiskRepository(Protocol):

@@ -80,6 +80,9 @@ class Exposure:
     cleared_at: int | None = None
     """When an operator last cleared a loss exclusion: the loss guard looks at the share
     price only from then on."""
+    peak_share_price: int = 0
+    """The highest share price the service has seen of the pool since the last clearing
+    (0: none), for chains whose readings carry no history."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +216,8 @@ def loss(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Tr
         return Trip(Rule.LOSS, RiskState.EXIT, "excluded after a loss until an operator clears it")
     since = exposure.cleared_at
     prices = [s.share_price for s in _window(reading, settings) if since is None or s.at >= since]
-    if prices and reading.now.share_price < max(prices):
+    now = reading.now.share_price
+    if now < max(prices, default=0) or 0 < now < exposure.peak_share_price:
         return Trip(Rule.LOSS, RiskState.EXIT, "the pool's share price fell: a realised loss")
     return None
 

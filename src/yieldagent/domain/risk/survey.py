@@ -3,9 +3,10 @@ plan with (``RiskView``), and the use case that reads and records it (``RiskSurv
 
 A survey reads each pool's guard inputs from the chain (``RiskReads``; a chain without
 them is judged on its quotes: supply, borrows, cash), what the service holds there and
-each pool's stored record, and judges every pool (``guards.assess``). A loss the guards
-see becomes a stored exclusion that only an operator lifts (``clear``). A pool whose
-state changed is reported to the survey's observer (metrics, events) and stored.
+each pool's stored record, and judges every pool (``guards.assess``). The record keeps the
+highest share price seen, so a chain whose readings carry no history still shows a loss.
+A loss the guards see becomes a stored exclusion that only an operator lifts (``clear``).
+A pool whose state changed is reported to the survey's observer (metrics) and stored.
 """
 
 from __future__ import annotations
@@ -183,9 +184,10 @@ class RiskSurvey:
         for protocol in protocols:
             record = records.get((protocol, token), RiskRecord(protocol, token))
             ours = exposure.get(protocol, 0)
+            reading = readings[protocol]
             verdict = assess(
-                readings[protocol],
-                Exposure(ours, record.loss_excluded, record.cleared_at),
+                reading,
+                Exposure(ours, record.loss_excluded, record.cleared_at, record.peak_share_price),
                 self.settings,
             )
             updated = replace(
@@ -193,6 +195,7 @@ class RiskSurvey:
                 loss_excluded=record.loss_excluded or Rule.LOSS in verdict.rules,
                 state=str(verdict.state),
                 reasons=verdict.reasons,
+                peak_share_price=max(record.peak_share_price, reading.now.share_price),
             )
             if updated != record:
                 changed.append(updated)
@@ -226,7 +229,14 @@ class RiskSurvey:
         ``at``: the loss guard looks at share prices only from then on. Returns the
         records it cleared (none if no pool was excluded)."""
         cleared = [
-            replace(r, loss_excluded=False, cleared_at=at, state=str(RiskState.OK), reasons=())
+            replace(
+                r,
+                loss_excluded=False,
+                cleared_at=at,
+                state=str(RiskState.OK),
+                reasons=(),
+                peak_share_price=0,  # the price from now on is the new reference
+            )
             for r in self._store.records(chain_id)
             if r.protocol == protocol and r.loss_excluded
         ]

@@ -48,6 +48,7 @@ from yieldagent.chain.web3.reader import BlockId, ReadReverted, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
+from yieldagent.domain.risk.history import Snapshot
 
 WAD_TO_RAY = 10**9
 VAULT_MORPHO = Fn("MORPHO()", "address")
@@ -199,6 +200,18 @@ class VaultPool:
         model = AdaptiveCurveModel(fee=market_fee * WAD_TO_RAY)
         return PoolQuote(self.name, self.token, model, tuple(quoted), fee * WAD_TO_RAY)
 
+    async def reading(self, block: Block) -> Snapshot:
+        """The vault as its risk guards read it at ``block``: its assets, what its markets
+        have lent out of them, and its share price (the assets of ``SHARE`` shares), read
+        together in one batch."""
+        vault = self.config.address
+        quote, price = await asyncio.gather(
+            self.quote(block),
+            self._reader.call(vault, VAULT_CONVERT_TO_ASSETS, SHARE, block=block.number),
+        )
+        tvl = quote.total_supply
+        return Snapshot(block.timestamp, tvl, max(tvl - quote.cash, 0), int(price))
+
     async def position(self, holder: str, block: BlockId) -> int:
         vault = self.config.address
         shares = await self._reader.call(vault, BALANCE_OF, holder, block=block)
@@ -269,6 +282,10 @@ class VaultPool:
         shares = int(await self._reader.call(vault, BALANCE_OF, account, block="latest"))
         redeem = (shares, account, account)
         return [Call(vault, VAULT_REDEEM, redeem, description=exiting(self.name))]
+
+
+SHARE = 10**18
+"""The shares whose assets are the vault's share price (compared only with itself)."""
 
 
 def _market_name(collateral: str, loan: str, lltv: int) -> str:

@@ -32,6 +32,7 @@ def upgrade() -> None:
         sa.Column("cleared_at", sa.BigInteger(), nullable=True),
         sa.Column("state", sa.String(length=16), nullable=False, server_default="ok"),
         sa.Column("reasons", sa.Text(), nullable=False, server_default="[]"),
+        sa.Column("peak_share_price", TokenAmount(), nullable=False, server_default="0"),
     )
     # a nullable column: added in place on both backends (a batch copy would rebuild the
     # schedule and its partial index)
