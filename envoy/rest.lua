@@ -406,9 +406,6 @@ function envoy_on_response(handle)
   headers = handle:headers() -- touching the body may rebuild the header map
   for _, name in ipairs(HIDDEN) do headers:remove(name) end
   if new_status and new_status ~= status then headers:replace(':status', new_status) end
-  -- Only successes are cached (the wallet poll's route marks them): never an error,
-  -- whose body names its own request.
-  if tonumber(new_status or status) >= 300 then headers:remove('cache-control') end
   if new_body then
     if new_body == '' then
       headers:remove('content-type')

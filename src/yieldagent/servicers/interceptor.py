@@ -25,7 +25,6 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from email.utils import formatdate
 from typing import Any
 
 import grpc
@@ -50,30 +49,6 @@ REQUEST_ID_HEADER = "x-request-id"
 MAX_REQUEST_ID = 200
 """A longer (or empty) ``x-request-id`` is replaced by one the server makes."""
 
-
-class _HttpDate:
-    """The ``date`` header of a REST reply, formatted once a second.
-
-    The service dates its REST replies itself: Envoy's own Date lags its clock by up to
-    half a second, and the edge cache counts a reply's age from its Date, in whole
-    seconds, so a lagging Date would make a fresh reply stale at once."""
-
-    __slots__ = ("_header", "_second")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._header: tuple[str, str] = ("date", "")
-
-    def __call__(self) -> tuple[str, str]:
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._header = ("date", formatdate(second, usegmt=True))
-            self._second = second
-        return self._header
-
-
-http_date = _HttpDate()
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
@@ -184,7 +159,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     if token is not None:
                         authenticator.unbind(token)
-                hints = ((*policy.rest_metadata, http_date()) if rest else ()) + replayed
+                hints = (policy.rest_metadata if rest else ()) + replayed
                 if hints:
                     await context.send_initial_metadata(hints)
                 if echo:
