@@ -12,7 +12,8 @@ For each ``yieldagent.v1`` call it:
    status via ``servicers.errors``;
 4. on calls from the REST edge, sends the method's REST hints (success status,
    JSON integers and nulls) as initial metadata;
-5. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
+5. sends a unary reply that the servicer serialized itself (``bytes``) as it is;
+6. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
    per method).
 Servicers therefore only translate messages and call the domain.
 """
@@ -92,7 +93,10 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         cached = self._wrapped.get(details.method)
         if cached is None or cached[0] is not handler:
             if handler.unary_unary is not None:
-                wrapped = handler._replace(unary_unary=self._wrap(policy, handler.unary_unary))
+                wrapped = handler._replace(
+                    unary_unary=self._wrap(policy, handler.unary_unary),
+                    response_serializer=_passing_bytes(handler.response_serializer),
+                )
             else:
                 wrapped = handler._replace(
                     unary_stream=self._wrap_stream(policy, handler.unary_stream)
@@ -211,6 +215,16 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 unbind_request_id(request_token)
 
         return guarded
+
+
+def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """The method's reply serializer, which also passes a reply the servicer serialized
+    itself (``bytes``: one kept per record version, ``servicers.replies``) as it is."""
+
+    def serialized(reply: Any) -> bytes:
+        return reply if type(reply) is bytes else serialize(reply)
+
+    return serialized
 
 
 def _resolve_request_id(sent: str | bytes | None, rest: bool) -> tuple[str, Metadata]:

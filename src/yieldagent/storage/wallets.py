@@ -78,6 +78,16 @@ _BY_EOA = (
     .order_by(_LAST_ACTIVATED.desc(), _wallets.c.id.desc())
     .limit(1)
 )
+# The wallet read's stamp: two columns, read through the same indexes.
+_STAMP_BY_ADDRESS = select_core(_wallets.c.id, _wallets.c.version).where(
+    _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
+)
+_STAMP_BY_EOA = (
+    select_core(_wallets.c.id, _wallets.c.version)
+    .where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.eoa == bindparam("key"))
+    .order_by(_LAST_ACTIVATED.desc(), _wallets.c.id.desc())
+    .limit(1)
+)
 _CREATE = insert(_wallets).returning(_wallets.c.id)
 _BOOKED = union_all(
     *(
@@ -234,6 +244,13 @@ class WalletStore:
         with self._engine.connect() as connection:
             row = connection.execute(_BY_EOA, {"chain_id": chain_id, "key": eoa}).first()
         return _wallet(row) if row else None
+
+    def stamp(self, chain_id: int, key: str, by_eoa: bool) -> tuple[int, int] | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                _STAMP_BY_EOA if by_eoa else _STAMP_BY_ADDRESS, {"chain_id": chain_id, "key": key}
+            ).first()
+        return None if row is None else (row[0], row[1])
 
     def view(
         self, chain_id: int, key: str, by_eoa: bool
