@@ -10,8 +10,9 @@ For each ``yieldagent.v1`` call it:
    ``servicers.idempotency`` (executed once, answers replayed);
 3. turns a domain error (or any unexpected exception) into the canonical gRPC
    status via ``servicers.errors``;
-4. on calls from the REST edge, sends the method's REST hints (success status,
-   JSON integers and nulls) as initial metadata;
+4. on calls from the REST edge, words a refusal for REST (status and body, in trailing
+   metadata); the hints of a success (status, JSON integers and nulls) are constant per
+   method, and Envoy has them from the request schema it is rendered with;
 5. sends a unary reply that the servicer serialized itself (``bytes``) as it is;
 6. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
    per method).
@@ -163,9 +164,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     if token is not None:
                         authenticator.unbind(token)
-                hints = (policy.rest_metadata if rest else ()) + replayed
-                if hints:
-                    await context.send_initial_metadata(hints)
+                if replayed:
+                    await context.send_initial_metadata(replayed)
                 if echo:
                     context.set_trailing_metadata(echo)
                 return response
