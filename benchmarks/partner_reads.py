@@ -181,7 +181,6 @@ def _ceiling() -> Iterator[str]:
                 **os.environ,
                 "YIELDAGENT_DATA_DIR": directory,
                 "YIELDAGENT_HTTP_PORT": str(http_port),
-                "YIELDAGENT_ENVOY_ACCESS_LOG": "off",
             }
         )
         envoy = EnvoyProcess(settings, grpc_port)
