@@ -48,6 +48,7 @@ from benchmarks.rest_reads import (
     _wrk,
     running_service,
 )
+from benchmarks.soak import envoy_of
 from yieldagent.config import load_settings
 from yieldagent.domain.constraints import Constraints
 from yieldagent.service.edge import EnvoyProcess
@@ -167,14 +168,15 @@ def _process(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Pop
 
 
 @contextmanager
-def _ceiling() -> Iterator[str]:
-    """The constant server behind its own Envoy; yields the read's URL there."""
+def _ceiling() -> Iterator[tuple[str, list[int]]]:
+    """The constant server behind its own Envoy; yields the read's URL there and the two
+    processes' ids."""
     grpc_port, http_port = _free_port(), _free_port()
     with (
         tempfile.TemporaryDirectory() as directory,
         _process(
             [sys.executable, "-m", "benchmarks.constant_edge", str(grpc_port)], {**os.environ}
-        ),
+        ) as server,
     ):
         settings = load_settings(
             {
@@ -188,14 +190,15 @@ def _ceiling() -> Iterator[str]:
         try:
             url = f"http://127.0.0.1:{http_port}/api/v1/chains"
             _wait(url)
-            yield url
+            yield url, [server.pid, envoy_of(os.getpid()) or 0]
         finally:
             envoy.stop()
 
 
 @contextmanager
-def _fastapi(database: Path) -> Iterator[str]:
-    """uvicorn, one worker, on the service's database; yields its base URL."""
+def _fastapi(database: Path) -> Iterator[tuple[str, list[int]]]:
+    """uvicorn, one worker, on the service's database; yields its base URL and its
+    process's id."""
     port = _free_port()
     command = [
         sys.executable,
@@ -211,10 +214,10 @@ def _fastapi(database: Path) -> Iterator[str]:
         "--no-access-log",
     ]
     env = {**os.environ, "BENCH_DATABASE_URL": f"sqlite:///{database}"}
-    with _process(command, env):
+    with _process(command, env) as server:
         base = f"http://127.0.0.1:{port}/api/v1"
         _wait(f"{base}/8453/wallets/{address(FIRST_ID)}")
-        yield base
+        yield base, [server.pid]
 
 
 _SCALE = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -239,6 +242,18 @@ def measure(wrk: str, url: str, script: Path | None = None) -> dict[str, float]:
         figures[name] = float(found.group(1)) * _SCALE[found.group(2)] if found else -1.0
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     figures["errors"] = float(non_2xx.group(1)) if non_2xx else 0.0
+    return figures
+
+
+def _measured(wrk: str, url: str, script: Path | None, pids: list[int]) -> dict[str, float]:
+    """``measure``, with the CPU time per request of the stack's server process
+    (``server_cpu_us``) and of its Envoy (``envoy_cpu_us``; 0 without one)."""
+    before = [cpu_seconds(pid) if pid else 0.0 for pid in pids]
+    figures = measure(wrk, url, script)
+    requests = max(figures["requests"], 1)
+    spent = [(cpu_seconds(pid) - b if pid else 0.0) for pid, b in zip(pids, before, strict=True)]
+    figures["server_cpu_us"] = round(1e6 * spent[0] / requests, 1)
+    figures["envoy_cpu_us"] = round(1e6 * spent[1] / requests, 1) if len(spent) > 1 else 0.0
     return figures
 
 
@@ -316,17 +331,17 @@ def main() -> None:
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         script = directory / "fleet.lua"
         script.write_text(_FLEET_LUA % (FLEET, FIRST_ID))
-        fastapi = stack.enter_context(_fastapi(database))
-        ceiling = stack.enter_context(_ceiling())
-        runs: dict[str, tuple[str, Path | None]] = {
-            "ours": (service.base, script),
-            "fastapi": (fastapi, script),
-            "ceiling": (ceiling, None),
+        fastapi, fastapi_pids = stack.enter_context(_fastapi(database))
+        ceiling, ceiling_pids = stack.enter_context(_ceiling())
+        runs: dict[str, tuple[str, Path | None, list[int]]] = {
+            "ours": (service.base, script, [service.pid, envoy_of(service.pid) or 0]),
+            "fastapi": (fastapi, script, fastapi_pids),
+            "ceiling": (ceiling, None, ceiling_pids),
         }
-        for url, fleet in runs.values():  # warm-up: every wallet read once
+        for url, fleet, _ in runs.values():  # warm-up: every wallet read once
             measure(wrk, url, fleet)
         rounds = [
-            {name: measure(wrk, url, script) for name, (url, script) in runs.items()}
+            {name: _measured(wrk, url, fleet, pids) for name, (url, fleet, pids) in runs.items()}
             for _ in range(ROUNDS)
         ]
         for name in runs:
@@ -337,7 +352,14 @@ def main() -> None:
                 connections=int(CONNECTIONS),
                 **{
                     figure: statistics.median(r[name][figure] for r in rounds)
-                    for figure in ("requests_per_second", "p50_ms", "p99_ms", "errors")
+                    for figure in (
+                        "requests_per_second",
+                        "p50_ms",
+                        "p99_ms",
+                        "errors",
+                        "server_cpu_us",
+                        "envoy_cpu_us",
+                    )
                 },
             )
 

@@ -144,7 +144,7 @@ def _rss(pid: int) -> int:
     return 0
 
 
-def _envoy_of(pid: int) -> int | None:
+def envoy_of(pid: int) -> int | None:
     """The Envoy child of the server process ``pid``."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -384,7 +384,7 @@ async def _soak(service: Service, seconds: float, wallets: int, outcome: Outcome
         outcome.wallet_ids = [w.id for w in load.wallets]
         outcome.capacity = await _closed_loop(load, max(5.0, seconds / 10))
         outcome.rate = LOAD * outcome.capacity
-        envoy = _envoy_of(service.pid)
+        envoy = envoy_of(service.pid)
 
         async def sample(elapsed: float) -> None:
             outcome.server_memory.append((elapsed, _rss(service.pid)))
