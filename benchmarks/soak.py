@@ -54,6 +54,9 @@ LOAD = float(os.environ.get("SOAK_LOAD", "0.8"))
 ADVANCE_SECONDS = float(os.environ.get("SOAK_ADVANCE_SECONDS", "10"))
 SAMPLE_SECONDS = float(os.environ.get("SOAK_SAMPLE_SECONDS", "2"))
 USDC = 10**6
+FEE_COLLECTOR = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
+"""Where the service sends its performance fees during a soak, so the books can tell a fee
+from a payout."""
 ROOT = Path(__file__).resolve().parents[1]
 
 # The mix: operation and weight. Reads dominate, as a partner's traffic does.
@@ -186,6 +189,7 @@ def running(database_url: str, directory: Path) -> Iterator[Service]:
         "YIELDAGENT_METRICS_PORT": "0",
         "YIELDAGENT_SIM_SPEED": "0",
         "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
+        "YIELDAGENT_FEE_COLLECTOR": FEE_COLLECTOR,
     }
     server = subprocess.Popen([sys.executable, "-m", "yieldagent", "run"], env=env, cwd=ROOT)
     engine = create_db_engine(database_url)

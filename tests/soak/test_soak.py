@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from benchmarks.soak import WALLETS, growth, soak, window
+from benchmarks.soak import FEE_COLLECTOR, WALLETS, growth, soak, window
 from support.books import book_disagreements
 from support.databases import BACKENDS, temporary_database
 from yieldagent.catalog import load_catalog
@@ -48,7 +48,9 @@ def test_a_mixed_load_leaves_no_server_error_flat_memory_and_exact_books(
         assert outcome.envoy_memory
         engine = create_db_engine(url)
         try:
-            problems = book_disagreements(engine, _market(engine), outcome.wallet_ids)
+            problems = book_disagreements(
+                engine, _market(engine), outcome.wallet_ids, FEE_COLLECTOR
+            )
         finally:
             engine.dispose()
         assert not problems, "\n".join(problems)
