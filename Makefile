@@ -25,7 +25,7 @@ REDOC_STAMP := build/tools/redoc/.installed-$(REDOC_VERSION)
 CHROMIUM := /usr/bin/chromium
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
-.PHONY: run test evm crash lint format protos check-protos openapi docs fuzz stubs check-stubs \
+.PHONY: run test evm crash soak lint format protos check-protos openapi docs fuzz stubs check-stubs \
 	check-breaking lock check-lock \
 	bench install clean devnet docs-site
 
@@ -54,6 +54,14 @@ evm: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) contracts/node_modules/.ins
 CRASH_KILLS ?= 20
 crash: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
 	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
+
+# The soak (tests/soak, benchmarks/soak.py): the service under a mixed partner load at about
+# 80% of the mix's measured capacity for SOAK_SECONDS, on SQLite and, with
+# YIELDAGENT_TEST_DATABASE_URL, on PostgreSQL; fails on any 5xx, memory growth over the last
+# five minutes, or books that disagree with the chain. `make test` runs it for 15 seconds.
+SOAK_SECONDS ?= 600
+soak: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
+	SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest tests/soak -s -p no:randomly $(PYTEST_ARGS)
 
 install: $(VENV)/.installed
 

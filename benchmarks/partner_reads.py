@@ -1,43 +1,160 @@
-"""The partners' poll, side by side: ``GET /api/v1/8453/wallets/{w}`` through our Envoy
-against a FastAPI app reading the same wallet and against the edge's ceiling.
+"""The partners' fleet poll, side by side: ``GET /api/v1/8453/wallets/{w}`` through our Envoy
+against a FastAPI app reading the same wallets and against the edge's ceiling.
 
-Three stacks on this machine, measured in turns (``BENCH_ROUNDS`` rounds, wrk at
+``BENCH_FLEET`` (10,000) activated wallets are written into the service's database; wrk
+asks for them in turn (``fleet.lua``), so each request names a different wallet than the
+last ``BENCH_FLEET - 1``: no cache keyed by the request could answer it. Three stacks on
+this machine, measured in turns (``BENCH_ROUNDS`` rounds after one warm-up round, wrk at
 ``BENCH_CONNECTIONS`` connections for ``BENCH_DURATION`` each), so that drift in the
 machine's load hits all three alike:
 
 - **ours**: ``yieldagent run`` (Envoy → grpc.aio → storage), SQLite;
-- **fastapi**: ``benchmarks.fastapi_wallet`` on uvicorn, one SQLAlchemy Core primary-key
-  read of the same row from the same database file, on the event loop (``async def``);
-  **fastapi_threadpool** is the same read as a plain ``def`` (FastAPI's thread pool);
+- **fastapi**: ``benchmarks.fastapi_wallet`` on uvicorn (one worker), one SQLAlchemy Core
+  primary-key read of the same wallet's row from the same database file;
 - **ceiling**: a bare grpc.aio server answering ``GET /api/v1/chains`` with a constant,
-  behind an Envoy rendered from our own config (``benchmarks.constant_edge``): every
-  request reaches it;
-- **ours_no_cache**: ours with ``Cache-Control: no-cache``, so that every read reaches
-  the service (what the edge cache saves).
+  behind an Envoy rendered from our own config (``benchmarks.constant_edge``).
 
 Prints each stack's median figures and the ratios ours/fastapi and ours/ceiling, each the
-median of the per-round ratios. ``BENCH_PROFILE=DIR`` also records a py-spy profile of
-our server under the same load (``DIR/partner_read.txt``, collapsed stacks).
+median of the per-round ratios. Then the server's CPU per read (its process's user and
+system time over the requests wrk counted) for one wallet with ``BENCH_HISTORY`` (500)
+withdrawals against one with none, read in turns. ``BENCH_PROFILE=DIR`` also records a
+py-spy profile of our server under the fleet poll (``DIR/partner_read.txt``, collapsed
+stacks; ``python -m benchmarks.profiles`` summarises it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from benchmarks.rest_reads import DURATION, _free_port, _measure, _wait, _wrk, running_service
+from sqlalchemy import insert
+
+from benchmarks.rest_reads import (
+    BASE_USDC,
+    CONNECTIONS,
+    DURATION,
+    _free_port,
+    _wait,
+    _wrk,
+    running_service,
+)
+from benchmarks.soak import envoy_of
 from yieldagent.config import load_settings
+from yieldagent.domain.constraints import Constraints
 from yieldagent.service.edge import EnvoyProcess
+from yieldagent.storage.db import create_db_engine
+from yieldagent.storage.tables import DepositRow, WalletRow, WalletScheduleRow, WithdrawalRow
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+FLEET = int(os.environ.get("BENCH_FLEET", "10000"))
+HISTORY = int(os.environ.get("BENCH_HISTORY", "500"))
 ROOT = Path(__file__).resolve().parents[1]
+FIRST_ID = 1_000_000
+"""The fleet's wallet ids start here, clear of the wallets the service made itself."""
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+# wrk: each request takes the next wallet of the fleet, whichever connection sends it.
+_FLEET_LUA = """
+local fleet, first, n = %d, %d, 0
+request = function()
+  n = n + 1
+  return wrk.format("GET", string.format("/api/v1/8453/wallets/0x%%040d", first + n %% fleet))
+end
+"""
+
+
+def address(wallet_id: int) -> str:
+    """The fleet wallet's address: its id in decimal digits, which EIP-55 leaves as it is
+    (no letters), so wrk can write it and FastAPI find it spelled the same."""
+    return f"0x{wallet_id:040d}"
+
+
+def _wallet(wallet_id: int, partner_id: int) -> dict[str, Any]:
+    return {
+        "id": wallet_id,
+        "chain_id": 8453,
+        "address": address(wallet_id),
+        "eoa": address(wallet_id + 5_000_000),
+        "partner_id": partner_id,
+        "status": "activated",
+        "token": BASE_USDC,
+        "selected_protocols": json.dumps(["aave", "compound"]),
+        "constraints": Constraints().to_json(),
+        "principal": 10**9,
+        "allocation": json.dumps({"aave": str(10**9)}),
+        "idle": 0,
+        "current_apr": 4.2,
+        "valued_at": T0,
+        "is_staked": False,
+        "activation_date": T0,
+        "version": 1,
+        "created_at": T0,
+        "updated_at": T0,
+    }
+
+
+def seed(database_url: str, partner_id: int) -> tuple[str, str]:
+    """Writes the fleet (each wallet with one deposit; never due, so the agent leaves it
+    alone) and two more wallets: one with ``HISTORY`` withdrawals and one new. Returns
+    those two addresses."""
+    engine = create_db_engine(database_url)
+    aged, new = FIRST_ID + FLEET, FIRST_ID + FLEET + 1
+    ids = [*range(FIRST_ID, FIRST_ID + FLEET), aged, new]
+    wallets = [_wallet(i, partner_id) for i in ids]
+    schedule = [{"wallet_id": i, "active": True, "next_run_at": 4e9} for i in ids]
+    deposits = [
+        {
+            "wallet_id": i,
+            "chain_id": 8453,
+            "token": BASE_USDC,
+            "amount": 10**9,
+            "tx_hash": f"0x{i:064x}",
+            "log_index": 0,
+            "block_number": 1,
+            "date": T0,
+        }
+        for i in ids
+    ]
+    withdrawals = [
+        {
+            "wallet_id": aged,
+            "chain_id": 8453,
+            "token": BASE_USDC,
+            "amount": 10**6 + n,
+            "principal": 10**6,
+            "yield": n,
+            "fee": 0,
+            "value": 1.0,
+            "value_in_usd": 1.0,
+            "tx_hash": f"0x{n + 1:064x}",
+            "log_index": 0,
+            "kind": "withdrawal",
+            "block_number": n + 2,
+            "date": T0 + timedelta(hours=n),
+        }
+        for n in range(HISTORY)
+    ]
+    with engine.begin() as connection:
+        for table, rows in (
+            (WalletRow, wallets),
+            (WalletScheduleRow, schedule),
+            (DepositRow, deposits),
+            (WithdrawalRow, withdrawals),
+        ):
+            for start in range(0, len(rows), 5_000):
+                connection.execute(insert(table), rows[start : start + 5_000])
+    engine.dispose()
+    return address(aged), address(new)
 
 
 @contextmanager
@@ -51,14 +168,15 @@ def _process(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Pop
 
 
 @contextmanager
-def _ceiling() -> Iterator[str]:
-    """The constant server behind its own Envoy; yields the read's URL there."""
+def _ceiling() -> Iterator[tuple[str, list[int]]]:
+    """The constant server behind its own Envoy; yields the read's URL there and the two
+    processes' ids."""
     grpc_port, http_port = _free_port(), _free_port()
     with (
         tempfile.TemporaryDirectory() as directory,
         _process(
             [sys.executable, "-m", "benchmarks.constant_edge", str(grpc_port)], {**os.environ}
-        ),
+        ) as server,
     ):
         settings = load_settings(
             {
@@ -74,13 +192,15 @@ def _ceiling() -> Iterator[str]:
         try:
             url = f"http://127.0.0.1:{http_port}/api/v1/chains"
             _wait(url)
-            yield url
+            yield url, [server.pid, envoy_of(os.getpid()) or 0]
         finally:
             envoy.stop()
 
 
 @contextmanager
-def _fastapi(database: Path, path: str) -> Iterator[tuple[str, str]]:
+def _fastapi(database: Path) -> Iterator[tuple[str, list[int]]]:
+    """uvicorn, one worker, on the service's database; yields its base URL and its
+    process's id."""
     port = _free_port()
     command = [
         sys.executable,
@@ -96,16 +216,58 @@ def _fastapi(database: Path, path: str) -> Iterator[tuple[str, str]]:
         "--no-access-log",
     ]
     env = {**os.environ, "BENCH_DATABASE_URL": f"sqlite:///{database}"}
-    with _process(command, env):
-        url = f"http://127.0.0.1:{port}{path}"
-        _wait(url)
-        yield url, f"http://127.0.0.1:{port}/threadpool{path}"
+    with _process(command, env) as server:
+        base = f"http://127.0.0.1:{port}/api/v1"
+        _wait(f"{base}/8453/wallets/{address(FIRST_ID)}")
+        yield base, [server.pid]
 
 
-def _profile(pid: int, wrk: str, url: str, directory: str) -> None:
+_SCALE = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def measure(wrk: str, url: str, script: Path | None = None) -> dict[str, float]:
+    """One wrk run at ``url`` (with ``script``, the fleet's rotation): requests per
+    second, p50 and p99 in ms, requests and non-2xx replies."""
+    command = [wrk, "-t1", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency"]
+    if script is not None:
+        command += ["-s", str(script)]
+    out = subprocess.run([*command, url], check=True, capture_output=True, text=True).stdout
+    figures: dict[str, float] = {
+        "requests_per_second": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "requests": float(re.search(r"(\d+) requests in", out).group(1)),  # type: ignore[union-attr]
+    }
+    for name, pattern in (
+        ("p50_ms", r"50%\s+([\d.]+)(us|ms|s)"),
+        ("p99_ms", r"99%\s+([\d.]+)(us|ms|s)"),
+    ):
+        found = re.search(pattern, out)
+        figures[name] = float(found.group(1)) * _SCALE[found.group(2)] if found else -1.0
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    figures["errors"] = float(non_2xx.group(1)) if non_2xx else 0.0
+    return figures
+
+
+def _measured(wrk: str, url: str, script: Path | None, pids: list[int]) -> dict[str, float]:
+    """``measure``, with the CPU time per request of the stack's server process
+    (``server_cpu_us``) and of its Envoy (``envoy_cpu_us``; 0 without one)."""
+    before = [cpu_seconds(pid) if pid else 0.0 for pid in pids]
+    figures = measure(wrk, url, script)
+    requests = max(figures["requests"], 1)
+    spent = [(cpu_seconds(pid) - b if pid else 0.0) for pid, b in zip(pids, before, strict=True)]
+    figures["server_cpu_us"] = round(1e6 * spent[0] / requests, 1)
+    figures["envoy_cpu_us"] = round(1e6 * spent[1] / requests, 1) if len(spent) > 1 else 0.0
+    return figures
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's user and system CPU time so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _profile(pid: int, wrk: str, url: str, script: Path, directory: str) -> None:
     out = Path(directory) / "partner_read.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
-    seconds = DURATION.removesuffix("s")
     spy = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("py-spy")),
@@ -113,7 +275,7 @@ def _profile(pid: int, wrk: str, url: str, directory: str) -> None:
             "--pid",
             str(pid),
             "--duration",
-            seconds,
+            DURATION.removesuffix("s"),
             "--rate",
             "200",
             "--format",
@@ -124,74 +286,98 @@ def _profile(pid: int, wrk: str, url: str, directory: str) -> None:
         ],
         stdout=subprocess.DEVNULL,
     )
-    _measure(wrk, url, {})
+    measure(wrk, url, script)
     spy.wait(60)
+
+
+def _emit(**figures: object) -> None:
+    print(json.dumps({"benchmark": "partner_reads", **figures}), flush=True)
+
+
+def _history(wrk: str, pid: int, base: str, aged: str, new: str) -> None:
+    """The server's CPU per read of a wallet with ``HISTORY`` withdrawals and of a new one,
+    in turns; the ratio is the median of the rounds'."""
+    per_read: dict[str, list[float]] = {"aged": [], "new": []}
+    replies: dict[str, float] = {}
+    for _ in range(ROUNDS):
+        for name, wallet in (("aged", aged), ("new", new)):
+            before = cpu_seconds(pid)
+            figures = measure(wrk, f"{base}/8453/wallets/{wallet}")
+            per_read[name].append((cpu_seconds(pid) - before) / max(figures["requests"], 1))
+            replies[name] = figures["requests_per_second"]
+    _emit(
+        read="server CPU per read, by the wallet's history",
+        withdrawals=HISTORY,
+        aged_us=round(1e6 * statistics.median(per_read["aged"]), 1),
+        new_us=round(1e6 * statistics.median(per_read["new"]), 1),
+        aged_over_new=round(
+            statistics.median(
+                a / n for a, n in zip(per_read["aged"], per_read["new"], strict=True)
+            ),
+            2,
+        ),
+        aged_rps=replies["aged"],
+        new_rps=replies["new"],
+    )
 
 
 def main() -> None:
     wrk = _wrk()
-    with running_service() as service, ExitStack() as stack:
-        path = f"/api/v1/8453/wallets/{service.account}"
-        fastapi, fastapi_threadpool = stack.enter_context(
-            _fastapi(service.data_dir / "yieldagent.db", path)
-        )
-        urls = {
-            "ceiling": stack.enter_context(_ceiling()),
-            "ours": f"{service.base}/8453/wallets/{service.account}",
-            "fastapi": fastapi,
-            "fastapi_threadpool": fastapi_threadpool,
+    # The worker's first tick comes before the fleet is written, and no other comes during
+    # the run: its wallet refresh would otherwise visit every wallet, in the same process.
+    quiet = {"YIELDAGENT_WORKER_INTERVAL_SECONDS": "86400"}
+    with running_service(quiet) as service, ExitStack() as stack:
+        database = service.data_dir / "yieldagent.db"
+        partner_id = 1
+        aged, new = seed(f"sqlite:///{database}", partner_id)
+        directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        script = directory / "fleet.lua"
+        script.write_text(_FLEET_LUA % (FLEET, FIRST_ID))
+        fastapi, fastapi_pids = stack.enter_context(_fastapi(database))
+        ceiling, ceiling_pids = stack.enter_context(_ceiling())
+        runs: dict[str, tuple[str, Path | None, list[int]]] = {
+            "ours": (service.base, script, [service.pid, envoy_of(service.pid) or 0]),
+            "fastapi": (fastapi, script, fastapi_pids),
+            "ceiling": (ceiling, None, ceiling_pids),
         }
-        headers = {"ours_no_cache": {"Cache-Control": "no-cache"}}
-        urls["ours_no_cache"] = urls["ours"]
-        rounds: list[dict[str, dict[str, float]]] = []
-        for _ in range(ROUNDS):
-            rounds.append(
-                {name: _measure(wrk, url, headers.get(name, {})) for name, url in urls.items()}
-            )
-        for name in urls:
-            print(
-                json.dumps(
-                    {
-                        "benchmark": "partner_reads",
-                        "stack": name,
-                        "rounds": ROUNDS,
-                        **{
-                            figure: statistics.median(r[name][figure] for r in rounds)
-                            for figure in ("requests_per_second", "p50_ms", "p99_ms", "errors")
-                        },
-                    }
-                )
+        for url, fleet, _ in runs.values():  # warm-up: every wallet read once
+            measure(wrk, url, fleet)
+        rounds = [
+            {name: _measured(wrk, url, fleet, pids) for name, (url, fleet, pids) in runs.items()}
+            for _ in range(ROUNDS)
+        ]
+        for name in runs:
+            _emit(
+                stack=name,
+                fleet=FLEET,
+                rounds=ROUNDS,
+                connections=int(CONNECTIONS),
+                **{
+                    figure: statistics.median(r[name][figure] for r in rounds)
+                    for figure in (
+                        "requests_per_second",
+                        "p50_ms",
+                        "p99_ms",
+                        "errors",
+                        "server_cpu_us",
+                        "envoy_cpu_us",
+                    )
+                },
             )
 
         def ratio(figure: str, a: str, b: str) -> float:
             return round(statistics.median(r[a][figure] / r[b][figure] for r in rounds), 3)
 
-        print(
-            json.dumps(
-                {
-                    "benchmark": "partner_reads",
-                    "ratio": "same run, median of rounds",
-                    "ours_over_fastapi_rps": ratio("requests_per_second", "ours", "fastapi"),
-                    "ours_over_fastapi_p99": ratio("p99_ms", "ours", "fastapi"),
-                    "ours_over_fastapi_threadpool_rps": ratio(
-                        "requests_per_second", "ours", "fastapi_threadpool"
-                    ),
-                    "ours_over_fastapi_threadpool_p99": ratio(
-                        "p99_ms", "ours", "fastapi_threadpool"
-                    ),
-                    "ours_over_ceiling_rps": ratio("requests_per_second", "ours", "ceiling"),
-                    "ours_no_cache_over_fastapi_rps": ratio(
-                        "requests_per_second", "ours_no_cache", "fastapi"
-                    ),
-                    "ours_no_cache_over_ceiling_rps": ratio(
-                        "requests_per_second", "ours_no_cache", "ceiling"
-                    ),
-                }
-            )
+        _emit(
+            ratio="same run, median of rounds",
+            ours_over_fastapi_rps=ratio("requests_per_second", "ours", "fastapi"),
+            ours_over_fastapi_p99=ratio("p99_ms", "ours", "fastapi"),
+            ours_over_ceiling_rps=ratio("requests_per_second", "ours", "ceiling"),
         )
+        _history(wrk, service.pid, service.base, aged, new)
         profile = os.environ.get("BENCH_PROFILE")
         if profile:
-            _profile(service.pid, wrk, urls["ours"], profile)
+            _profile(service.pid, wrk, service.base, script, profile)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,9 +100,9 @@ class Running:
 
 
 @contextmanager
-def running_service() -> Iterator[Running]:
+def running_service(settings: Mapping[str, str] | None = None) -> Iterator[Running]:
     """``yieldagent run`` on free ports with a throwaway data dir (SQLite), one partner and
-    one activated wallet holding 10,000 USDC."""
+    one activated wallet holding 10,000 USDC; ``settings`` adds ``YIELDAGENT_*`` values."""
     http_port = _free_port()
     with tempfile.TemporaryDirectory() as directory:
         env = {
@@ -119,6 +119,7 @@ def running_service() -> Iterator[Running]:
             "YIELDAGENT_PARTNER_RATE_LIMIT": os.environ.get("BENCH_RATE_LIMIT", "0"),
             # The load comes from one address: no per-client limits at the edge either.
             "YIELDAGENT_CLIENT_RATE_LIMIT": "0",
+            **(settings or {}),
         }
         env.pop("YIELDAGENT_DATABASE_URL", None)
         server = subprocess.Popen(

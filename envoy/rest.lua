@@ -5,11 +5,15 @@
 -- contract. It knows no route: the gRPC service decides, per response, through
 -- these response headers (metadata), which it sends only to this edge:
 --
---   x-yieldagent-status    HTTP status to answer (201, 204, 422, ...)
---   x-yieldagent-integers  JSON paths ("deposits.amount") whose decimal-string
---                          values are printed as JSON integers
---   x-yieldagent-nulls     JSON paths printed as null when the field is unset
+--   x-yieldagent-status    HTTP status to answer (422, 409, ...)
 --   x-yieldagent-error     the complete JSON error body ({"detail": ...})
+--
+-- A success is shaped by its method's hints, which rest_check.lua leaves in the
+-- stream's dynamic metadata ("hints"): the status (201, 204), the JSON paths
+-- ("deposits.amount") whose decimal-string values are printed as JSON integers,
+-- and those printed as null when the field is unset. They are constant per method
+-- and come from the request schema, so that the service sends no metadata on a
+-- success (the x-yieldagent-* headers of the same names still count when sent).
 --
 -- On requests, every JSON integer literal in a body is passed on as a string:
 -- protobuf's JSON parser reads a quoted integer into any numeric field, and this
@@ -368,6 +372,14 @@ function envoy_on_response(handle)
   local nulls = headers:get('x-yieldagent-nulls')
 
   local meta = handle:streamInfo():dynamicMetadata():get('yieldagent')
+  local hints = meta and meta.hints
+  if hints and status == '200' and not error_body and not meta.errors
+      and (not grpc_status or grpc_status == '0') and find(content_type, 'json', 1, true) then
+    -- A success of the method rest_check.lua named: shaped by its hints.
+    wanted = wanted or hints.status
+    integers = integers or hints.integers
+    nulls = nulls or hints.nulls
+  end
   local new_status, new_body = wanted, nil
   if meta and meta.errors then
     new_status, new_body = '422', errors_body(meta.errors)
@@ -406,9 +418,6 @@ function envoy_on_response(handle)
   headers = handle:headers() -- touching the body may rebuild the header map
   for _, name in ipairs(HIDDEN) do headers:remove(name) end
   if new_status and new_status ~= status then headers:replace(':status', new_status) end
-  -- Only successes are cached (the wallet poll's route marks them): never an error,
-  -- whose body names its own request.
-  if tonumber(new_status or status) >= 300 then headers:remove('cache-control') end
   if new_body then
     if new_body == '' then
       headers:remove('content-type')

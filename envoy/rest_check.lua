@@ -9,6 +9,10 @@
 -- protos and `yieldagent run` renders into the API route's metadata. It knows no
 -- route itself.
 --
+-- It also leaves the method's REST hints (its success status, the JSON paths
+-- printed as integers and as nulls; constant per method, from the schema) in the
+-- stream's dynamic metadata ("hints"), where rest.lua shapes the reply with them.
+--
 -- A request it refuses gets a 422 listing each bad field ({loc, msg, type}),
 -- rendered by rest.lua from the dynamic metadata key "errors"; nothing reaches
 -- the service. It refuses:
@@ -506,6 +510,10 @@ local function check(handle)
 
   local rules = load_schema(handle)
   local method = rules and rules.methods and rules.methods[grpc_path]
+  if method and method.hints and next(method.hints) then
+    -- How rest.lua shapes the method's success (status, JSON integers and nulls).
+    handle:streamInfo():dynamicMetadata():set('yieldagent', 'hints', method.hints)
+  end
   if #state.errors > 0 then
     handle:streamInfo():dynamicMetadata():set('yieldagent', 'errors', state.errors)
     return '422'

@@ -17,14 +17,21 @@ SCHEMA = request_schema()
 def test_every_api_method_is_described_with_its_http_rule() -> None:
     methods = {f"/{s.full_name}/{m.name}" for s in api_services() for m in s.methods}
     assert set(SCHEMA["methods"]) == methods
-    withdraw = SCHEMA["methods"]["/yieldagent.v1.WalletService/Withdraw"]
+    withdraw = dict(SCHEMA["methods"]["/yieldagent.v1.WalletService/Withdraw"])
+    hints = withdraw.pop("hints")
     assert withdraw == {
         "template": "/api/v1/{chain_id}/wallets/{wallet}:withdraw",
         "body": "*",
         "message": "yieldagent.v1.WithdrawRequest",
     }
+    assert "withdraw_details.fee_amount" in hints["integers"].split(",")
+    assert "withdraw_details.tx_hash" in hints["nulls"].split(",")
+    assert "status" not in hints  # a 200
     protocols = SCHEMA["methods"]["/yieldagent.v1.WalletService/UpdateProtocols"]
     assert protocols["body"] == "protocols"
+    assert protocols["hints"] == {"status": "204"}
+    assert SCHEMA["methods"]["/yieldagent.v1.WalletService/TopUp"]["hints"] == {"status": "201"}
+    assert SCHEMA["methods"]["/yieldagent.v1.CatalogService/ListChains"]["hints"] == {}
     assert SCHEMA["methods"]["/yieldagent.v1.WalletService/GetWallet"]["body"] == ""
 
 

@@ -171,6 +171,24 @@ def test_get_by_eoa_gives_the_most_recently_activated_wallet(
     assert found.id == tie.id
 
 
+def test_a_stamp_names_the_wallet_a_view_reads_and_its_version(
+    store: WalletStore, owner: int
+) -> None:
+    first = store.create(Journal(_wallet(owner, address=ADDRESS, activation=day(1))))
+    later = store.create(Journal(_wallet(owner, address=OTHER_ADDRESS, activation=day(5))))
+    assert store.stamp(BASE, ADDRESS, False) == (first.id, first.version)
+    assert store.stamp(BASE, EOA, True) == (later.id, later.version)
+    assert store.stamp(BASE, OTHER_EOA, True) is None
+    assert store.stamp(ARBITRUM, ADDRESS, False) is None
+
+    store.commit(Journal(replace(first, idle=1), deposits=[_deposit(1, day(6))]))
+    stamp = store.stamp(BASE, ADDRESS, False)
+    view = store.view(BASE, ADDRESS, False)
+    assert view is not None
+    assert stamp == (first.id, first.version + 1) == (view[0].id, view[0].version)
+    assert view[1] == [_deposit(1, day(6))]
+
+
 def test_create_refuses_an_address_taken_on_the_chain(store: WalletStore, owner: int) -> None:
     first = store.create(Journal(_wallet(owner)))
     duplicate = _wallet(owner, eoa=OTHER_EOA, status=WalletStatus.ACTIVATING)

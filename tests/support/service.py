@@ -61,17 +61,10 @@ class RunningService:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
         raw: bytes | None = None,
-        cached: bool = False,
     ) -> Response:
-        """Sends one REST request to the Envoy edge; ``body`` is sent as JSON.
-
-        Tests read their own writes, so a request asks for a fresh answer
-        (``Cache-Control: no-cache``) unless ``cached``: the edge may answer the wallet
-        poll from a copy up to a second old (tests/rest/test_wallet_cache.py)."""
+        """Sends one REST request to the Envoy edge; ``body`` is sent as JSON."""
         payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         sent = dict(headers or {})
-        if not cached:
-            sent.setdefault("Cache-Control", "no-cache")
         if payload is not None:
             sent.setdefault("Content-Type", "application/json")
         connection = HTTPConnection("127.0.0.1", self.http_port, timeout=30)

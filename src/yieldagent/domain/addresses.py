@@ -22,6 +22,8 @@ def parse_address(value: str, loc: Location) -> str:
     """Returns the EIP-55 form of ``value``, or raises InvalidInput about ``loc``.
 
     Any letter case is accepted, as wallets and explorers print addresses either way.
+    The checksum cache is keyed by the lower-case form, so spellings of one address share
+    one entry.
     """
     if not is_address(value):
         raise InvalidInput.field(
@@ -29,7 +31,7 @@ def parse_address(value: str, loc: Location) -> str:
             "value is not a valid Ethereum address (0x followed by 40 hex characters)",
             "value_error.address",
         )
-    return _checksummed(value)
+    return _checksummed(value.lower())
 
 
 @lru_cache(maxsize=65_536)

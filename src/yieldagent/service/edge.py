@@ -38,7 +38,13 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from yieldagent.config import Settings
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.secrets import child_environment
-from yieldagent.servicers.method_policy import api_services
+from yieldagent.servicers.method_policy import (
+    INTEGERS_HEADER,
+    NULLS_HEADER,
+    STATUS_HEADER,
+    api_services,
+    policy_for,
+)
 from yieldagent.v1 import options_pb2
 
 log = logging.getLogger(__name__)
@@ -58,7 +64,6 @@ _SHIPPED_VALUES = {
     "upstream": "socket_address: {address: 127.0.0.1, port_value: 50051}",
     "lua": "filename: envoy/rest.lua",
     "check": "filename: envoy/rest_check.lua",
-    "cache_key": "filename: envoy/cache_key.lua",
     "descriptor": "proto_descriptor: build/yieldagent.pb",
     "schema": "request_schema: {}",
     "openapi": "filename: envoy/openapi.json",
@@ -148,11 +153,17 @@ def _describe(message: Descriptor, messages: dict[str, Any]) -> None:
         entry["names"][member.json_name] = member.name
 
 
+_HINTS = {"status": STATUS_HEADER, "integers": INTEGERS_HEADER, "nulls": NULLS_HEADER}
+"""The REST hints of a method's success, by the name the Lua filters give them."""
+
+
 def request_schema() -> dict[str, Any]:
     """What envoy/rest_check.lua checks in a REST request, per gRPC method.
 
     ``methods`` maps each method path (``/yieldagent.v1.WalletService/Withdraw``) to
-    its http rule's path ``template``, ``body`` and request ``message``. ``messages``
+    its http rule's path ``template``, ``body`` and request ``message``, and the
+    ``hints`` rest.lua shapes its success with (``status``, ``integers``, ``nulls``:
+    see ``servicers.method_policy``), so that no call needs to send them. ``messages``
     gives, for each request message, the type of each field (``string``, ``amount``:
     a ``json_integer`` string, ``integer``, ``number``, ``bool``, ``message``,
     ``map`` or ``any``; ``repeated`` for lists) and the JSON ``names`` each answers to.
@@ -165,10 +176,12 @@ def request_schema() -> dict[str, Any]:
             kind = rule.WhichOneof("pattern")
             template = rule.custom.path if kind == "custom" else getattr(rule, kind or "get")
             _describe(method.input_type, messages)
+            hints = dict(policy_for(method).rest_metadata)
             methods[f"/{service.full_name}/{method.name}"] = {
                 "template": template,
                 "body": rule.body,
                 "message": method.input_type.full_name,
+                "hints": {key: hints[header] for key, header in _HINTS.items() if header in hints},
             }
     return {"methods": methods, "messages": messages}
 
@@ -205,7 +218,6 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
-        "cache_key": f"filename: {settings.envoy_config.with_name('cache_key.lua')}",
         "descriptor": f"proto_descriptor: {settings.descriptor_set}",
         "schema": f"request_schema: {schema}",
         "openapi": f"filename: {settings.envoy_config.with_name('openapi.json')}",

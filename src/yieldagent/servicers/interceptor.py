@@ -12,9 +12,11 @@ For each ``yieldagent.v1`` call it:
    ``servicers.idempotency`` (executed once, answers replayed);
 3. turns a domain error (or any unexpected exception) into the canonical gRPC
    status via ``servicers.errors``;
-4. on calls from the REST edge, sends the method's REST hints (success status,
-   JSON integers and nulls) as initial metadata;
-5. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
+4. on calls from the REST edge, words a refusal for REST (status and body, in trailing
+   metadata); the hints of a success (status, JSON integers and nulls) are constant per
+   method, and Envoy has them from the request schema it is rendered with;
+5. sends a unary reply that the servicer serialized itself (``bytes``) as it is;
+6. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
    per method).
 Servicers therefore only translate messages and call the domain.
 """
@@ -27,7 +29,6 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from email.utils import formatdate
 from typing import Any
 
 import grpc
@@ -53,30 +54,6 @@ REQUEST_ID_HEADER = "x-request-id"
 MAX_REQUEST_ID = 200
 """A longer (or empty) ``x-request-id`` is replaced by one the server makes."""
 
-
-class _HttpDate:
-    """The ``date`` header of a REST reply, formatted once a second.
-
-    The service dates its REST replies itself: Envoy's own Date lags its clock by up to
-    half a second, and the edge cache counts a reply's age from its Date, in whole
-    seconds, so a lagging Date would make a fresh reply stale at once."""
-
-    __slots__ = ("_header", "_second")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._header: tuple[str, str] = ("date", "")
-
-    def __call__(self) -> tuple[str, str]:
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._header = ("date", formatdate(second, usegmt=True))
-            self._second = second
-        return self._header
-
-
-http_date = _HttpDate()
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
@@ -122,7 +99,10 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         cached = self._wrapped.get(details.method)
         if cached is None or cached[0] is not handler:
             if handler.unary_unary is not None:
-                wrapped = handler._replace(unary_unary=self._wrap(policy, handler.unary_unary))
+                wrapped = handler._replace(
+                    unary_unary=self._wrap(policy, handler.unary_unary),
+                    response_serializer=_passing_bytes(handler.response_serializer),
+                )
             else:
                 wrapped = handler._replace(
                     unary_stream=self._wrap_stream(policy, handler.unary_stream)
@@ -189,9 +169,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     if token is not None:
                         authenticator.unbind(token)
-                hints = ((*policy.rest_metadata, http_date()) if rest else ()) + replayed
-                if hints:
-                    await context.send_initial_metadata(hints)
+                if replayed:
+                    await context.send_initial_metadata(replayed)
                 if echo:
                     context.set_trailing_metadata(echo)
                 return response
@@ -255,6 +234,16 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 unbind_request_id(request_token)
 
         return guarded
+
+
+def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """The method's reply serializer, which also passes a reply the servicer serialized
+    itself (``bytes``: one kept per record version, ``servicers.replies``) as it is."""
+
+    def serialized(reply: Any) -> bytes:
+        return reply if type(reply) is bytes else serialize(reply)
+
+    return serialized
 
 
 def _resolve_request_id(sent: str | bytes | None, rest: bool) -> tuple[str, Metadata]:

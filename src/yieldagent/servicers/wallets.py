@@ -15,7 +15,7 @@ from yieldagent.domain.addresses import (
     parse_tx_hash,
 )
 from yieldagent.domain.agent.runs import Agent
-from yieldagent.domain.books.history import Reports
+from yieldagent.domain.books.history import Reports, WalletView
 from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
@@ -27,6 +27,7 @@ from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.paging import pagination_message, requested_page
+from yieldagent.servicers.replies import VersionedReplies
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -95,6 +96,39 @@ def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
     return message
 
 
+def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
+    """The proto of a wallet record."""
+    wallet = view.wallet
+    current = [p for p, amount in sorted(wallet.allocation.items()) if amount > 0]
+    message = wallets_pb2.Wallet(
+        wallet=wallet.address,
+        status=str(wallet.status),
+        eoa=wallet.eoa,
+        selected_protocols=list(wallet.selected_protocols),
+        current_protocol=current[0] if len(current) == 1 else "",
+        current_protocols=current,
+        current_token=wallet.token,
+        activation_date=iso(wallet.activation_date),
+        withdraws=[withdraw_detail(w) for w in view.withdrawals],
+    )
+    for deposit in view.deposits:
+        item = message.deposits.add(
+            amount=str(deposit.amount),
+            token_type=deposit.token,
+            date=iso(deposit.date),
+            tx_hash=deposit.tx_hash or "",
+        )
+        if deposit.block_number is not None:
+            item.block_number = deposit.block_number
+    if wallet.last_deactivation_date:
+        message.last_deactivation_date = iso(wallet.last_deactivation_date)
+    if wallet.status_reason:
+        message.status_reason = wallet.status_reason
+    if wallet.last_reactivation_date:
+        message.last_reactivation_date = iso(wallet.last_reactivation_date)
+    return message
+
+
 class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     """Translates WalletService calls to the wallet lifecycle and reports."""
 
@@ -111,6 +145,7 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         self._reports = reports
         self._catalog = catalog
         self._events = events
+        self._replies = VersionedReplies()
 
     async def ActivateWallet(
         self, request: wallets_pb2.ActivateWalletRequest, context: Context
@@ -140,38 +175,18 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
 
     async def GetWallet(
         self, request: wallets_pb2.GetWalletRequest, context: Context
-    ) -> wallets_pb2.Wallet:
+    ) -> wallets_pb2.Wallet | bytes:
+        """The wallet record, serialized. A reply built at the wallet's current version is
+        answered as it was kept: the record's cost does not grow with its history."""
         address = parse_address(request.wallet, ("wallet",))
+        wallet_id, version = self._reports.wallet_stamp(request.chain_id, address, request.eoa)
+        kept = self._replies.get(wallet_id, version)
+        if kept is not None:
+            return kept
         view = self._reports.wallet_view(request.chain_id, address, request.eoa)
-        wallet = view.wallet
-        current = [p for p, amount in sorted(wallet.allocation.items()) if amount > 0]
-        message = wallets_pb2.Wallet(
-            wallet=wallet.address,
-            status=str(wallet.status),
-            eoa=wallet.eoa,
-            selected_protocols=list(wallet.selected_protocols),
-            current_protocol=current[0] if len(current) == 1 else "",
-            current_protocols=current,
-            current_token=wallet.token,
-            activation_date=iso(wallet.activation_date),
-            withdraws=[withdraw_detail(w) for w in view.withdrawals],
-        )
-        for deposit in view.deposits:
-            item = message.deposits.add(
-                amount=str(deposit.amount),
-                token_type=deposit.token,
-                date=iso(deposit.date),
-                tx_hash=deposit.tx_hash or "",
-            )
-            if deposit.block_number is not None:
-                item.block_number = deposit.block_number
-        if wallet.last_deactivation_date:
-            message.last_deactivation_date = iso(wallet.last_deactivation_date)
-        if wallet.status_reason:
-            message.status_reason = wallet.status_reason
-        if wallet.last_reactivation_date:
-            message.last_reactivation_date = iso(wallet.last_reactivation_date)
-        return message
+        reply = wallet_message(view).SerializeToString()
+        self._replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
+        return reply
 
     async def DeactivateWallet(
         self, request: wallets_pb2.DeactivateWalletRequest, context: Context

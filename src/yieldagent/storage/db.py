@@ -29,6 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -110,6 +111,45 @@ def create_db_engine(url: str) -> Engine:
         return engine
     url = str(make_url(url).set(drivername="postgresql+psycopg"))
     return create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+
+
+class FirstRow:
+    """A hot single-row read, run on a pooled DBAPI connection without SQLAlchemy's
+    per-execution work (contexts, result objects, type processing): for statements whose
+    parameters and columns need no conversion (integers and text). The statement is
+    compiled once per dialect."""
+
+    __slots__ = ("_compiled", "_statement")
+
+    def __init__(self, statement: Executable) -> None:
+        self._statement = statement
+        self._compiled: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
+
+    def __call__(self, engine: Engine, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The statement's first row with ``params``, or None."""
+        compiled = self._compiled.get(engine.dialect.name)
+        if compiled is None:
+            compiled = self._compile(engine)
+        sql, order, defaults = compiled
+        values = {**defaults, **params}
+        connection = engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            try:
+                cursor.execute(sql, values if order is None else tuple(values[n] for n in order))
+                row = cursor.fetchone()
+            finally:
+                cursor.close()
+        finally:
+            connection.close()  # back to the pool, which ends the transaction
+        return None if row is None else tuple(row)
+
+    def _compile(self, engine: Engine) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
+        compiled = self._statement.compile(dialect=engine.dialect)  # type: ignore[attr-defined]
+        order = tuple(compiled.positiontup) if compiled.positional else None
+        entry = (compiled.string, order, dict(compiled.params))
+        self._compiled[engine.dialect.name] = entry
+        return entry
 
 
 def alembic_config(engine: Engine) -> Config:

@@ -39,7 +39,7 @@ from yieldagent.storage.aggregates import (
     totalled_chains,
     wallet_facts,
 )
-from yieldagent.storage.db import chunks, one_of
+from yieldagent.storage.db import FirstRow, chunks, one_of
 from yieldagent.storage.events import signal_for
 from yieldagent.storage.journals import book, wallet_values, write
 from yieldagent.storage.smart_accounts import account_of
@@ -75,6 +75,19 @@ _LAST_ACTIVATED = case(
 )
 _BY_EOA = (
     select_core(_wallets)
+    .where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.eoa == bindparam("key"))
+    .order_by(_LAST_ACTIVATED.desc(), _wallets.c.id.desc())
+    .limit(1)
+)
+# The wallet read's stamp: two integer columns, read through the same indexes, on the
+# DBAPI connection (every poll reads one).
+_STAMP_BY_ADDRESS = FirstRow(
+    select_core(_wallets.c.id, _wallets.c.version).where(
+        _wallets.c.chain_id == bindparam("chain_id"), _wallets.c.address == bindparam("key")
+    )
+)
+_STAMP_BY_EOA = FirstRow(
+    select_core(_wallets.c.id, _wallets.c.version)
     .where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.eoa == bindparam("key"))
     .order_by(_LAST_ACTIVATED.desc(), _wallets.c.id.desc())
     .limit(1)
@@ -235,6 +248,11 @@ class WalletStore:
         with self._engine.connect() as connection:
             row = connection.execute(_BY_EOA, {"chain_id": chain_id, "key": eoa}).first()
         return _wallet(row) if row else None
+
+    def stamp(self, chain_id: int, key: str, by_eoa: bool) -> tuple[int, int] | None:
+        read = _STAMP_BY_EOA if by_eoa else _STAMP_BY_ADDRESS
+        row = read(self._engine, {"chain_id": chain_id, "key": key})
+        return None if row is None else (int(row[0]), int(row[1]))
 
     def view(
         self, chain_id: int, key: str, by_eoa: bool

@@ -101,6 +101,15 @@ class Reports:
         self._catalog.chain(chain_id)
         return require(self._wallets.get(chain_id, address), chain_id, address).owned_by(partner_id)
 
+    def wallet_stamp(self, chain_id: int, address: str, by_eoa: bool) -> tuple[int, int]:
+        """The id and version of the wallet ``wallet_view`` would show: public. Equal
+        stamps mean equal views, on any replica."""
+        self._catalog.chain(chain_id)
+        found = self._wallets.stamp(chain_id, address, by_eoa)
+        if found is None:
+            raise wallet_not_found(chain_id, address)
+        return found
+
     def wallet_view(self, chain_id: int, address: str, by_eoa: bool) -> WalletView:
         """The wallet at ``address`` (or of the EOA ``address``): public."""
         self._catalog.chain(chain_id)

@@ -50,6 +50,10 @@ class WalletRepository(Protocol):
     def get_by_eoa(self, chain_id: int, eoa: str) -> Wallet | None:
         """The most recently activated wallet of ``eoa`` on ``chain_id``."""
 
+    def stamp(self, chain_id: int, key: str, by_eoa: bool) -> tuple[int, int] | None:
+        """The id and ``version`` of the wallet ``view`` would read, in one indexed read of
+        those two columns: every change to the wallet or its history bumps the version."""
+
     def view(
         self, chain_id: int, key: str, by_eoa: bool
     ) -> tuple[Wallet, list[DepositRecord], list[WithdrawalRecord]] | None:
