@@ -26,6 +26,8 @@ local HEADER = 'x-yieldagent-client'
 local KEYED = {
   'POST /api/v1/proxy/zerodev/smart-accounts',
   'GET /api/v1/proxy/zerodev/smart-accounts',
+  'POST /api/v1/proxy/safe/smart-accounts',
+  'GET /api/v1/proxy/safe/smart-accounts',
   'POST /api/v1/{chain_id}/wallets',
   'POST /api/v1/{chain_id}/wallets/{wallet}:deactivate',
   'POST /api/v1/{chain_id}/wallets/{wallet}:withdraw',
@@ -41,6 +43,8 @@ local KEYED = {
   'POST /api/v1/optimizer/{chain_id}/optimize',
   'POST /yieldagent.v1.SmartAccountService/CreateSmartAccount',
   'POST /yieldagent.v1.SmartAccountService/GetSmartAccount',
+  'POST /yieldagent.v1.SmartAccountService/CreateSafeAccount',
+  'POST /yieldagent.v1.SmartAccountService/GetSafeAccount',
   'POST /yieldagent.v1.WalletService/ActivateWallet',
   'POST /yieldagent.v1.WalletService/DeactivateWallet',
   'POST /yieldagent.v1.WalletService/Withdraw',
