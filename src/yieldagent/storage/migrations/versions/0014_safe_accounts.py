@@ -20,14 +20,16 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 # SQLite's batch mode names 0001's unnamed unique constraint by this convention, so it can
-# be dropped; PostgreSQL gave it its own name.
+# be dropped. PostgreSQL named it itself at 0001 (``..._key``); a database brought down
+# through this revision and up again has the convention's name instead.
 _CONVENTION = {"uq": "uq_%(table_name)s_%(column_0_N_name)s"}
 _OLD = "chain_id_eoa_agent_id"
 
 
 def _drop_old_unique() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.drop_constraint(f"smart_accounts_{_OLD}_key", "smart_accounts", type_="unique")
+        for name in (f"smart_accounts_{_OLD}_key", f"uq_smart_accounts_{_OLD}"):
+            op.execute(f"ALTER TABLE smart_accounts DROP CONSTRAINT IF EXISTS {name}")
 
 
 def upgrade() -> None:
