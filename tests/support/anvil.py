@@ -24,7 +24,7 @@ SOLC = NODE_MODULES / "solc"
 
 CHAIN_ID = 8453  # the chain id the test anvils run with
 DEV_MNEMONIC = "test test test test test test test test test test test junk"
-DEV_ACCOUNTS = 10  # anvil funds each with 10,000 ETH
+DEV_ACCOUNTS = 12  # anvil funds each with 10,000 ETH
 
 
 def dev_key(index: int) -> bytes:

@@ -303,8 +303,10 @@ class UnreachableSigner:
 async def test_a_signer_that_cannot_sign_sends_nothing_and_gives_its_nonce_back(
     w3: AsyncWeb3[Any], engine: Engine, reverter: Deployed
 ) -> None:
-    local = LocalKeySigner(dev_key(7))
-    address = Account.from_key(dev_key(7)).address
+    # Account 10: no other test on this session's anvil sends from it, so its nonces are
+    # this test's alone (test_nonce_replicas.py counts accounts 6 and 7 from zero).
+    local = LocalKeySigner(dev_key(10))
+    address = Account.from_key(dev_key(10)).address
     down = UnreachableSigner(address)
     nonces = NonceStore(engine)
     before = await w3.eth.get_transaction_count(address, "pending")
