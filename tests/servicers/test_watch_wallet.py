@@ -1,5 +1,6 @@
-"""WatchWallet on a real grpc.aio server: replay after a cursor, live events, and the
-interceptor's authentication and error mapping around a server stream."""
+"""WatchWallet on a real grpc.aio server: replay after a cursor, live events (a pool's
+changed guard state among them), and the interceptor's authentication and error mapping
+around a server stream."""
 
 from __future__ import annotations
 
@@ -12,17 +13,29 @@ import pytest
 from sqlalchemy import Engine
 
 from support.agent_setup import make_agent
-from support.wallet_setup import BASE, OTHER_EOA, USDC, activated, make_lifecycle, top_up_deposit
+from support.wallet_setup import (
+    BASE,
+    BASE_USDC,
+    OTHER_EOA,
+    USDC,
+    activated,
+    make_lifecycle,
+    top_up_deposit,
+)
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.risk.settings import RiskSettings
+from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.metrics import REGISTRY
 from yieldagent.service.compose import build_server
 from yieldagent.service.grpc_server import mark_serving
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.risk import RiskStore
 from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc
 
 OPERATOR = LocalKeySigner("0x" + "0a" * 32)
@@ -273,3 +286,40 @@ async def test_a_stream_ends_when_its_key_stops_working(
     assert await _status(call) == grpc.StatusCode.UNAUTHENTICATED
     renewed = await _open(stub, wallet.address, (owner, new_key))
     renewed.cancel()
+
+
+async def test_a_pools_changed_guard_state_reaches_the_wallets_stream(
+    served: Any, engine: Engine, market: SimulatedMarket, partner: PartnerKey
+) -> None:
+    lifecycle, stub, _ = served
+    owner, _ = partner
+    wallet = await activated(
+        lifecycle, engine, market, owner.id, 200 * USDC, protocols=("compound",)
+    )
+    call = stub.WatchWallet(
+        wallets_pb2.WatchWalletRequest(chain_id=BASE, wallet=wallet.address),
+        metadata=credentials(partner),
+    )
+    receiving = asyncio.create_task(take(call, 3))
+    Scenarios(market).pause(BASE, "compound", "supply")
+    survey = RiskSurvey(RiskStore(engine), RiskSettings())
+    chain = lifecycle.chain(BASE)
+    quotes = {q.protocol: q for q in await chain.quotes(BASE_USDC, ["compound"])}
+    for _ in range(2):  # judged twice, changed once
+        await survey.judge(BASE, chain, BASE_USDC, quotes, (await chain.head()).timestamp)
+    received = await asyncio.wait_for(receiving, timeout=10)
+
+    assert [e.type for e in received] == [
+        "deposit_credited",
+        "activated",
+        "protocol.risk_changed",
+    ]
+    changed = received[-1]
+    assert changed.WhichOneof("data") == "protocol_risk_changed"
+    assert changed.protocol_risk_changed.protocol == "compound"
+    assert changed.protocol_risk_changed.token == BASE_USDC
+    assert changed.protocol_risk_changed.previous_state == "ok"
+    assert changed.protocol_risk_changed.state == "exit"
+    assert list(changed.protocol_risk_changed.reasons) == ["supply is paused"]
+    kinds = [e.kind for e in EventStore(engine).after(wallet.id, 0, 100)]
+    assert kinds.count("protocol.risk_changed") == 1

@@ -11,7 +11,9 @@ import {IERC20Like} from "../common/IERC20Like.sol";
 /// Per-second rate parameters are the yearly ones divided by 31,536,000 (truncated), as Comet's
 /// constructor does. Rewards accrue in `baseTrackingAccrued` (accrual scale 1e6) for
 /// CometRewards, at `baseTrackingSupplySpeed` (scale 1e15, per second) shared pro rata to the
-/// principal supplied.
+/// principal supplied. Its pause switches are Comet's: `pause` sets five flags at once (only the
+/// governor or the pause guardian may), `supply` and `withdraw` revert with `Paused()` while
+/// theirs is on, and `is*Paused` read them (the risk guards do).
 contract Comet {
     struct UserBasic {
         int104 principal;
@@ -35,6 +37,16 @@ contract Comet {
     uint64 internal constant FACTOR_SCALE = 1e18;
     uint64 internal constant TRACKING_INDEX_SCALE = 1e15;
     uint256 internal constant PRICE_SCALE = 1e8;
+    uint8 internal constant PAUSE_SUPPLY_OFFSET = 0;
+    uint8 internal constant PAUSE_TRANSFER_OFFSET = 1;
+    uint8 internal constant PAUSE_WITHDRAW_OFFSET = 2;
+    uint8 internal constant PAUSE_ABSORB_OFFSET = 3;
+    uint8 internal constant PAUSE_BUY_OFFSET = 4;
+
+    /// @notice May pause, as the pause guardian may.
+    address public immutable governor;
+    /// @notice May pause (Comet's emergency role).
+    address public immutable pauseGuardian;
 
     address public immutable baseToken;
     uint256 public immutable baseScale;
@@ -63,6 +75,8 @@ contract Comet {
     uint40 public lastAccrualTime;
     uint104 public totalSupplyBase;
     uint104 public totalBorrowBase;
+    /// @dev One bit per pausable action, at the PAUSE_*_OFFSET positions (Comet's layout).
+    uint8 internal pauseFlags;
 
     mapping(address => UserBasic) public userBasic;
     mapping(address => uint128) public collateralBalanceOf;
@@ -71,10 +85,13 @@ contract Comet {
     event Withdraw(address indexed src, address indexed to, uint256 amount);
     event SupplyCollateral(address indexed from, address indexed dst, address indexed asset, uint256 amount);
     event WithdrawCollateral(address indexed src, address indexed to, address indexed asset, uint256 amount);
+    event PauseAction(bool supplyPaused, bool transferPaused, bool withdrawPaused, bool absorbPaused, bool buyPaused);
 
     error BadAsset();
     error NotCollateralized();
     error InsufficientReserves();
+    error Paused();
+    error Unauthorized();
 
     constructor(
         address baseToken_,
@@ -82,8 +99,12 @@ contract Comet {
         uint256 collateralPrice_,
         uint64 borrowCollateralFactor_,
         Rates memory rates,
-        uint64 baseTrackingSupplySpeed_
+        uint64 baseTrackingSupplySpeed_,
+        address governor_,
+        address pauseGuardian_
     ) {
+        governor = governor_;
+        pauseGuardian = pauseGuardian_;
         baseToken = baseToken_;
         baseScale = 10 ** IERC20Like(baseToken_).decimals();
         accrualDescaleFactor = baseScale / 1e6;
@@ -103,6 +124,52 @@ contract Comet {
         baseSupplyIndex = BASE_INDEX_SCALE;
         baseBorrowIndex = BASE_INDEX_SCALE;
         lastAccrualTime = uint40(block.timestamp);
+    }
+
+    /* PAUSE */
+
+    /// @notice Sets every pause flag at once; only the governor or the pause guardian.
+    function pause(bool supplyPaused, bool transferPaused, bool withdrawPaused, bool absorbPaused, bool buyPaused)
+        external
+    {
+        if (msg.sender != governor && msg.sender != pauseGuardian) revert Unauthorized();
+        pauseFlags = uint8(0) | (_flag(supplyPaused) << PAUSE_SUPPLY_OFFSET)
+            | (_flag(transferPaused) << PAUSE_TRANSFER_OFFSET) | (_flag(withdrawPaused) << PAUSE_WITHDRAW_OFFSET)
+            | (_flag(absorbPaused) << PAUSE_ABSORB_OFFSET) | (_flag(buyPaused) << PAUSE_BUY_OFFSET);
+        emit PauseAction(supplyPaused, transferPaused, withdrawPaused, absorbPaused, buyPaused);
+    }
+
+    /// @notice Whether supply (of the base asset or the collateral) is paused.
+    function isSupplyPaused() public view returns (bool) {
+        return _paused(PAUSE_SUPPLY_OFFSET);
+    }
+
+    /// @notice Whether transfers are paused.
+    function isTransferPaused() public view returns (bool) {
+        return _paused(PAUSE_TRANSFER_OFFSET);
+    }
+
+    /// @notice Whether withdrawals (of the base asset or the collateral) are paused.
+    function isWithdrawPaused() public view returns (bool) {
+        return _paused(PAUSE_WITHDRAW_OFFSET);
+    }
+
+    /// @notice Whether absorbs (liquidations) are paused.
+    function isAbsorbPaused() public view returns (bool) {
+        return _paused(PAUSE_ABSORB_OFFSET);
+    }
+
+    /// @notice Whether buying collateral is paused.
+    function isBuyPaused() public view returns (bool) {
+        return _paused(PAUSE_BUY_OFFSET);
+    }
+
+    function _flag(bool on) internal pure returns (uint8) {
+        return on ? 1 : 0;
+    }
+
+    function _paused(uint8 offset) internal view returns (bool) {
+        return pauseFlags & (uint8(1) << offset) != 0;
     }
 
     /* RATES */
@@ -213,6 +280,7 @@ contract Comet {
     /// @notice Supplies `amount` of `asset` (the base asset or the collateral) for the caller.
     /// The base asset repays the caller's debt first; `type(uint256).max` repays all of it.
     function supply(address asset, uint256 amount) external {
+        if (isSupplyPaused()) revert Paused();
         if (asset == collateralAsset) {
             _pullIn(asset, msg.sender, amount);
             collateralBalanceOf[msg.sender] += uint128(amount);
@@ -232,6 +300,7 @@ contract Comet {
     /// @notice Withdraws `amount` of `asset` to the caller; beyond the caller's base balance it
     /// borrows (against the collateral). `type(uint256).max` withdraws the whole base balance.
     function withdraw(address asset, uint256 amount) external {
+        if (isWithdrawPaused()) revert Paused();
         if (asset == collateralAsset) {
             collateralBalanceOf[msg.sender] -= uint128(amount);
             _accrue();

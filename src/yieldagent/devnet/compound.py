@@ -2,7 +2,9 @@
 
 Contracts (``contracts/src/compound``): ``Comet`` (the pool), ``CometRewards`` paying the
 devnet reward token ``COMP`` (18 decimals, mintable) pro rata to supply, and a WETH-like
-collateral token (fixed price) for borrowers.
+collateral token (fixed price) for borrowers. The deployer's admin account is the Comet's
+governor and pause guardian: it alone may ``pause`` supply or withdrawals, as a scenario
+would.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def deploy_compound(d: Deployer, usdc: str) -> ProtocolDeployment:
         BORROW_COLLATERAL_FACTOR,
         RATES,
         BASE_TRACKING_SUPPLY_SPEED,
+        d.admin,  # governor
+        d.admin,  # pause guardian
     )
     rewards = d.deploy(artifacts["CometRewards"], d.admin)
     d.transact(rewards.functions.setRewardConfig(comet.address, comp.address))

@@ -1,7 +1,8 @@
 """Wallet events as ``yieldagent.v1.WalletEvent`` messages (WatchWallet).
 
 An event's ``data`` carries the same names as its proto message, so the message is read
-from it directly; a name that does not match fails loudly (and in the tests).
+from it directly; a name that does not match fails loudly (and in the tests). The member
+of the ``data`` oneof is the event's kind with ``_`` for ``.``.
 """
 
 from __future__ import annotations
@@ -22,5 +23,5 @@ def wallet_event(event: WalletEvent) -> wallets_pb2.WalletEvent:
         chain_id=event.chain_id,
         wallet=event.wallet,
     )
-    json_format.ParseDict(dict(event.data), getattr(message, event.kind))
+    json_format.ParseDict(dict(event.data), getattr(message, event.kind.replace(".", "_")))
     return message

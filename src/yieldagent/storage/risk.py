@@ -1,23 +1,42 @@
 """The risk guards' storage: each pool's record (``pool_risks``), what the service holds in
 each pool (the chain totals the books keep), and when wallets last moved funds (the
-schedule)."""
+schedule).
+
+A record whose state differs from the stored one is also an event (``protocol.risk_changed``)
+for each wallet the change concerns (``domain.risk.notices``), recorded in the same
+transaction as the record: the state and its events are stored together or not at all. The
+stored row is read for update, so two processes judging a pool at once tell of one change
+once."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 from sqlmodel import select as orm_select
 
+from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.ports.storage import RiskRecord
+from yieldagent.domain.risk.guards import RiskState
+from yieldagent.domain.risk.notices import changed, concerned, risk_changed
 from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks
-from yieldagent.storage.tables import PoolRiskRow, WalletScheduleRow
+from yieldagent.storage.events import record_events, signal_for
+from yieldagent.storage.tables import PoolRiskRow, WalletRow, WalletScheduleRow
 
 _schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
+_wallets = WalletRow.__table__  # type: ignore[attr-defined]
+_OF_TOKEN = select(
+    _wallets.c.id,
+    _wallets.c.partner_id,
+    _wallets.c.address,
+    _wallets.c.status,
+    _wallets.c.allocation,
+    _wallets.c.selected_protocols,
+).where(_wallets.c.chain_id == bindparam("chain_id"), _wallets.c.token == bindparam("token"))
 
 
 def _record(row: PoolRiskRow) -> RiskRecord:
@@ -49,27 +68,38 @@ class RiskStore:
     def save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
         """Stores ``records``, each replacing its pool's, in one transaction. Two processes
         may store a pool's first record at once (a listing and a batch): the one that loses
-        the insert stores its records again, now as updates."""
+        the insert stores its records again, now as updates. A changed state is recorded
+        as events with the records."""
         try:
-            self._save(chain_id, records)
+            told = self._save(chain_id, records)
         except IntegrityError:
-            self._save(chain_id, records)
+            told = self._save(chain_id, records)
+        if told:
+            signal_for(self._engine).notify()
 
-    def _save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
+    def _save(self, chain_id: int, records: Sequence[RiskRecord]) -> int:
         with Session(self._engine) as session:
+            drafts: list[EventDraft] = []
             for record in records:
-                row = session.get(PoolRiskRow, (chain_id, record.protocol, record.token))
+                key = (chain_id, record.protocol, record.token)
+                row = session.get(PoolRiskRow, key, with_for_update=True)
+                previous = str(RiskState.OK) if row is None else row.state
                 if row is None:
                     row = PoolRiskRow(
                         chain_id=chain_id, protocol=record.protocol, token=record.token
                     )
+                if changed(previous, record):
+                    drafts.extend(_notices(session.connection(), chain_id, previous, record))
                 row.loss_excluded = record.loss_excluded
                 row.cleared_at = record.cleared_at
                 row.state = record.state
                 row.reasons = json.dumps(list(record.reasons))
                 row.peak_share_price = record.peak_share_price
                 session.add(row)
+            session.flush()
+            told = record_events(session, drafts)
             session.commit()
+            return told
 
     def exposure(self, chain_id: int, token: str) -> Mapping[str, int]:
         """What the chain's wallets hold of ``token`` in each protocol, as the books' totals
@@ -94,3 +124,21 @@ class RiskStore:
                 )
                 found.update({row.wallet_id: float(row.last_moved_at) for row in rows})
         return found
+
+
+def _notices(
+    connection: Connection, chain_id: int, previous: str, record: RiskRecord
+) -> list[EventDraft]:
+    """The events telling the wallets of the pool's token on ``chain_id`` that ``record``'s
+    pool changed from ``previous``, for those it concerns."""
+    rows = connection.execute(_OF_TOKEN, {"chain_id": chain_id, "token": record.token})
+    return [
+        risk_changed(chain_id, row.id, row.partner_id, row.address, previous, record)
+        for row in rows
+        if concerned(
+            row.status,
+            {k: int(v) for k, v in json.loads(row.allocation).items()},
+            json.loads(row.selected_protocols),
+            record.protocol,
+        )
+    ]

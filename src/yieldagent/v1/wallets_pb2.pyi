@@ -252,7 +252,7 @@ class WatchWalletRequest(_message.Message):
     def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class WalletEvent(_message.Message):
-    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed", "blocked")
+    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed", "blocked", "protocol_risk_changed")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -265,6 +265,7 @@ class WalletEvent(_message.Message):
     DEACTIVATED_FIELD_NUMBER: _ClassVar[int]
     REWARD_CLAIMED_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_RISK_CHANGED_FIELD_NUMBER: _ClassVar[int]
     id: int
     type: str
     created_at: str
@@ -277,7 +278,22 @@ class WalletEvent(_message.Message):
     deactivated: WalletDeactivated
     reward_claimed: RewardClaimed
     blocked: WalletBlocked
-    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ..., blocked: _Optional[_Union[WalletBlocked, _Mapping]] = ...) -> None: ...
+    protocol_risk_changed: ProtocolRiskChanged
+    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ..., blocked: _Optional[_Union[WalletBlocked, _Mapping]] = ..., protocol_risk_changed: _Optional[_Union[ProtocolRiskChanged, _Mapping]] = ...) -> None: ...
+
+class ProtocolRiskChanged(_message.Message):
+    __slots__ = ("protocol", "token", "state", "previous_state", "reasons")
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_STATE_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    protocol: str
+    token: str
+    state: str
+    previous_state: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, protocol: _Optional[str] = ..., token: _Optional[str] = ..., state: _Optional[str] = ..., previous_state: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WalletBlocked(_message.Message):
     __slots__ = ("previous_status", "status_reason")

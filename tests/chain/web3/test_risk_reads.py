@@ -1,6 +1,7 @@
 """The risk guards' inputs from the chain: Aave's reserve switches read with its supply,
 borrows and liquidity index in one batch at the head, and the guards' verdict on them when
-the devnet's PoolConfigurator freezes or pauses the USDC reserve; a Morpho vault's assets
+the devnet's PoolConfigurator freezes or pauses the USDC reserve; the Comet's pause
+switches, which only its governor or pause guardian sets; a Morpho vault's assets
 and share price, which the loss guard watches, and the real bad debt that lowers it when
 the collateral's oracle crashes and its borrowers are liquidated."""
 
@@ -10,6 +11,7 @@ import pytest
 
 from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.protocols.aave import ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT, switches
+from yieldagent.devnet.deployer import DeployError
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
 from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
 from yieldagent.domain.risk.guards import Exposure, RiskState, Rule, assess
@@ -31,8 +33,8 @@ async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: C
     configurator = env.deployer.at(
         aave_artifact("PoolConfigurator"), aave.contracts["pool_configurator"]
     )
-    [before] = await env.chain.pool_readings(env.token, ["aave", "compound"])
-    assert before.protocol == "aave"  # Comet's reading is its quote's
+    [before] = await env.chain.pool_readings(env.token, ["aave"])
+    assert before.protocol == "aave"
     assert not (before.now.frozen or before.now.supply_paused or before.now.withdraw_paused)
     assert before.now.tvl > before.now.borrows > 0
     assert before.now.share_price >= 10**27  # the liquidity index, RAY
@@ -50,6 +52,45 @@ async def test_freezing_and_pausing_the_usdc_reserve_trip_the_pause_guard(env: C
     assert paused.now.supply_paused and paused.now.withdraw_paused
     verdict = assess(paused, Exposure(), RiskSettings())
     assert (verdict.state, verdict.reasons) == (RiskState.NO_NEW_FUNDS, ("withdrawals are paused",))
+
+
+@pytest.mark.evm
+async def test_pausing_the_comets_supply_trips_the_pause_guard_and_only_its_governor_may(
+    env: ChainEnv,
+) -> None:
+    d = env.deployer
+    comet = d.at(compile_project()["Comet"], env.devnet.manifest.protocol("compound").address)
+    [before] = await env.chain.pool_readings(env.token, ["compound"])
+    [quote] = await env.chain.quotes(env.token, ["compound"])
+    assert before.protocol == "compound"
+    assert not before.now.paused
+    assert before.now.tvl == quote.total_supply > before.now.borrows > 0
+    assert assess(before, Exposure(), RiskSettings()).state == RiskState.OK
+
+    stranger = d.accounts[7]
+    with pytest.raises(DeployError, match="Unauthorized"):
+        d.transact(comet.functions.pause(True, False, False, False, False), sender=stranger)
+    assert not comet.functions.isSupplyPaused().call()
+
+    d.transact(comet.functions.pause(True, False, False, False, False))  # the governor
+    [paused] = await env.chain.pool_readings(env.token, ["compound"])
+    assert paused.now.supply_paused and not paused.now.withdraw_paused
+    verdict = assess(paused, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.reasons) == (RiskState.EXIT, ("supply is paused",))
+    mint(d, env.token, stranger, 10 * ONE_USDC)
+    usdc = d.at(usdc_artifact(), env.token)
+    d.transact(usdc.functions.approve(comet.address, 2**256 - 1), sender=stranger)
+    with pytest.raises(DeployError, match="Paused"):
+        d.transact(comet.functions.supply(env.token, ONE_USDC), sender=stranger)
+
+    d.transact(comet.functions.pause(False, False, True, False, False))
+    [withdrawals] = await env.chain.pool_readings(env.token, ["compound"])
+    assert withdrawals.now.withdraw_paused and not withdrawals.now.supply_paused
+    verdict = assess(withdrawals, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.reasons) == (RiskState.NO_NEW_FUNDS, ("withdrawals are paused",))
+    d.transact(comet.functions.supply(env.token, ONE_USDC), sender=stranger)  # supply reopened
+    with pytest.raises(DeployError, match="Paused"):
+        d.transact(comet.functions.withdraw(env.token, ONE_USDC), sender=stranger)
 
 
 @pytest.mark.evm

@@ -27,12 +27,15 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.books.events import RISK_CHANGED, WalletEvent
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.service.clock import SYSTEM_CLOCK
+from yieldagent.servicers.events import wallet_event
+from yieldagent.storage.events import EventStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
@@ -234,3 +237,40 @@ async def test_a_large_wallet_in_a_small_pool_is_cut_to_the_share_cap(
     after = next(p for p in market.pools_now(BASE, BASE_USDC) if p.protocol == "moonwell")
     assert held * 100 <= after.total_supply()
     assert chain_value(market, other.address) > positions(market, other.address).get("moonwell", 0)
+
+
+async def test_a_tripped_guard_is_told_to_the_pools_wallets_once_per_change(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    guarded = _guarded(engine, market, chains, RiskSettings())
+    wallets = await _wallets(guarded, owner.id, "compound", count=2)
+    elsewhere = await activated(
+        guarded.lifecycle,
+        engine,
+        market,
+        owner.id,
+        AMOUNT,
+        eoa="0x" + "cd" * 20,
+        protocols=("moonwell",),
+    )
+    events = EventStore(engine)
+
+    def told(wallet: Wallet) -> list[WalletEvent]:
+        return [e for e in events.after(wallet.id, 0, 1_000) if e.kind == RISK_CHANGED]
+
+    scenarios = Scenarios(market)
+    scenarios.pause(BASE, "compound", "supply")
+    for wallet in wallets:
+        await guarded.agent.run(BASE, wallet.address)  # the run's survey sees the trip
+        await guarded.agent.run(BASE, wallet.address)  # the state stays: nothing new told
+    for wallet in wallets:
+        [event] = told(wallet)
+        assert event.data["protocol"] == "compound"
+        assert (event.data["previous_state"], event.data["state"]) == ("ok", "exit")
+        assert event.data["reasons"] == ["supply is paused"]
+        message = wallet_event(event)  # what WatchWallet and the webhooks carry
+        assert message.type == "protocol.risk_changed"
+        assert message.protocol_risk_changed.state == "exit"
+        assert list(message.protocol_risk_changed.reasons) == ["supply is paused"]
+    assert told(elsewhere) == []  # neither holds nor selected compound

@@ -351,16 +351,16 @@ class Web3Chain:
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The guard inputs of the pools that read their own switches or share price
-        (Aave's reserve: its switches and liquidity index; a Morpho vault: its share
-        price), at the head, in one batch; the others are judged on their quotes
-        (``domain.risk.survey``)."""
+        (Aave's reserve: its switches and liquidity index; a Comet: its pause switches; a
+        Morpho vault: its share price), at the head, in one batch; the others are judged
+        on their quotes (``domain.risk.survey``)."""
         if to_checksum_address(token) != self.config.token:
             return []
         await self._ready()
         wanted = [
             pool
             for name, pool in self.pools.items()
-            if name in set(protocols) and isinstance(pool, AavePool | VaultPool)
+            if name in set(protocols) and isinstance(pool, AavePool | CometPool | VaultPool)
         ]
         if not wanted:
             return []

@@ -26,6 +26,9 @@ WITHDRAWN = "withdrawn"
 DEACTIVATED = "deactivated"
 REWARD_CLAIMED = "reward_claimed"
 BLOCKED = "blocked"
+RISK_CHANGED = "protocol.risk_changed"
+"""A pool the wallet holds or selected changed its guard state (``domain.risk.notices``);
+its proto member is ``protocol_risk_changed`` (the kind with ``_`` for ``.``)."""
 KINDS = (
     ACTIVATED,
     DEPOSIT_CREDITED,
@@ -34,6 +37,7 @@ KINDS = (
     DEACTIVATED,
     REWARD_CLAIMED,
     BLOCKED,
+    RISK_CHANGED,
 )
 """Every event kind, as it appears in ``type``."""
 

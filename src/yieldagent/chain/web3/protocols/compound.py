@@ -5,7 +5,10 @@ fractions); times 31,536,000 and 1e9 they become the annual RAY parameters of th
 ``CompoundV3`` model, here its subclass ``CometModel`` that computes as Comet does.
 ``totalSupply`` and ``totalBorrow`` are present values with the interest accrued to the
 block, as Comet's views compute them. The Comet holds the base token: it is its own
-custody. Its rewards are a CometRewards contract (role ``rewards``).
+custody. Its rewards are a CometRewards contract (role ``rewards``). The risk guards read
+its pause switches (``isSupplyPaused``, ``isWithdrawPaused``) with its supply and borrows;
+it has no share price to watch: Comet absorbs bad debt into its reserves, so its supply
+index never falls.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from yieldagent.chain.web3.abis import (
     COMET_SUPPLY,
     COMET_SUPPLY_BASE,
     COMET_SUPPLY_KINK,
+    COMET_SUPPLY_PAUSED,
     COMET_SUPPLY_RATE,
     COMET_SUPPLY_SLOPE_HIGH,
     COMET_SUPPLY_SLOPE_LOW,
     COMET_TOTAL_BORROW,
     COMET_UTILIZATION,
     COMET_WITHDRAW,
+    COMET_WITHDRAW_PAUSED,
     TOTAL_SUPPLY,
 )
 from yieldagent.chain.web3.config import ProtocolConfig
@@ -41,6 +46,7 @@ from yieldagent.chain.web3.protocols.onchain_models import CometModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
+from yieldagent.domain.risk.history import Snapshot
 
 WAD_TO_RAY = 10**9
 CURVE = (
@@ -84,6 +90,28 @@ class CometPool:
         model = CometModel(*_curve(values[2:6]), *_curve(values[6:10]))
         market = MarketQuote(self.config.title or "Compound v3", supply, borrows)
         return PoolQuote(self.name, self.token, model, (market,))
+
+    async def reading(self, block: Block) -> Snapshot:
+        """The Comet as its risk guards read it at ``block``: supply, borrows and its pause
+        switches, in one batch (no share price: see the module)."""
+        comet = self.config.address
+        supply, borrows, supply_paused, withdraw_paused = await self._reader.call_many(
+            [
+                read(comet, TOTAL_SUPPLY),
+                read(comet, COMET_TOTAL_BORROW),
+                read(comet, COMET_SUPPLY_PAUSED),
+                read(comet, COMET_WITHDRAW_PAUSED),
+            ],
+            block.number,
+        )
+        return Snapshot(
+            block.timestamp,
+            int(supply),
+            int(borrows),
+            share_price=0,
+            supply_paused=bool(supply_paused),
+            withdraw_paused=bool(withdraw_paused),
+        )
 
     async def position(self, holder: str, block: BlockId) -> int:
         return int(await self._reader.call(self.config.address, BALANCE_OF, holder, block=block))
