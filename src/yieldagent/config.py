@@ -3,7 +3,9 @@
 Every setting has a default that runs the whole service on embedded parts:
 SQLite under the data directory and the simulated chain. docs/configuration.md lists them.
 Production mode's checks (``production_problems``) judge the settings before anything
-starts: each is a function of its own, naming the problem and its fix.
+starts: each is a function of its own, naming the problem and its fix. They stay beside
+the settings they judge, past the house's usual length, so that one module says what every
+variable means and when it is refused.
 """
 
 from __future__ import annotations

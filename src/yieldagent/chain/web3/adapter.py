@@ -11,12 +11,16 @@ supplies or sells, and takes the approval back), ``pay`` for the owner's payout 
 fee. Whether the owner still lets the module act is ``revocation``. A chain whose
 deployment names no module takes no writes. Kernel (``zerodev``) accounts are refused
 (``check_account``): no registry package ships Kernel's bytecode, and the service sends no
-UserOperations. A mined supply, withdrawal,
-transfer or swap is checked against its receipt: the token must have moved as asked, or
-``ChainRejected`` says what did not happen.
+UserOperations. A mined supply, withdrawal, transfer or swap is checked against its
+receipt: the token must have moved as asked, or ``ChainRejected`` says what did not happen.
 
 Receipts carry the log index of the step's own transfer (``TxReceipt.log_index``), which is
 how the history names that event.
+
+The module is longer than the house's usual because ``Web3Chain`` is the whole chain port
+on one chain: its reads, calls and protocol encoders already live in ``reader.py``,
+``transactions.py`` and ``protocols/``, and what remains here is one method per port
+operation, which reads best as one class.
 
 One module, longer than the house's usual: it is the whole port on one chain, each method a
 few lines over the protocol classes (``protocols/``), the reader, the history and the
