@@ -85,7 +85,23 @@ def running_service(
     """Starts the service with Envoy in a thread of its own; stops it afterwards.
 
     ``env`` adds or overrides settings (``YIELDAGENT_*`` variables).
+
+    The REST port is one that was free a moment ago; the gRPC server, which binds port 0
+    before Envoy starts, can be handed that very port, and REST calls would then reach it.
+    Such a start is stopped and made again on other ports.
     """
+    for _ in range(3):
+        with _started(database_url, data_dir, env) as service:
+            if not service.grpc_target.endswith(f":{service.http_port}"):
+                yield service
+                return
+    raise RuntimeError("the gRPC server took the REST port three times")
+
+
+@contextmanager
+def _started(
+    database_url: str, data_dir: Path, env: Mapping[str, str] | None
+) -> Iterator[RunningService]:
     http_port = free_port()
     settings = load_settings(
         {
