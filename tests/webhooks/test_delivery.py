@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 from sqlalchemy import Engine
@@ -22,6 +21,7 @@ from support.wallet_setup import (
     make_lifecycle,
     top_up_deposit,
 )
+from support.webhook_delivery import LOCAL, START, Clock, deliverer
 from support.webhook_receiver import HANG, Received, Receiver
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallets import Wallet
@@ -31,40 +31,11 @@ from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.webhooks.admin import delivery_log, set_webhook
-from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
-from yieldagent.webhooks.destinations import DestinationPolicy
+from yieldagent.webhooks.delivery import DeliveryOutcome
 from yieldagent.webhooks.sealing import SecretBox
 from yieldagent.webhooks.signing import SIGNATURE_HEADER
 
 PartnerKey = tuple[Partner, str]
-START = float(int(time.time()) + 3600)
-"""The deliverer's clock: an hour ahead of the wall clock the deliveries are stamped with
-(so every one is due), and far from the time they die."""
-LOCAL = DestinationPolicy(allow_loopback=True)
-
-
-class Clock:
-    """The deliverer's wall clock, moved by the test (backoffs pass at once)."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def deliverer(
-    engine: Engine,
-    box: SecretBox,
-    clock: Clock,
-    outcomes: list[DeliveryOutcome] | None = None,
-    policy: DestinationPolicy = LOCAL,
-) -> Deliverer:
-    settings = DeliverySettings(
-        timeout_seconds=2, max_backoff_seconds=60, batch=10, destinations=policy
-    )
-    observe = outcomes.append if outcomes is not None else None
-    return Deliverer(WebhookStore(engine), box, settings, observe, clock)
 
 
 async def flows(

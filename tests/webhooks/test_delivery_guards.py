@@ -5,13 +5,13 @@ bound, disabled partners skipped, and deliveries that fail for too long ending d
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import datetime
 
 import pytest
 from sqlalchemy import Engine
 
 from support.wallet_setup import USDC, activated, make_lifecycle
+from support.webhook_delivery import LOCAL, Clock, deliverer
 from support.webhook_receiver import ENDLESS, Receiver
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.partners.partners import Partner
@@ -22,35 +22,11 @@ from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.webhooks.admin import delivery_log, set_webhook
-from yieldagent.webhooks.delivery import DAY, Deliverer, DeliveryOutcome, DeliverySettings
+from yieldagent.webhooks.delivery import DAY, DeliveryOutcome
 from yieldagent.webhooks.destinations import DestinationPolicy
 from yieldagent.webhooks.sealing import SecretBox
 
 PartnerKey = tuple[Partner, str]
-LOCAL = DestinationPolicy(allow_loopback=True)
-
-
-class Clock:
-    """The deliverer's wall clock, an hour after the deliveries were stamped."""
-
-    def __init__(self) -> None:
-        self.now = time.time() + 3600
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def deliverer(
-    engine: Engine,
-    box: SecretBox,
-    clock: Clock,
-    outcomes: list[DeliveryOutcome],
-    policy: DestinationPolicy = LOCAL,
-) -> Deliverer:
-    settings = DeliverySettings(
-        timeout_seconds=5, max_backoff_seconds=60, batch=10, destinations=policy
-    )
-    return Deliverer(WebhookStore(engine), box, settings, outcomes.append, clock)
 
 
 async def one_wallet(
@@ -92,7 +68,7 @@ async def test_a_refused_destination_is_never_posted_to(
     await one_wallet(engine, market, chains, owner)
     outcomes: list[DeliveryOutcome] = []
 
-    await deliverer(engine, box, Clock(), outcomes, policy).deliver_due()
+    await deliverer(engine, box, Clock(), outcomes, policy, timeout_seconds=5).deliver_due()
 
     [refused] = outcomes
     assert not refused.delivered and not refused.dead and refused.status is None
@@ -119,7 +95,7 @@ async def test_an_answer_is_read_to_a_bound(
     receiver.script.append(ENDLESS)
     outcomes: list[DeliveryOutcome] = []
 
-    await deliverer(engine, box, Clock(), outcomes).deliver_due()
+    await deliverer(engine, box, Clock(), outcomes, timeout_seconds=5).deliver_due()
 
     assert [(o.event_id, o.delivered, o.status) for o in outcomes] == [
         (first, True, 200),
@@ -141,7 +117,7 @@ async def test_a_disabled_partner_gets_no_deliveries_until_enabled(
     events = await one_wallet(engine, market, chains, owner)
     PartnerStore(engine).disable(owner.name)
     outcomes: list[DeliveryOutcome] = []
-    job = deliverer(engine, box, Clock(), outcomes)
+    job = deliverer(engine, box, Clock(), outcomes, timeout_seconds=5)
 
     await job.deliver_due()
     assert outcomes == [] and receiver.received == []
@@ -168,7 +144,7 @@ async def test_a_delivery_failing_past_the_dead_letter_time_ends_dead(
     receiver.script.extend([500, 503])
     clock = Clock()
     outcomes: list[DeliveryOutcome] = []
-    job = deliverer(engine, box, clock, outcomes)
+    job = deliverer(engine, box, clock, outcomes, timeout_seconds=5)
     dead_before = REGISTRY.get_sample_value(
         "yieldagent_webhook_deliveries_total", {"outcome": "dead"}
     )
