@@ -87,8 +87,8 @@ MOVED_AMOUNT = Counter(
 )
 RISK_TRIPS = Counter(
     "yieldagent_risk_guard_trips",
-    "Risk guards that tripped on a pool whose state changed (ok, no_new_funds, exit), by "
-    "rule, chain id and protocol.",
+    "Risk guards that tripped on a pool whose state changed (ok, no_new_funds, exit), and "
+    "moves the move-loss rule refused, by rule, chain id and protocol.",
     ["rule", "chain_id", "protocol"],
     registry=REGISTRY,
 )
@@ -221,6 +221,11 @@ def record_risk(chain_id: int, token: str, protocol: str, state: int, rules: Ite
     RISK_STATE.labels(chain_id=str(chain_id), token=token, protocol=protocol).set(state)
     for rule in rules:
         RISK_TRIPS.labels(rule=rule, chain_id=str(chain_id), protocol=protocol).inc()
+
+
+def record_move_refused(chain_id: int, protocol: str) -> None:
+    """Counts a trip of the move-loss rule: a wallet's move out of ``protocol`` refused."""
+    RISK_TRIPS.labels(rule="move_loss", chain_id=str(chain_id), protocol=protocol).inc()
 
 
 class OverdueCollector(Collector):

@@ -4,9 +4,8 @@ Pure: no database, no chain."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from types import SimpleNamespace
-from typing import cast
 
 import pytest
 
@@ -21,7 +20,7 @@ from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.optimizer.rate_models import RAY
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 
 BASE = 8453
@@ -33,13 +32,6 @@ MOMENT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_a_plan_takes_from_each_pool_only_its_cash_and_supplies_only_what_came_out() -> None:
-    quotes = {
-        "compound": cast(PoolQuote, SimpleNamespace(cash=40)),
-        "aave": cast(PoolQuote, SimpleNamespace(cash=10**9)),
-    }
-    valuation = Valuation(
-        0, {"compound": 100, "aave": 50}, quotes, datetime(2026, 1, 1, tzinfo=UTC)
-    )
     plan = (
         Move(StepAction.WITHDRAW, "compound", 100),
         Move(StepAction.WITHDRAW, "aave", 50),
@@ -47,12 +39,35 @@ def test_a_plan_takes_from_each_pool_only_its_cash_and_supplies_only_what_came_o
         Move(StepAction.DEPOSIT, "morpho", 60),
     )
 
-    assert within_liquidity(plan, valuation) == [
+    assert within_liquidity(plan, {"compound": 40, "aave": 10**9}) == [
         Move(StepAction.WITHDRAW, "compound", 40),
         Move(StepAction.WITHDRAW, "aave", 50),
         Move(
             StepAction.DEPOSIT, "moonwell", 90
         ),  # the last supply is cut first: 60 did not come out
+    ]
+
+
+def test_a_refused_withdrawal_takes_nothing_and_funds_nothing() -> None:
+    plan = (
+        Move(StepAction.WITHDRAW, "compound", 100),
+        Move(StepAction.WITHDRAW, "aave", 50),
+        Move(StepAction.DEPOSIT, "moonwell", 150),
+    )
+
+    assert within_liquidity(plan, {"compound": 10**9, "aave": 10**9}, refused={"compound"}) == [
+        Move(StepAction.WITHDRAW, "aave", 50),
+        Move(StepAction.DEPOSIT, "moonwell", 50),
+    ]
+
+
+def test_supplies_place_what_a_withdrawal_pays_not_what_it_takes() -> None:
+    aave = replace(POOLS["aave"], exit_rate=RAY * 99 // 100)  # pays 99% of what it takes
+    plan = (Move(StepAction.WITHDRAW, "aave", 1_000), Move(StepAction.DEPOSIT, "moonwell", 1_000))
+
+    assert within_liquidity(plan, {"aave": 10**9}, {"aave": aave}) == [
+        Move(StepAction.WITHDRAW, "aave", 1_000),
+        Move(StepAction.DEPOSIT, "moonwell", 990),
     ]
 
 

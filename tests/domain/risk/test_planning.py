@@ -4,6 +4,7 @@ a pool. Pure: pools are Base USDC's at genesis."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.optimizer.rate_models import RAY
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
 from yieldagent.domain.risk.settings import RiskSettings
@@ -176,7 +178,7 @@ def test_a_fleet_never_owns_more_than_its_share_of_a_pool_and_respects_every_gua
     planner = Planner(frozenset(), Thresholds(), view)
     after = dict(before)
     tvl = {name: POOLS[name].total_supply for name in NAMES}
-    # A pool's cash is shared by the fleet: the planner lets the wallets before take it.
+    # A pool's cash is shared by the fleet: what the wallets before take, and supply.
     cash = {name: POOLS[name].cash for name in NAMES}
     for wallet, valuation in wallets:
         decision = planner.plan(wallet, valuation, COSTS)
@@ -190,8 +192,9 @@ def test_a_fleet_never_owns_more_than_its_share_of_a_pool_and_respects_every_gua
             after[name] += sign * step.amount
             tvl[name] += sign * step.amount
             position[name] = position.get(name, 0) + sign * step.amount
-            if sign < 0:
-                cash[name] -= step.amount
+            cash[name] += sign * step.amount
+            # no wallet plans to take more than the pool can still pay out
+            assert cash[name] >= 0, (name, cash[name])
             verdict = view.pool(TOKEN.address, name).verdict
             if sign > 0:
                 assert verdict.takes_funds, (name, verdict)
@@ -204,3 +207,66 @@ def test_a_fleet_never_owns_more_than_its_share_of_a_pool_and_respects_every_gua
     for name in NAMES:
         # never more than 15% of a pool, unless it held more before and added nothing
         assert after[name] * 20 <= max(before[name] * 20, tvl[name] * 3), name
+
+
+def test_wallets_leaving_one_vault_share_its_cash_and_take_no_more() -> None:
+    vault = "morpho_gauntlet_usdc_prime"
+    quote = POOLS[vault]
+    assert len(quote.markets) > 1  # a withdrawal queue over several markets
+    held = {vault: 5_000_000 * UNIT}
+    fleet = [(_wallet(i, held), Valuation(0, held, POOLS, MOMENT)) for i in (1, 2, 3)]
+    planner = Planner(frozenset(), Thresholds(), _view({vault: EXIT}, {vault: 15_000_000 * UNIT}))
+    taken = 0
+    for wallet, valuation in fleet:
+        decision = planner.plan(wallet, valuation, COSTS)
+        assert isinstance(decision, PlannedRun | NoMoves)
+        if isinstance(decision, PlannedRun):
+            taken += sum(
+                s.amount
+                for s in decision.steps
+                if s.action == StepAction.WITHDRAW and s.protocol == vault
+            )
+    # the fleet takes all the vault can pay out now, and not a unit more
+    assert taken == quote.cash
+
+
+def test_a_yield_only_move_that_would_lose_more_than_a_basis_point_is_refused() -> None:
+    worst = _worst()
+    held = {worst: 2_000_000 * UNIT}
+    # the pool pays 2 bp less than the value a withdrawal takes out
+    lossy = dict(POOLS, **{worst: replace(POOLS[worst], exit_rate=RAY - RAY * 2 // 10_000)})
+    refused: list[tuple[int, str, str]] = []
+
+    class Heard:
+        def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
+            raise AssertionError("no pool changed state")
+
+        def move_refused(self, chain_id: int, token: str, protocol: str) -> None:
+            refused.append((chain_id, token, protocol))
+
+    view = replace(_view(ours=held), chain_id=BASE, observer=Heard())
+    stays = Planner(frozenset(), Thresholds(), view).plan(
+        _wallet(1, held), Valuation(0, held, lossy, MOMENT), COSTS
+    )
+    assert isinstance(stays, NoMoves)
+    assert stays.reason == f"move refused: leaving {worst} would lose too much"
+    assert refused == [(BASE, TOKEN.address, worst)]
+
+    # a loss within the limit moves, and the supplies place what the pool pays out
+    slight = dict(POOLS, **{worst: replace(POOLS[worst], exit_rate=RAY - RAY // 20_000)})
+    moves = Planner(frozenset(), Thresholds(), view).plan(
+        _wallet(1, held), Valuation(0, held, slight, MOMENT), COSTS
+    )
+    assert isinstance(moves, PlannedRun)
+    out = sum(s.amount for s in moves.steps if s.action == StepAction.WITHDRAW)
+    placed = sum(s.amount for s in moves.steps if s.action == StepAction.DEPOSIT)
+    assert placed == slight[worst].paid_out(out) < out
+
+    # leaving a pool to exit is required: it goes, loss and all
+    exiting = replace(_view({worst: EXIT}, held), chain_id=BASE, observer=Heard())
+    leaves = Planner(frozenset(), Thresholds(), exiting).plan(
+        _wallet(1, held), Valuation(0, held, lossy, MOMENT), COSTS
+    )
+    assert isinstance(leaves, PlannedRun)
+    assert {s.protocol for s in leaves.steps if s.action == StepAction.WITHDRAW} == {worst}
+    assert len(refused) == 1

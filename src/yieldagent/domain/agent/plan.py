@@ -14,18 +14,22 @@ after a wallet's last move, only required moves and idle funds go.
 The cheap check comes first: when the optimality check (``optimizer.optimality``) shows
 that no move can pay, the full search is spared and the run answers ``SETTLED``. Else the
 optimizer plans over the wallet's protocols less the paused ones, and its moves are cut to
-what the pools' cash can carry now (``within_liquidity``): an exit takes what the pool can
-return, and a later run the rest.
+what the pools can carry now (``within_liquidity``): a withdrawal takes at most what its
+pool can return (the wallet's position valued at ``maxWithdraw``, not at par), an exit the
+rest in a later run, and the supplies place only what came out. A withdrawal the wallet is
+not required to make (its pool is neither to exit nor excluded by the wallet's rules) that
+would lose more than the move-loss limit of its amount is refused, and the supplies it
+would have funded with it.
 
 A ``Planner`` plans the runs of one chain at one moment: a run on request (one wallet), or
 every wallet of a scheduled batch. Wallets with equal inputs share one settled check, and
-each plan sees the pools (and the service's position in them) as the plans before it
-leave them.
+each plan sees the pools (the service's position and the cash left in each) as the plans
+before it leave them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
@@ -40,6 +44,7 @@ from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.placement import candidates
 from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
+from yieldagent.domain.risk.limits import move_loss_refused
 from yieldagent.domain.risk.survey import UNGUARDED, RiskView
 
 SETTLED = "nothing to move: no move can pay (optimality check)"
@@ -83,6 +88,11 @@ class Planner:
         }
         """The service's position in each pool (by token, protocol) as the moves planned
         so far leave it."""
+        self._cash: dict[tuple[str, str], int] = {}
+        """What each pool (by token, protocol) can still pay out as the moves planned so
+        far leave it: its cash as read, less what earlier wallets take, plus what they
+        supply. Kept apart from ``_pools``, whose markets spread a withdrawal as the rate
+        model does, not as the pool's withdrawal queue pays it."""
 
     def plan(self, wallet: Wallet, valuation: Valuation, costs: Costs) -> Decision:
         """What the wallet's run is to do: ``valuation`` is what it holds, ``costs`` what
@@ -107,18 +117,54 @@ class Planner:
                 # the guards made the wallet's rules infeasible: leaving a failing pool
                 # comes before a minimum number of protocols or a forced position
                 plan = optimize(*self._problem(wallet, valuation, costs, relax=True))
-            moves = within_liquidity(plan.moves, valuation)
+            lossy = self._lossy(wallet, plan.moves, valuation.quotes, problem[3])
+            moves = within_liquidity(plan.moves, self._cash_of(wallet.token, pools), pools, lossy)
         except Exception as refused:
             return NoMoves(OperationStatus.FAILED, refusal(refused))
         if not moves:
-            return NoMoves(OperationStatus.NO_ACTION, _idle_reason(plan))
+            return NoMoves(OperationStatus.NO_ACTION, _idle_reason(plan, lossy))
         self._pools[wallet.token] = _after(pools, moves)
         for move in moves:
             key = (wallet.token, move.protocol)
             delta = -move.amount if move.action == StepAction.WITHDRAW else move.amount
             self._ours[key] = max(self._ours.get(key, 0) + delta, 0)
+            self._cash[key] = max(self._cash.get(key, 0) + delta, 0)
         moving_out, left_behind = self._leaving(wallet, valuation, moves)
         return PlannedRun(wallet, plan, _steps(wallet, valuation, moves), moving_out, left_behind)
+
+    def _cash_of(self, token: str, pools: Mapping[str, PoolQuote]) -> dict[str, int]:
+        """What each pool of ``token`` can still pay out (see ``_cash``)."""
+        cash = self._cash
+        for name, quote in pools.items():
+            cash.setdefault((token, name), max(quote.cash, 0))
+        return {name: cash[(token, name)] for name in pools}
+
+    def _lossy(
+        self,
+        wallet: Wallet,
+        moves: Sequence[Move],
+        quotes: Mapping[str, PoolQuote],
+        rules: Constraints,
+    ) -> frozenset[str]:
+        """The pools ``moves`` would leave at a loss the guards refuse: withdrawals the
+        wallet is not required to make (its ``rules``, guards included, neither exclude
+        the pool) that a pool would pay out more than the move-loss limit short of. Each
+        is reported to the guards' observer."""
+        if not self._risk.enabled:
+            return frozenset()
+        lossy = frozenset(
+            m.protocol
+            for m in moves
+            if m.action == StepAction.WITHDRAW
+            and m.protocol in quotes
+            and m.protocol not in rules.excluded
+            and move_loss_refused(
+                m.amount, quotes[m.protocol].paid_out(m.amount), self._risk.settings
+            )
+        )
+        for name in sorted(lossy):
+            self._risk.move_refused(wallet.token, name)
+        return lossy
 
     def _settled(
         self,
@@ -183,18 +229,26 @@ class Planner:
         return " · ".join(moving), " · ".join(left)
 
 
-def within_liquidity(moves: Sequence[Move], valuation: Valuation) -> list[Move]:
+def within_liquidity(
+    moves: Sequence[Move],
+    cash: Mapping[str, int],
+    quotes: Mapping[str, PoolQuote] | None = None,
+    refused: Collection[str] = (),
+) -> list[Move]:
     """A plan's moves as the pools can carry them now. The optimizer does not model a
-    pool's cash: a withdrawal takes at most what its pool can give (leaving a paused or
-    drained protocol partially, rather than failing), and the supplies then place only
-    what came out, the last ones cut first."""
+    pool's cash: a withdrawal takes at most what its pool can still give (``cash``, by
+    protocol), leaving a paused or drained protocol partially rather than failing, and
+    nothing from a pool in ``refused``; it pays what its pool pays out for it
+    (``quotes``). The supplies then place only what came out, the last ones cut first."""
     shortfall = 0
     capped: list[Move] = []
     for move in moves:
-        if move.action == StepAction.WITHDRAW and move.protocol in valuation.quotes:
-            take = min(move.amount, max(valuation.quotes[move.protocol].cash, 0))
-            shortfall += move.amount - take
-            move = Move(move.action, move.protocol, take)
+        if move.action == StepAction.WITHDRAW:
+            name = move.protocol
+            take = 0 if name in refused else min(move.amount, max(cash.get(name, move.amount), 0))
+            paid = quotes[name].paid_out(take) if quotes and name in quotes else take
+            shortfall += move.amount - paid
+            move = Move(move.action, name, take)
         capped.append(move)
     for index in reversed(range(len(capped))):
         move = capped[index]
@@ -237,9 +291,13 @@ def _after(pools: dict[str, PoolQuote], moves: Sequence[Move]) -> dict[str, Pool
     return moved
 
 
-def _idle_reason(plan: Plan) -> str:
+def _idle_reason(plan: Plan, lossy: Collection[str] = ()) -> str:
     """Why a run moves nothing."""
-    return plan.reason if not plan.moves else "the pools lack the cash to move now"
+    if not plan.moves:
+        return plan.reason
+    if lossy:
+        return f"move refused: leaving {', '.join(sorted(lossy))} would lose too much"
+    return "the pools lack the cash to move now"
 
 
 def _inputs(

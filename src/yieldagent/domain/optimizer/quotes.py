@@ -139,6 +139,10 @@ class PoolQuote:
     markets: tuple[MarketQuote, ...]
     fee: int = 0
     """The pool's own fee on interest (a vault's), RAY-scaled."""
+    exit_rate: int = RAY
+    """What a withdrawal pays per unit of the value it takes out, RAY-scaled: ``RAY`` for
+    a pool that pays at its share price, less for one that pays less (a vault redeeming
+    below its share price, a pool that charges for leaving)."""
 
     @property
     def total_supply(self) -> int:
@@ -150,6 +154,10 @@ class PoolQuote:
         """What the pool can pay out now: its holding in each market, within that market's
         cash."""
         return sum(min(m.held, m.cash()) for m in self.markets)
+
+    def paid_out(self, amount: int) -> int:
+        """What a withdrawal taking ``amount`` of value out of the pool pays."""
+        return amount if self.exit_rate == RAY else amount * self.exit_rate // RAY
 
     def rate(self, delta: int = 0) -> int:
         """Supply rate (annual, RAY) after adding ``delta`` (negative: removing)."""

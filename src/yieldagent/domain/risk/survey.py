@@ -38,6 +38,28 @@ from yieldagent.domain.risk.limits import guarded, must_wait, relaxed, wallet_ca
 from yieldagent.domain.risk.settings import RiskSettings
 
 
+class RiskObserver(Protocol):
+    """Hears of the guards' verdicts: pools whose state changed, and moves refused
+    (metrics, events)."""
+
+    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
+        """The pool's state or reasons changed since the last survey."""
+
+    def move_refused(self, chain_id: int, token: str, protocol: str) -> None:
+        """A wallet's move out of the pool was refused: it would have lost too much."""
+
+
+class _Unobserved:
+    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
+        return None
+
+    def move_refused(self, chain_id: int, token: str, protocol: str) -> None:
+        return None
+
+
+UNOBSERVED = _Unobserved()
+
+
 @dataclass(frozen=True, slots=True)
 class PoolRisk:
     """One pool's verdict, and what the service held there when it was judged."""
@@ -59,6 +81,13 @@ class RiskView:
     """Wall-clock unix seconds, as ``last_moves`` are."""
     enabled: bool = True
     """False: no guard applies (a view for callers that guard nothing)."""
+    chain_id: int = 0
+    observer: RiskObserver = UNOBSERVED
+    """Hears of the moves the plans refuse."""
+
+    def move_refused(self, token: str, protocol: str) -> None:
+        """Tells the observer that a move out of the pool was refused."""
+        self.observer.move_refused(self.chain_id, token, protocol)
 
     def pool(self, token: str, protocol: str) -> PoolRisk:
         """The pool's verdict; OK for a pool not surveyed."""
@@ -121,21 +150,6 @@ def reading_of(quote: PoolQuote, at: int) -> PoolReading:
     tvl = quote.total_supply
     snapshot = Snapshot(at, tvl, max(tvl - quote.cash, 0), share_price=0)
     return PoolReading(quote.protocol, snapshot)
-
-
-class RiskObserver(Protocol):
-    """Hears of pools whose state changed under the guards (metrics, events)."""
-
-    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
-        """The pool's state or reasons changed since the last survey."""
-
-
-class _Unobserved:
-    def changed(self, chain_id: int, token: str, protocol: str, verdict: Verdict) -> None:
-        return None
-
-
-UNOBSERVED = _Unobserved()
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +236,9 @@ class RiskSurvey:
             for judged in await self.judge(chain_id, chain, token, by_protocol, at):
                 pools[(token, judged.protocol)] = PoolRisk(judged.verdict, judged.ours)
         last_moves = self._store.last_moves(wallet_ids) if wallet_ids else {}
-        return RiskView(self.settings, pools, last_moves, now)
+        return RiskView(
+            self.settings, pools, last_moves, now, chain_id=chain_id, observer=self._observer
+        )
 
     def clear(self, chain_id: int, protocol: str, at: int) -> list[RiskRecord]:
         """Lifts the loss exclusion of ``protocol``'s pools on ``chain_id`` at chain time
