@@ -17,7 +17,7 @@ from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
 
-HEAD = "0016"
+HEAD = "0017"
 TABLES = {
     "partners",
     "smart_accounts",

@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from yieldagent.domain.ports.storage import RiskRecord
+from yieldagent.domain.risk.history import Snapshot
 from yieldagent.storage.risk import RiskStore
 
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
@@ -25,6 +26,18 @@ def test_records_are_stored_replaced_and_kept_per_chain(engine: Engine) -> None:
     store.save(8453, [cleared])
     assert store.records(8453)[0] == cleared
     assert store.records(1) == [RiskRecord("aave", TOKEN, state="no_new_funds", reasons=("full",))]
+
+
+def test_a_pool_history_is_kept_exactly(engine: Engine) -> None:
+    store = RiskStore(engine)
+    history = (
+        Snapshot(1_800_000_000, 2**256 - 1, 10**30, 10**27 + 1),
+        Snapshot(1_800_001_800, 5, 4, 3, supply_paused=True, frozen=True),
+        Snapshot(1_800_003_600, 0, 0, 0, withdraw_paused=True),
+    )
+    store.save(8453, [RiskRecord("aave", TOKEN, history=history)])
+    [kept] = store.records(8453)
+    assert kept.history == history
 
 
 def test_nothing_held_and_no_moves_read_empty(engine: Engine) -> None:

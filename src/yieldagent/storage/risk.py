@@ -1,6 +1,6 @@
-"""The risk guards' storage: each pool's record (``pool_risks``), what the service holds in
-each pool (the chain totals the books keep), and when wallets last moved funds (the
-schedule).
+"""The risk guards' storage: each pool's record (``pool_risks``; its recent snapshots a
+JSON list), what the service holds in each pool (the chain totals the books keep), and
+when wallets last moved funds (the schedule).
 
 A record whose state differs from the stored one is also an event (``protocol.risk_changed``)
 for each wallet the change concerns (``domain.risk.notices``), recorded in the same
@@ -21,6 +21,7 @@ from sqlmodel import select as orm_select
 from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.ports.storage import RiskRecord
 from yieldagent.domain.risk.guards import RiskState
+from yieldagent.domain.risk.history import Snapshot
 from yieldagent.domain.risk.notices import changed, concerned, risk_changed
 from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks
@@ -48,6 +49,29 @@ def _record(row: PoolRiskRow) -> RiskRecord:
         row.state,
         tuple(json.loads(row.reasons)),
         row.peak_share_price,
+        tuple(_snapshot(*fields) for fields in json.loads(row.history)),
+    )
+
+
+def _snapshot(
+    at: int,
+    tvl: int,
+    borrows: int,
+    share_price: int,
+    supply_paused: bool,
+    withdraw_paused: bool,
+    frozen: bool,
+) -> Snapshot:
+    return Snapshot(at, tvl, borrows, share_price, supply_paused, withdraw_paused, frozen)
+
+
+def _history(history: Sequence[Snapshot]) -> str:
+    """The snapshots as a JSON list of lists (integers stay exact: JSON's are unbounded)."""
+    return json.dumps(
+        [
+            [s.at, s.tvl, s.borrows, s.share_price, s.supply_paused, s.withdraw_paused, s.frozen]
+            for s in history
+        ]
     )
 
 
@@ -95,6 +119,7 @@ class RiskStore:
                 row.state = record.state
                 row.reasons = json.dumps(list(record.reasons))
                 row.peak_share_price = record.peak_share_price
+                row.history = _history(record.history)
                 session.add(row)
             session.flush()
             told = record_events(session, drafts)

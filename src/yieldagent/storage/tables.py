@@ -387,8 +387,8 @@ class ProtocolPauseRow(SQLModel, table=True):
 
 
 class PoolRiskRow(SQLModel, table=True):
-    """One pool's risk guards: whether a loss excludes it until an operator clears it, and
-    the state and reasons it last showed (``storage.risk``)."""
+    """One pool's risk guards: whether a loss excludes it until an operator clears it, the
+    state and reasons it last showed, and its recent snapshots (``storage.risk``)."""
 
     __tablename__ = "pool_risks"
 
@@ -403,6 +403,12 @@ class PoolRiskRow(SQLModel, table=True):
     reasons: str = Field(default="[]", sa_type=Text, description="JSON list of sentences")
     peak_share_price: int = Field(
         default=0, sa_type=TokenAmount, description="highest share price since cleared"
+    )
+    history: str = Field(
+        default="[]",
+        sa_type=Text,
+        sa_column_kwargs={"server_default": "[]"},
+        description="JSON list of recent snapshots, for chains whose readings carry none",
     )
 
 

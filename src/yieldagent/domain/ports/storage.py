@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from yieldagent.domain.pagination import PageRequest
     from yieldagent.domain.partners.partners import StoredCredentials
     from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
+    from yieldagent.domain.risk.history import Snapshot
 
 
 # -- wallets, their books and their leases ------------------------------------------------
@@ -246,7 +247,8 @@ class RunRepository(Protocol):
 @dataclass(frozen=True, slots=True)
 class RiskRecord:
     """What is kept of one pool's guards: whether a loss excludes it (until an operator
-    clears it, and when that was), and the state and reasons it last showed."""
+    clears it, and when that was), the state and reasons it last showed, and its recent
+    snapshots."""
 
     protocol: str
     token: str
@@ -257,6 +259,9 @@ class RiskRecord:
     reasons: tuple[str, ...] = ()
     peak_share_price: int = 0
     """The highest share price seen since the last clearing (0: none yet)."""
+    history: tuple[Snapshot, ...] = ()
+    """The pool's recent snapshots, oldest first, as the survey recorded them for a chain
+    whose readings carry no history (``domain.risk.history.remembered``)."""
 
 
 class RiskRepository(Protocol):

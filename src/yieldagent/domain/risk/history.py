@@ -2,7 +2,9 @@
 compare the present with.
 
 The history is small and bounded: one snapshot per reading interval (the simulator takes
-one per step, an hour), none older than the guards' window, at most ``MAX_SNAPSHOTS``.
+one per step, an hour; the survey remembers one per ``interval`` of the window for a chain
+read only at its head, and one whenever a switch flips), none older than the guards'
+window, at most ``MAX_SNAPSHOTS``.
 """
 
 from __future__ import annotations
@@ -53,3 +55,24 @@ def recorded(
     kept = [s for s in history if snapshot.at - keep_seconds <= s.at <= snapshot.at]
     kept.append(snapshot)
     return tuple(kept[-MAX_SNAPSHOTS:])
+
+
+def interval(window_seconds: int) -> int:
+    """How far apart the survey remembers a pool's snapshots: the window over
+    ``MAX_SNAPSHOTS``, so the history spans the whole window (30 minutes for a day)."""
+    return max(window_seconds // MAX_SNAPSHOTS, 1)
+
+
+def remembered(
+    history: tuple[Snapshot, ...], snapshot: Snapshot, window_seconds: int
+) -> tuple[Snapshot, ...]:
+    """``history`` with ``snapshot`` added when it is due: none yet, an ``interval`` since
+    the last, or a switch flipped since (a pause between readings is not lost). Else
+    ``history`` itself, so a pool read every few seconds is stored every half hour."""
+    if history:
+        last = history[-1]
+        switches = (last.supply_paused, last.withdraw_paused, last.frozen)
+        flipped = switches != (snapshot.supply_paused, snapshot.withdraw_paused, snapshot.frozen)
+        if snapshot.at - last.at < interval(window_seconds) and not flipped:
+            return history
+    return recorded(history, snapshot, window_seconds)

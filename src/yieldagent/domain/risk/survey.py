@@ -3,8 +3,10 @@ plan with (``RiskView``), and the use case that reads and records it (``RiskSurv
 
 A survey reads each pool's guard inputs from the chain (``RiskReads``; a chain without
 them is judged on its quotes: supply, borrows, cash), what the service holds there and
-each pool's stored record, and judges every pool (``guards.assess``). The record keeps the
-highest share price seen, so a chain whose readings carry no history still shows a loss.
+each pool's stored record, and judges every pool (``guards.assess``). A chain read only at
+its head gives no history: the record then keeps the pool's recent snapshots
+(``history.remembered``), so a TVL drop or a past pause shows there as on the simulator,
+and the highest share price seen, so a loss shows too.
 A loss the guards see becomes a stored exclusion that only an operator lifts (``clear``).
 A pool whose state changed is reported to the survey's observer (metrics) and stored.
 """
@@ -33,7 +35,7 @@ from yieldagent.domain.risk.guards import (
     Verdict,
     assess,
 )
-from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.risk.history import Snapshot, remembered
 from yieldagent.domain.risk.limits import guarded, must_wait, relaxed, wallet_cap
 from yieldagent.domain.risk.settings import RiskSettings
 
@@ -199,6 +201,10 @@ class RiskSurvey:
             record = records.get((protocol, token), RiskRecord(protocol, token))
             ours = exposure.get(protocol, 0)
             reading = readings[protocol]
+            history = record.history
+            if not reading.history:  # the chain keeps none: the record does
+                reading = replace(reading, history=record.history)
+                history = remembered(record.history, reading.now, self.settings.window_seconds)
             verdict = assess(
                 reading,
                 Exposure(ours, record.loss_excluded, record.cleared_at, record.peak_share_price),
@@ -210,6 +216,7 @@ class RiskSurvey:
                 state=str(verdict.state),
                 reasons=verdict.reasons,
                 peak_share_price=max(record.peak_share_price, reading.now.share_price),
+                history=history,
             )
             if updated != record:
                 changed.append(updated)

@@ -5,7 +5,7 @@ A delivery that fails once its event is older than the dead-letter time
 wallet's next delivery is then the one the job claims. Rows already there stay undead.
 
 Revision ID: 0016
-Revises: 0013
+Revises: 0015
 Create Date: 2026-11-27
 """
 
