@@ -4,11 +4,13 @@ pragma solidity 0.8.19;
 import {MinimalERC20} from "../common/MinimalERC20.sol";
 import {IERC20Like} from "../common/IERC20Like.sol";
 import {JumpRateModel} from "./JumpRateModel.sol";
+import {Comptroller} from "./Comptroller.sol";
 
 /// @title MToken (devnet)
 /// @notice A Moonwell (Compound v2) market with the production mToken ABI and Compound v2's
 /// accrual and exchange-rate math, per second. Functions return 0 on success, like the real ones,
-/// and revert on failure. Borrowing is devnet-simple: deposit the one collateral asset (fixed
+/// and revert on failure; `mint` asks the Comptroller first (`mintAllowed`), so the pause
+/// guardian can stop supplying as on Moonwell. Borrowing is devnet-simple: deposit the one collateral asset (fixed
 /// price), then `borrow` up to its value times the collateral factor; `repayBorrow` repays.
 contract MToken is MinimalERC20 {
     struct BorrowSnapshot {
@@ -21,6 +23,8 @@ contract MToken is MinimalERC20 {
 
     address public immutable underlying;
     address public immutable admin;
+    /// @notice Where the pause guardian's switch on supplying lives (`mintGuardianPaused`).
+    Comptroller public immutable comptroller;
     uint256 internal immutable initialExchangeRateMantissa;
     address public immutable collateralAsset;
     uint256 internal immutable collateralScale;
@@ -53,6 +57,7 @@ contract MToken is MinimalERC20 {
 
     constructor(
         address underlying_,
+        Comptroller comptroller_,
         JumpRateModel interestRateModel_,
         uint256 initialExchangeRateMantissa_,
         uint256 reserveFactorMantissa_,
@@ -64,6 +69,7 @@ contract MToken is MinimalERC20 {
     ) MinimalERC20(name_, symbol_, 8) {
         underlying = underlying_;
         admin = msg.sender;
+        comptroller = comptroller_;
         interestRateModel = interestRateModel_;
         initialExchangeRateMantissa = initialExchangeRateMantissa_;
         reserveFactorMantissa = reserveFactorMantissa_;
@@ -161,6 +167,7 @@ contract MToken is MinimalERC20 {
 
     /// @notice Supplies `mintAmount` of the underlying for mTokens; returns 0.
     function mint(uint256 mintAmount) external returns (uint256) {
+        require(comptroller.mintAllowed(address(this), msg.sender, mintAmount) == 0, "mint not allowed");
         accrueInterest();
         uint256 exchangeRate = exchangeRateStored();
         require(IERC20Like(underlying).transferFrom(msg.sender, address(this), mintAmount), "transferFrom failed");

@@ -1,7 +1,8 @@
 """Moonwell on the devnet: an mToken for USDC over a JumpRateModel with Base's parameters.
 
 Contracts (``contracts/src/moonwell``): ``MToken`` (Compound v2 math, per second),
-``JumpRateModel`` and a WETH-like collateral token (fixed price) for borrowers.
+``JumpRateModel``, the ``Comptroller``'s pause switch on supplying (the deployer is admin
+and pause guardian) and a WETH-like collateral token (fixed price) for borrowers.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ COLLATERAL_FACTOR = 80 * WAD // 100
 def deploy_moonwell(d: Deployer, usdc: str) -> ProtocolDeployment:
     """Deploys the rate model, a collateral token and the mUSDC market.
 
-    ``contracts``: ``rate_model`` (JumpRateModel), ``collateral`` (WETH).
+    ``contracts``: ``rate_model`` (JumpRateModel), ``comptroller``, ``collateral`` (WETH).
     """
     artifacts = compile_project()
     model = d.deploy(artifacts["JumpRateModel"], BASE_RATE, MULTIPLIER, JUMP_MULTIPLIER, KINK)
     weth = deploy_token(d, "Wrapped Ether (devnet)", "WETH", 18)
+    comptroller = d.deploy(artifacts["Comptroller"], d.admin)
     mtoken = d.deploy(
         artifacts["MToken"],
         Web3.to_checksum_address(usdc),
+        comptroller.address,
         model.address,
         INITIAL_EXCHANGE_RATE,
         RESERVE_FACTOR,
@@ -49,5 +52,9 @@ def deploy_moonwell(d: Deployer, usdc: str) -> ProtocolDeployment:
         name="moonwell",
         kind="moonwell",
         address=str(mtoken.address),
-        contracts={"rate_model": str(model.address), "collateral": str(weth.address)},
+        contracts={
+            "rate_model": str(model.address),
+            "comptroller": str(comptroller.address),
+            "collateral": str(weth.address),
+        },
     )

@@ -3,7 +3,8 @@ borrows and liquidity index in one batch at the head, and the guards' verdict on
 the devnet's PoolConfigurator freezes or pauses the USDC reserve; the Comet's pause
 switches, which only its governor or pause guardian sets; a Morpho vault's assets
 and share price, which the loss guard watches, and the real bad debt that lowers it when
-the collateral's oracle crashes and its borrowers are liquidated."""
+the collateral's oracle crashes and its borrowers are liquidated; the Moonwell
+Comptroller's pause guardian switch on supplying."""
 
 from __future__ import annotations
 
@@ -147,3 +148,38 @@ async def test_bad_debt_in_a_vaults_market_lowers_its_share_price_and_trips_the_
     verdict = assess(after, seen, RiskSettings())
     assert verdict.state == RiskState.EXIT
     assert Rule.LOSS in verdict.rules
+
+
+@pytest.mark.evm
+async def test_the_moonwell_guardian_pausing_supply_trips_the_pause_guard(env: ChainEnv) -> None:
+    d = env.deployer
+    artifacts = compile_project()
+    deployment = env.devnet.manifest.protocol("moonwell")
+    comptroller = d.at(artifacts["Comptroller"], deployment.contracts["comptroller"])
+    mtoken = d.at(artifacts["MToken"], deployment.address)
+    [before] = await env.chain.pool_readings(env.token, ["moonwell"])
+    [quote] = await env.chain.quotes(env.token, ["moonwell"])
+    assert before.protocol == "moonwell"
+    assert not before.now.paused
+    assert before.now.tvl == quote.total_supply > before.now.borrows > 0
+    assert before.now.share_price == mtoken.functions.exchangeRateStored().call() > 0
+    assert assess(before, Exposure(), RiskSettings()).state == RiskState.OK
+
+    stranger = d.accounts[7]
+    with pytest.raises(DeployError, match="only pause guardian and admin can pause"):
+        d.transact(comptroller.functions._setMintPaused(mtoken.address, True), sender=stranger)
+    d.transact(comptroller.functions._setMintPaused(mtoken.address, True))  # the guardian
+    [paused] = await env.chain.pool_readings(env.token, ["moonwell"])
+    assert paused.now.supply_paused and not paused.now.withdraw_paused
+    verdict = assess(paused, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.reasons) == (RiskState.EXIT, ("supply is paused",))
+    mint(d, env.token, stranger, 10 * ONE_USDC)
+    usdc = d.at(usdc_artifact(), env.token)
+    d.transact(usdc.functions.approve(mtoken.address, 2**256 - 1), sender=stranger)
+    with pytest.raises(DeployError, match="mint is paused"):
+        d.transact(mtoken.functions.mint(ONE_USDC), sender=stranger)
+
+    d.transact(comptroller.functions._setMintPaused(mtoken.address, False))  # the admin
+    [reopened] = await env.chain.pool_readings(env.token, ["moonwell"])
+    assert not reopened.now.paused
+    d.transact(mtoken.functions.mint(ONE_USDC), sender=stranger)

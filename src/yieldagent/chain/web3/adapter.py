@@ -70,6 +70,7 @@ from yieldagent.chain.web3.node_answers import CHAIN_ERRORS
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
+from yieldagent.chain.web3.protocols.moonwell import MTokenPool
 from yieldagent.chain.web3.protocols.morpho import VaultPool
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
@@ -356,15 +357,17 @@ class Web3Chain:
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The guard inputs of the pools that read their own switches or share price
         (Aave's reserve: its switches and liquidity index; a Comet: its pause switches; a
-        Morpho vault: its share price), at the head, in one batch; the others are judged
-        on their quotes (``domain.risk.survey``)."""
+        Moonwell market: its Comptroller's supply switch and exchange rate; a Morpho
+        vault: its share price), at the head, in one batch; the others are judged on
+        their quotes (``domain.risk.survey``)."""
         if to_checksum_address(token) != self.config.token:
             return []
         await self._ready()
         wanted = [
             pool
             for name, pool in self.pools.items()
-            if name in set(protocols) and isinstance(pool, AavePool | CometPool | VaultPool)
+            if name in set(protocols)
+            and isinstance(pool, AavePool | CometPool | MTokenPool | VaultPool)
         ]
         if not wanted:
             return []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from yieldagent.chain.web3.abis import (
     BALANCE_OF,
+    COMPTROLLER_MINT_PAUSED,
     JUMP_BASE_RATE,
     JUMP_JUMP_MULTIPLIER,
     JUMP_KINK,
@@ -21,6 +22,8 @@ from yieldagent.chain.web3.abis import (
     MTOKEN_BALANCE_OF_UNDERLYING,
     MTOKEN_BORROW_RATE,
     MTOKEN_CASH,
+    MTOKEN_COMPTROLLER,
+    MTOKEN_EXCHANGE_RATE,
     MTOKEN_MINT,
     MTOKEN_RATE_MODEL,
     MTOKEN_REDEEM,
@@ -43,6 +46,7 @@ from yieldagent.chain.web3.protocols.onchain_models import JumpRateModel
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
+from yieldagent.domain.risk.history import Snapshot
 
 WAD = 10**18
 WAD_TO_RAY = 10**9
@@ -67,6 +71,7 @@ class MTokenPool:
         self.token = token
         self.config = config
         self._rate_model: str | None = config.contracts.get("rate_model")
+        self._comptroller: str | None = config.contracts.get("comptroller")
 
     @property
     def name(self) -> str:
@@ -79,6 +84,36 @@ class MTokenPool:
     async def resolve(self) -> None:
         if self._rate_model is None:
             self._rate_model = str(await self._reader.call(self.config.address, MTOKEN_RATE_MODEL))
+        if self._comptroller is None:
+            self._comptroller = str(
+                await self._reader.call(self.config.address, MTOKEN_COMPTROLLER)
+            )
+
+    async def reading(self, block: Block) -> Snapshot:
+        """The market as its risk guards read it at ``block``, in one batch: its supply
+        (cash, borrows less reserves), borrows, exchange rate (its share price: bad debt
+        written off lowers it) and the Comptroller's pause switch on supplying. Compound
+        v2 pauses no redeeming, so withdrawals never read as paused."""
+        m = self.config.address
+        comptroller = self._comptroller
+        assert comptroller is not None, "resolve() first"
+        cash, borrows, reserves, exchange_rate, mint_paused = await self._reader.call_many(
+            [
+                read(m, MTOKEN_CASH),
+                read(m, MTOKEN_TOTAL_BORROWS),
+                read(m, MTOKEN_TOTAL_RESERVES),
+                read(m, MTOKEN_EXCHANGE_RATE),
+                read(comptroller, COMPTROLLER_MINT_PAUSED, m),
+            ],
+            block.number,
+        )
+        return Snapshot(
+            block.timestamp,
+            max(int(cash) + int(borrows) - int(reserves), 0),
+            int(borrows),
+            share_price=int(exchange_rate),
+            supply_paused=bool(mint_paused),
+        )
 
     async def quote(self, block: Block) -> PoolQuote:
         m = self.config.address
