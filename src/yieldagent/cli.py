@@ -30,6 +30,9 @@
                                            to EOA first if it lacks the amount)
     yieldagent devnet advance --seconds N [--chain C]
                                            move the devnet's time ahead and mine a block
+    yieldagent devnet price --token T --usd X [--chain C]
+                                           a pegged collateral's price feed answers X
+                                           (the manifest's collateral_feeds): a depeg
     yieldagent protocol pause|resume NAME [--chain C] [--now]
                                            mark a protocol unsafe: agents leave it at their
                                            next run, or at once with --now
@@ -245,6 +248,10 @@ def _cmd_devnet(settings: Settings, args: argparse.Namespace) -> None:
         moment = _on_devnet(actions.advance, url, args.seconds)
         _print({"time": iso(datetime.fromtimestamp(moment, UTC))})
         return
+    if args.action == "price":
+        feed = _collateral_feed(settings, args.chain, args.token)
+        _print({"token": args.token, **_on_devnet(actions.set_feed_price, url, feed, args.usd)})
+        return
     violations = _transfer_violations(args)
     if violations:
         raise InvalidInput(violations)
@@ -268,6 +275,17 @@ def _on_devnet(action: Callable[..., T], *args: Any) -> T:
         return action(*args)
     except Exception as error:  # the node's and web3's errors, however they come
         raise ChainUnavailable(f"devnet: {error}") from error
+
+
+def _collateral_feed(settings: Settings, chain_id: int, token: str) -> str:
+    """The price feed the devnet's manifest lists for the collateral ``token``."""
+    manifest = settings.deployment(chain_id)
+    feeds = json.loads(manifest.read_text()).get("collateral_feeds", {}) if manifest else {}
+    for collateral, feed in feeds.items():
+        if collateral.lower() == token.lower():
+            return str(feed["feed"])
+    listed = ", ".join(sorted(feeds)) or "none"
+    raise InvalidInput.field(("token",), f"no price feed for {token} on chain {chain_id}: {listed}")
 
 
 def _devnet_url(settings: Settings, chain_id: int) -> str:
@@ -519,6 +537,10 @@ def _parser() -> argparse.ArgumentParser:
     devnet_advance = devnet_actions.add_parser("advance", help="move the devnet's time ahead")
     devnet_advance.add_argument("--seconds", type=int, required=True)
     devnet_advance.add_argument("--chain", type=int, default=8453)
+    devnet_price = devnet_actions.add_parser("price", help="move a pegged collateral's feed")
+    devnet_price.add_argument("--chain", type=int, default=8453)
+    devnet_price.add_argument("--token", required=True, help="the collateral's address")
+    devnet_price.add_argument("--usd", required=True, help="its feed's new answer, e.g. 0.94")
     devnet_deposit = devnet_actions.add_parser("deposit", help="make a user's ERC-20 transfer")
     devnet_deposit.add_argument("--chain", type=int, default=8453)
     devnet_deposit.add_argument("--token", required=True)

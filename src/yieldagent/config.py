@@ -64,6 +64,10 @@ class Settings:
     deployments: Mapping[int, Path] = field(default_factory=dict)
     """Deployment manifests (``YIELDAGENT_DEPLOYMENT_<chain_id>``) naming the contracts of
     a chain that is not where the catalog says (a devnet)."""
+    collateral_feeds: Mapping[int, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
+    """Pegged collaterals the depeg guard watches on a web3 chain, as (token, feed, peg)
+    (``YIELDAGENT_COLLATERAL_FEEDS_<chain_id>``); a chain set here ignores its manifest's
+    list."""
     confirmations: int = 1
     tx_timeout_seconds: float = 60.0
     log_range: int = 2_000
@@ -280,6 +284,24 @@ def _per_chain(env: Mapping[str, str], prefix: str) -> dict[int, str]:
     return found
 
 
+def _collateral_feeds(env: Mapping[str, str]) -> dict[int, tuple[tuple[str, str, str], ...]]:
+    """``YIELDAGENT_COLLATERAL_FEEDS_<chain_id>``: ``TOKEN=FEED:PEG`` entries separated by
+    commas (``none``: no feed on that chain), by chain id."""
+    found: dict[int, tuple[tuple[str, str, str], ...]] = {}
+    for chain_id, value in _per_chain(env, "YIELDAGENT_COLLATERAL_FEEDS_").items():
+        entries = []
+        for entry in [] if value.strip().lower() == "none" else value.split(","):
+            token, equals, rest = entry.strip().partition("=")
+            feed, colon, peg = rest.partition(":")
+            if not (equals and colon and token and feed and peg):
+                raise ConfigurationError(
+                    f"YIELDAGENT_COLLATERAL_FEEDS_{chain_id}: {entry!r} is not TOKEN=FEED:PEG"
+                )
+            entries.append((token.strip(), feed.strip(), peg.strip()))
+        found[chain_id] = tuple(entries)
+    return found
+
+
 def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
     """A share between 0 (exclusive) and 1 (inclusive)."""
     value = _float(env, name, default)
@@ -366,6 +388,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             chain_id: Path(path).resolve()
             for chain_id, path in _per_chain(env, "YIELDAGENT_DEPLOYMENT_").items()
         },
+        collateral_feeds=_collateral_feeds(env),
         confirmations=max(_int(env, "YIELDAGENT_CONFIRMATIONS", 1), 1),
         tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),

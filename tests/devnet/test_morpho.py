@@ -12,7 +12,7 @@ from support.devnet_time import advance, frozen_time
 from support.smart_account import USDC_UNIT
 from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.manifest import ProtocolDeployment
-from yieldagent.devnet.morpho import LLTVS, SEED_ASSETS, VAULT_NAME
+from yieldagent.devnet.morpho import SEED_ASSETS, SEED_SPLIT, VAULT_NAME
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
 from yieldagent.domain.optimizer.rate_models import RAY, SECONDS_PER_YEAR, MorphoBlue
@@ -136,11 +136,11 @@ def test_vault_shape(net: Devnet) -> None:
     assert vault.functions.fee().call() == 0
     ids = ["0x" + i.hex() for i in vault.functions.marketIds().call()]
     assert ids == list(net.morpho.markets)
-    assert vault.functions.withdrawQueueLength().call() == len(LLTVS)
+    assert vault.functions.withdrawQueueLength().call() == len(SEED_SPLIT) == 4
     assert "0x" + vault.functions.withdrawQueue(2).call().hex() == net.morpho.markets[2]
-    # the seed went 50/30/20; deploy_all's borrowers have made it earn since
+    # the seed went 45/30/15/10; deploy_all's borrowers have made it earn since
     assert vault.functions.totalAssets().call() >= SEED_ASSETS
-    seeded = [500_000 * USDC_UNIT, 300_000 * USDC_UNIT, 200_000 * USDC_UNIT]
+    seeded = [SEED_ASSETS * share // 100 for share in SEED_SPLIT]
     for held, seed in zip(_vault_supply(net), seeded, strict=True):
         assert seed <= held <= seed + seed // 100
 
@@ -191,7 +191,7 @@ def test_withdraw_takes_pro_rata_capped_by_liquidity_then_in_order(net: Devnet) 
     expected = [min(amount * h // sum(held), a) for h, a in zip(held, available, strict=True)]
     assert expected[1] == available[1] < amount * held[1] // sum(held)  # capped
     missing = amount - sum(expected)
-    for i in range(3):
+    for i in range(len(held)):
         extra = min(missing, available[i] - expected[i])
         expected[i] += extra
         missing -= extra

@@ -3,7 +3,7 @@ and the contracts' own balance getters, independent of the web3 adapter."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from eth_abi.abi import decode, encode
 from eth_utils.address import to_checksum_address
@@ -60,10 +60,13 @@ def positions(w3: Web3, manifest: Manifest, account: str) -> dict[str, int]:
 
 
 def devnet_chain_books(
-    w3: Web3, manifest: Manifest, fee_collector: str
+    w3: Web3, manifest: Manifest, fee_collector: str, losses: Mapping[str, int] | None = None
 ) -> Callable[[Wallet], ChainBooks]:
-    """A reader of ``ChainBooks`` for ``assert_books_balance`` on the devnet."""
+    """A reader of ``ChainBooks`` for ``assert_books_balance`` on the devnet. ``losses``: the
+    bad debt each account bore, by address (the test measures it where it happened: a
+    vault's share price says nothing of who held it then)."""
     fee_collector = to_checksum_address(fee_collector)
+    borne = {to_checksum_address(a): amount for a, amount in (losses or {}).items()}
     custody = custodies(manifest)
 
     def read(wallet: Wallet) -> ChainBooks:
@@ -94,6 +97,6 @@ def devnet_chain_books(
                 payouts.append(movement)
         idle = _call(w3, manifest.token, "balanceOf(address)", account)
         value = idle + sum(positions(w3, manifest, account).values())
-        return ChainBooks(inflows, payouts, fees, moves, value)
+        return ChainBooks(inflows, payouts, fees, moves, value, borne.get(account, 0))
 
     return read

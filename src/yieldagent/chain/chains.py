@@ -89,7 +89,7 @@ def _web3_chain(
     settings: Settings, engine: Engine, operator: Signer, chain_id: int, url: str
 ) -> ChainPort:
     from yieldagent.chain.web3.adapter import Web3Chain
-    from yieldagent.chain.web3.config import Web3ChainConfig
+    from yieldagent.chain.web3.config import CollateralFeedConfig, Web3ChainConfig
     from yieldagent.chain.web3.transactions import SendSettings
     from yieldagent.devnet.manifest import Manifest
     from yieldagent.storage.nonces import NonceStore
@@ -101,11 +101,17 @@ def _web3_chain(
             f"chain's contracts: set YIELDAGENT_DEPLOYMENT_{chain_id} (or run make devnet)"
         )
     safe = _web3_constants(settings, chain_id, operator.address)
+    overrides: dict[str, object] = {}
+    if chain_id in settings.collateral_feeds:  # the setting replaces the manifest's feeds
+        overrides["collateral_feeds"] = tuple(
+            CollateralFeedConfig.of(*feed) for feed in settings.collateral_feeds[chain_id]
+        )
     config = Web3ChainConfig.from_manifest(
         Manifest.load(path),
         confirmations=settings.confirmations,
         log_range=settings.log_range,
         safe=None if isinstance(safe, str) else safe,
+        **overrides,
     )
     sending = SendSettings(receipt_timeout_seconds=settings.tx_timeout_seconds)
     return Web3Chain.connect(url, config, operator, NonceStore(engine), sending)

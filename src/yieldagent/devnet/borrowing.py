@@ -20,7 +20,7 @@ from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
 
 MIN_SUPPLY = 5_000_000 * 10**6  # USDC supplied to each pool (each Morpho market) at least
-COLLATERAL_USD = 3000  # every devnet collateral is priced 3,000 USDC per 1e18 units
+COLLATERAL_USD = 3000  # Comet's and Moonwell's collateral: 3,000 USDC per 1e18 units
 USDC_SCALE = 10**6
 
 
@@ -127,7 +127,7 @@ def _morpho(
 ) -> None:
     artifacts = compile_project()
     morpho = d.at(artifacts["Morpho"], deployment.contracts["morpho"])
-    collateral = d.at(artifacts["ERC20Mock"], deployment.contracts["collateral"])
+    volatile = deployment.contracts["collateral"]
     for market in deployment.markets:
         market_id = bytes.fromhex(market[2:])
         params = morpho.functions.idToMarketParams(market_id).call()
@@ -142,10 +142,18 @@ def _morpho(
         debt = _shortfall(*_market(morpho, market_id), target)
         if debt == 0:
             continue
-        amount = _collateral_for(debt)
-        held = collateral.functions.balanceOf(borrower).call()
-        d.transact(collateral.functions.setBalance(borrower, held + amount))
-        d.transact(collateral.functions.approve(morpho.address, amount), sender=borrower)
+        # collateral worth twice the debt at the market's own oracle (loan units per
+        # collateral unit, scaled 1e36)
+        price = d.at(artifacts["OracleMock"], params[2]).functions.price().call()
+        amount = 2 * debt * 10**36 // price + 1
+        collateral_token = params[1]
+        if collateral_token == volatile:
+            collateral = d.at(artifacts["ERC20Mock"], collateral_token)
+            held = collateral.functions.balanceOf(borrower).call()
+            d.transact(collateral.functions.setBalance(borrower, held + amount))
+            d.transact(collateral.functions.approve(morpho.address, amount), sender=borrower)
+        else:  # a DevToken: minted
+            mint_and_approve(d, collateral_token, borrower, morpho.address, amount)
         d.transact(
             morpho.functions.supplyCollateral(params, amount, borrower, b""), sender=borrower
         )

@@ -89,11 +89,14 @@ def deploy_all(
         usdc = deploy_usdc(d).address
     with _timed("aave", timings):
         protocols: list[ProtocolDeployment] = [deploy_aave(d, usdc)]
+    collateral_feeds: dict[str, dict[str, str]] = {}
     for module_name, function in PROTOCOL_MODULES:
         module = _optional(module_name)
         if module is not None:
             with _timed(module_name, timings):
                 protocols.append(getattr(module, function)(d, usdc))
+            if hasattr(module, "collateral_feeds"):
+                collateral_feeds.update(module.collateral_feeds(protocols[-1]))
 
     reward_token = _role(protocols, "reward_token")
     swap_router = _role(protocols, "swap_router")
@@ -131,6 +134,7 @@ def deploy_all(
         borrower=d.actor("aave-borrower"),
         extras={"fee_collector": collector, "admin": d.admin},
         safe=safe_deployment,
+        collateral_feeds=collateral_feeds,
     )
     if manifest_path is not None:
         manifest.write(manifest_path)

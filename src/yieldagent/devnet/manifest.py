@@ -99,6 +99,9 @@ class Manifest:
     included): what happens after it is the service's. ``borrower`` is the address of the
     devnet's Aave borrower (each pool's borrower is its own actor). ``safe`` is where Safe
     accounts and their operator module are (None: the service acts for no account there).
+    ``collateral_feeds``: the pegged collaterals the pools lend against, each with its price
+    feed (Chainlink's ``latestRoundData``) and its peg in the feed's currency, by collateral:
+    ``{token: {"feed": address, "peg": "1"}}``.
     """
 
     chain_id: int
@@ -113,6 +116,7 @@ class Manifest:
     borrower: str
     extras: dict[str, str] = field(default_factory=dict)
     safe: SafeDeployment | None = None
+    collateral_feeds: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def protocol(self, name: str) -> ProtocolDeployment:
         """The protocol deployed under catalog name ``name``."""
@@ -143,6 +147,10 @@ class Manifest:
             borrower=str(data["borrower"]),
             extras={str(k): str(v) for k, v in data.get("extras", {}).items()},
             safe=None if data.get("safe") is None else SafeDeployment.from_dict(data["safe"]),
+            collateral_feeds={
+                str(token): {str(k): str(v) for k, v in feed.items()}
+                for token, feed in data.get("collateral_feeds", {}).items()
+            },
         )
 
     def to_json(self) -> str:

@@ -1,21 +1,26 @@
-"""Morpho Blue on the devnet: the real Morpho Blue, the adaptive curve IRM, three USDC markets
+"""Morpho Blue on the devnet: the real Morpho Blue, the adaptive curve IRM, four USDC markets
 and an ERC-4626 vault over them (catalog name ``morpho_gauntlet_usdc_prime``).
 
-Morpho Blue is compiled from the pinned ``@morpho-org/morpho-blue`` sources; the oracle is its
-``OracleMock`` (fixed price) and the collateral its ``ERC20Mock``. The three markets lend USDC
-against the same collateral at LLTVs 77%, 86% and 91.5%. The vault is seeded with
-``SEED_ASSETS`` spread 50/30/20 over the markets, so that its allocation rule (see
-``contracts/src/morpho/Vault.sol``) involves all three.
+Morpho Blue is compiled from the pinned ``@morpho-org/morpho-blue`` sources. Three markets lend
+USDC against one volatile collateral (its ``ERC20Mock``, priced by its ``OracleMock``) at LLTVs
+77%, 86% and 91.5%. The fourth lends against a dollar-pegged stable (``PEGGED_SYMBOL``, a
+``DevToken``) at 91.5%, priced by a ``FeedOracle`` over a Chainlink-style ``DevPriceFeed``
+(8 decimals, $1.00): the feed the manifest lists as pegged (``collateral_feeds``), which the
+service's depeg guard reads and ``set_feed_price`` moves. The vault is seeded with
+``SEED_ASSETS`` spread 45/30/15/10 over the markets, so that its allocation rule (see
+``contracts/src/morpho/Vault.sol``) involves all four.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 from eth_abi.abi import encode
 from web3 import Web3
 
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.manifest import ProtocolDeployment
-from yieldagent.devnet.tokens import mint_and_approve
+from yieldagent.devnet.tokens import deploy_token, mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
 
 WAD = 10**18
@@ -26,7 +31,13 @@ ORACLE_PRICE = 3000 * 10**6 * 10**36 // 10**18
 VAULT_NAME = "Gauntlet USDC Prime (devnet)"
 VAULT_SYMBOL = "gtUSDCp"
 SEED_ASSETS = 1_000_000 * 10**6
-SEED_SPLIT = (50, 30, 20)  # percent of the seed per market
+SEED_SPLIT = (45, 30, 15, 10)  # percent of the seed per market
+PEGGED_SYMBOL = "USDT"
+PEGGED_DECIMALS = 6
+PEGGED_LLTV = 915 * WAD // 1000
+FEED_DECIMALS = 8
+PEG_USD = "1"
+"""What the pegged collateral's feed answers at par, in dollars."""
 
 
 def market_id(params: tuple[str, str, str, str, int]) -> str:
@@ -36,9 +47,10 @@ def market_id(params: tuple[str, str, str, str, int]) -> str:
 
 
 def deploy_morpho(d: Deployer, usdc: str) -> ProtocolDeployment:
-    """Deploys Morpho Blue, the IRM, the oracle, the collateral, three markets and the vault.
+    """Deploys Morpho Blue, the IRM, the oracles, the collaterals, four markets and the vault.
 
-    ``address`` is the vault; ``contracts``: ``morpho``, ``irm``, ``oracle``, ``collateral``;
+    ``address`` is the vault; ``contracts``: ``morpho``, ``irm``, ``oracle``, ``collateral``
+    (the volatile one's) and ``pegged_collateral``, ``pegged_feed``, ``pegged_oracle``;
     ``markets``: the market ids in the vault's queue order.
     """
     artifacts = compile_project()
@@ -50,10 +62,21 @@ def deploy_morpho(d: Deployer, usdc: str) -> ProtocolDeployment:
     collateral = d.deploy(artifacts["ERC20Mock"])
     d.transact(morpho.functions.enableIrm(irm.address))
     vault = d.deploy(artifacts["Vault"], morpho.address, usdc, VAULT_NAME, VAULT_SYMBOL)
+    pegged = deploy_token(d, f"Devnet {PEGGED_SYMBOL}", PEGGED_SYMBOL, PEGGED_DECIMALS)
+    feed = d.deploy(
+        artifacts["DevPriceFeed"],
+        FEED_DECIMALS,
+        f"{PEGGED_SYMBOL} / USD",
+        int(Fraction(PEG_USD) * 10**FEED_DECIMALS),
+    )
+    feed_oracle = d.deploy(artifacts["FeedOracle"], feed.address, PEGGED_DECIMALS, 6)
+    every = [(collateral.address, oracle.address, lltv) for lltv in LLTVS]
+    every.append((pegged.address, feed_oracle.address, PEGGED_LLTV))
     markets: list[str] = []
-    for lltv in LLTVS:
-        params = (usdc, collateral.address, oracle.address, irm.address, lltv)
-        d.transact(morpho.functions.enableLltv(lltv))
+    for collateral_token, market_oracle, lltv in every:
+        params = (usdc, collateral_token, market_oracle, irm.address, lltv)
+        if not morpho.functions.isLltvEnabled(lltv).call():
+            d.transact(morpho.functions.enableLltv(lltv))
         d.transact(morpho.functions.createMarket(params))
         d.transact(vault.functions.addMarket(params))
         markets.append(market_id(params))
@@ -70,6 +93,20 @@ def deploy_morpho(d: Deployer, usdc: str) -> ProtocolDeployment:
             "irm": str(irm.address),
             "oracle": str(oracle.address),
             "collateral": str(collateral.address),
+            "pegged_collateral": str(pegged.address),
+            "pegged_feed": str(feed.address),
+            "pegged_oracle": str(feed_oracle.address),
         },
         markets=tuple(markets),
     )
+
+
+def collateral_feeds(deployment: ProtocolDeployment) -> dict[str, dict[str, str]]:
+    """The pegged collateral's feed and peg, by collateral (the manifest's
+    ``collateral_feeds``)."""
+    return {
+        deployment.contracts["pegged_collateral"]: {
+            "feed": deployment.contracts["pegged_feed"],
+            "peg": PEG_USD,
+        }
+    }

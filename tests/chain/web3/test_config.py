@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
-from yieldagent.chain.web3.config import Web3ChainConfig
+from yieldagent.chain.web3.config import CollateralFeedConfig, Web3ChainConfig
+from yieldagent.config import load_settings
 from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
 from yieldagent.domain.errors import ConfigurationError
 
@@ -47,3 +50,29 @@ def test_a_manifest_gives_checksummed_contracts() -> None:
     assert config.protocol("morpho_gauntlet_usdc_prime") is vault
     with pytest.raises(ConfigurationError):
         config.protocol("aave")
+
+
+USDT = "0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2"
+FEED = "0xf19d560eB8d2ADf07BD6D13ed03e1D11215721F9"
+
+
+def test_pegged_collateral_feeds_are_a_per_chain_setting() -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_COLLATERAL_FEEDS_8453": f"{USDT.lower()}={FEED}:1, {FEED}={USDT}:0.5",
+            "YIELDAGENT_COLLATERAL_FEEDS_1": "none",
+        }
+    )
+    assert settings.collateral_feeds == {
+        8453: ((USDT.lower(), FEED, "1"), (FEED, USDT, "0.5")),
+        1: (),
+    }
+    [usdt, other] = [CollateralFeedConfig.of(*f) for f in settings.collateral_feeds[8453]]
+    assert usdt == CollateralFeedConfig(USDT, FEED, Fraction(1))  # checksummed
+    assert other.peg == Fraction(1, 2)
+    with pytest.raises(ConfigurationError, match="not TOKEN=FEED:PEG"):
+        load_settings({"YIELDAGENT_COLLATERAL_FEEDS_8453": f"{USDT}={FEED}"})
+    with pytest.raises(ConfigurationError, match="not an address"):
+        CollateralFeedConfig.of(USDT, "0x12", "1")
+    with pytest.raises(ConfigurationError, match="above 0"):
+        CollateralFeedConfig.of(USDT, FEED, "0")

@@ -22,7 +22,8 @@ async def test_every_quote_of_a_block_is_one_batched_request(env: ChainEnv) -> N
     methods = Counter(env.calls.methods)
     # the head, then one JSON-RPC batch of every pool's eth_call at that block
     assert env.calls.requests == 2
-    assert methods == {"eth_getBlockByNumber": 1, "eth_call": 8 + 10 + 11 + 10}
+    # the vault: its fee, then three reads for each of its four markets
+    assert methods == {"eth_getBlockByNumber": 1, "eth_call": 8 + 10 + 11 + 1 + 3 * 4}
     print(f"\nquotes of {len(PROTOCOLS)} pools: {env.calls.requests} requests, {dict(methods)}")
 
 

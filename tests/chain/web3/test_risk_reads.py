@@ -3,7 +3,8 @@ borrows and liquidity index in one batch at the head, and the guards' verdict on
 the devnet's PoolConfigurator freezes or pauses the USDC reserve; the Comet's pause
 switches, which only its governor or pause guardian sets; a Morpho vault's assets
 and share price, which the loss guard watches, and the real bad debt that lowers it when
-the collateral's oracle crashes and its borrowers are liquidated; the Moonwell
+the collateral's oracle crashes and its borrowers are liquidated; the feed of the pegged
+stable one of its markets lends against, which the depeg guard reads; and the Moonwell
 Comptroller's pause guardian switch on supplying."""
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import pytest
 
 from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.protocols.aave import ACTIVE_BIT, FROZEN_BIT, PAUSED_BIT, switches
+from yieldagent.devnet.actions import set_feed_price
 from yieldagent.devnet.deployer import DeployError
+from yieldagent.devnet.morpho import FEED_DECIMALS, PEGGED_SYMBOL
+from yieldagent.devnet.switches import morpho_bad_debt
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
 from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
-from yieldagent.domain.risk.guards import Exposure, RiskState, Rule, assess
+from yieldagent.domain.risk.guards import CollateralFeed, Exposure, RiskState, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -114,30 +118,9 @@ async def test_bad_debt_in_a_vaults_market_lowers_its_share_price_and_trips_the_
 ) -> None:
     name = next(p for p in env.chain.pools if p.startswith("morpho"))
     deployment = env.devnet.manifest.protocol(name)
-    artifacts = compile_project()
-    d = env.deployer
-    morpho = d.at(artifacts["Morpho"], deployment.contracts["morpho"])
-    oracle = d.at(artifacts["OracleMock"], deployment.contracts["oracle"])
     [before] = await env.chain.pool_readings(env.token, [name])
 
-    d.transact(oracle.functions.setPrice(1))  # the collateral crashes to almost nothing
-    liquidator = d.accounts[7]
-    mint(d, env.token, liquidator, 1_000 * ONE_USDC)
-    usdc = d.at(usdc_artifact(), env.token)
-    d.transact(usdc.functions.approve(morpho.address, 2**256 - 1), sender=liquidator)
-    liquidated = 0
-    for market in deployment.markets:
-        market_id = bytes.fromhex(market.removeprefix("0x"))
-        params = morpho.functions.idToMarketParams(market_id).call()
-        for borrower in d.accounts:
-            collateral = morpho.functions.position(market_id, borrower).call()[2]
-            if collateral:  # seize it all: the debt it no longer covers is bad debt
-                d.transact(
-                    morpho.functions.liquidate(params, borrower, collateral, 0, b""),
-                    sender=liquidator,
-                )
-                liquidated += 1
-    assert liquidated
+    assert morpho_bad_debt(env.deployer, deployment, env.token)  # liquidated someone
     env.mine()
 
     [after] = await env.chain.pool_readings(env.token, [name])
@@ -183,3 +166,38 @@ async def test_the_moonwell_guardian_pausing_supply_trips_the_pause_guard(env: C
     [reopened] = await env.chain.pool_readings(env.token, ["moonwell"])
     assert not reopened.now.paused
     d.transact(mtoken.functions.mint(ONE_USDC), sender=stranger)
+
+
+@pytest.mark.evm
+async def test_a_vault_reads_its_pegged_collaterals_feed_and_a_depeg_trips_its_guard(
+    env: ChainEnv,
+) -> None:
+    name = next(p for p in env.chain.pools if p.startswith("morpho"))
+    deployment = env.devnet.manifest.protocol(name)
+    [(token, listed)] = env.devnet.manifest.collateral_feeds.items()
+    assert (token, listed["feed"]) == (
+        deployment.contracts["pegged_collateral"],
+        deployment.contracts["pegged_feed"],
+    )
+    par = 10**FEED_DECIMALS
+    await env.chain.pool_readings(env.token, [name])  # resolves the vault and the feed
+    env.calls.reset()
+    [at_par] = await env.chain.pool_readings(env.token, [name])
+    assert env.calls.requests == 2  # the head, then the vault's and the feed's reads at it
+    assert at_par.collateral == (CollateralFeed(PEGGED_SYMBOL, par, par),)
+    assert assess(at_par, Exposure(), RiskSettings()).state == RiskState.OK
+
+    set_feed_price(env.devnet.url, listed["feed"], "0.951")  # 4.9% below: within the band
+    [near] = await env.chain.pool_readings(env.token, [name])
+    assert near.collateral == (CollateralFeed(PEGGED_SYMBOL, 95_100_000, par),)
+    assert assess(near, Exposure(), RiskSettings()).state == RiskState.OK
+
+    set_feed_price(env.devnet.url, listed["feed"], "0.95")
+    [fallen] = await env.chain.pool_readings(env.token, [name])
+    verdict = assess(fallen, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.rules) == (RiskState.EXIT, (Rule.DEPEG,))
+    assert verdict.reasons == (f"collateral {PEGGED_SYMBOL} is 5% or more below its peg",)
+
+    # a chain configured with no feed reads no collateral: the guard has nothing to judge
+    [unwatched] = await env.build(collateral_feeds=()).pool_readings(env.token, [name])
+    assert unwatched.collateral == ()

@@ -90,6 +90,8 @@ TRANSFER = Fn("transfer(address,uint256)", "bool")
 APPROVE = Fn("approve(address,uint256)", "bool")
 DECIMALS = Fn("decimals()", "uint8")
 SYMBOL = Fn("symbol()", "string")
+FEED_LATEST_ROUND_DATA = Fn("latestRoundData()", "uint80,int256,uint256,uint256,uint80")
+"""Chainlink's AggregatorV3: (roundId, answer, startedAt, updatedAt, answeredInRound)."""
 
 # -- Aave v3 Pool and its rate strategy -----------------------------------------
 AAVE_RESERVE_DATA = Fn(

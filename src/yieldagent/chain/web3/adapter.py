@@ -44,6 +44,7 @@ from yieldagent.chain.web3.abis import (
     APPROVE,
     BALANCE_OF,
     DECIMALS,
+    FEED_LATEST_ROUND_DATA,
     MODULE_ACCOUNTS,
     MODULE_EXECUTE,
     MODULE_PAY,
@@ -104,7 +105,8 @@ from yieldagent.domain.ports.chain import (
     TxReceipt,
 )
 from yieldagent.domain.ports.signer import Signer
-from yieldagent.domain.risk.guards import PoolReading
+from yieldagent.domain.risk.guards import CollateralFeed, PoolReading
+from yieldagent.domain.risk.history import Snapshot
 
 GAS_UNITS = {
     "supply": 260_000,
@@ -133,6 +135,16 @@ class Sender(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class _Feed:
+    """A pegged collateral's price feed as resolved: its peg in the feed's own units and
+    the collateral's symbol (what the depeg guard's reason names)."""
+
+    address: str
+    peg: int
+    symbol: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Reward:
     """The reward token's facts."""
 
@@ -154,6 +166,8 @@ class Web3Chain:
         }
         self._parties: Counterparties | None = None
         self._reward: _Reward | None = None
+        self._feeds: dict[str, _Feed] = {}
+        """The configured collateral feeds, by collateral token (after ``_ready``)."""
         self._resolving = asyncio.Lock()
         self.gas_used: dict[str, int] = {}
         """Gas each action used the last time it was mined here."""
@@ -197,6 +211,7 @@ class Web3Chain:
                         "latest",
                     )
                     self._reward = _Reward(str(symbol), int(decimals))
+                await self._resolve_feeds()
                 self._parties = Counterparties(
                     token=self.config.token,
                     custodies={pool.custody: name for name, pool in self.pools.items()},
@@ -205,6 +220,26 @@ class Web3Chain:
                     router=self.config.swap_router,
                 )
         return self._parties
+
+    async def _resolve_feeds(self) -> None:
+        """Each configured collateral feed's decimals and its collateral's symbol, once:
+        the peg in the feed's units."""
+        feeds = self.config.collateral_feeds
+        answers = await self.reader.call_many(
+            [r for f in feeds for r in (read(f.feed, DECIMALS), read(f.token, SYMBOL))], "latest"
+        )
+        for i, f in enumerate(feeds):
+            decimals, symbol = int(answers[2 * i]), str(answers[2 * i + 1])
+            peg = f.peg * 10**decimals
+            self._feeds[f.token] = _Feed(f.feed, peg.numerator // peg.denominator, symbol)
+
+    async def _feed_prices(self, tokens: Sequence[str], block: Block) -> dict[str, int]:
+        """The latest answer of each of ``tokens``' feeds at ``block`` (a negative answer
+        reads as 0: nothing)."""
+        rounds = await self.reader.call_many(
+            [read(self._feeds[t].address, FEED_LATEST_ROUND_DATA) for t in tokens], block.number
+        )
+        return {t: max(int(r[1]), 0) for t, r in zip(tokens, rounds, strict=True)}
 
     def _pool(self, protocol: str, token: str) -> LendingPool:
         if to_checksum_address(token) != self.config.token:
@@ -358,7 +393,8 @@ class Web3Chain:
         """The guard inputs of the pools that read their own switches or share price
         (Aave's reserve: its switches and liquidity index; a Comet: its pause switches; a
         Moonwell market: its Comptroller's supply switch and exchange rate; a Morpho
-        vault: its share price), at the head, in one batch; the others are judged on
+        vault: its share price, and the configured feeds of the pegged collaterals its
+        markets lend against), at the head, in one batch; the others are judged on
         their quotes (``domain.risk.survey``)."""
         if to_checksum_address(token) != self.config.token:
             return []
@@ -372,11 +408,31 @@ class Web3Chain:
         if not wanted:
             return []
         block = await self.head()
-        snapshots = await asyncio.gather(*(pool.reading(block) for pool in wanted))
-        return [
-            PoolReading(pool.name, snapshot)
-            for pool, snapshot in zip(wanted, snapshots, strict=True)
-        ]
+        # every feed a wanted vault might lend against, read with the pools in one batch
+        lent = {c for p in wanted if isinstance(p, VaultPool) for c in p.collaterals}
+        watched = sorted(lent & set(self._feeds))
+        reads, prices = await asyncio.gather(
+            asyncio.gather(*(self._guard_reading(pool, block) for pool in wanted)),
+            self._feed_prices(watched, block),
+        )
+        readings = []
+        for pool, (snapshot, lent_against) in zip(wanted, reads, strict=True):
+            feeds = tuple(
+                CollateralFeed(self._feeds[c].symbol, prices[c], self._feeds[c].peg)
+                for c in lent_against
+                if c in prices
+            )
+            readings.append(PoolReading(pool.name, snapshot, collateral=feeds))
+        return readings
+
+    @staticmethod
+    async def _guard_reading(
+        pool: AavePool | CometPool | MTokenPool | VaultPool, block: Block
+    ) -> tuple[Snapshot, tuple[str, ...]]:
+        """A pool's snapshot, and the collateral tokens it lends against now (a vault's)."""
+        if isinstance(pool, VaultPool):
+            return await pool.guard_reading(block)
+        return await pool.reading(block), ()
 
     async def plan_calls(
         self, holder: str, action: str, protocol: str, token: str, amount: int

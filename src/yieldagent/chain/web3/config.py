@@ -1,15 +1,17 @@
 """What the web3 adapter must know of one chain: its token, protocols and helpers.
 
 A ``Web3ChainConfig`` names contracts only; everything else (rate parameters, reserve
-factors, market states, the tokens an Aave reserve issues) is read from the chain. It is
-built from the devnet's manifest (``from_manifest``) or, for a production RPC, written
-from the catalog's addresses.
+factors, market states, the tokens an Aave reserve issues, a feed's decimals) is read from
+the chain. It is built from the devnet's manifest (``from_manifest``) or, for a production
+RPC, written from the catalog's addresses. The pegged collaterals the depeg guard watches
+(``collateral_feeds``) come from the manifest or ``YIELDAGENT_COLLATERAL_FEEDS_<chain_id>``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from eth_utils.address import to_checksum_address
@@ -41,6 +43,32 @@ class ProtocolConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CollateralFeedConfig:
+    """A pegged collateral a pool may lend against, and the price feed the depeg guard
+    reads for it: Chainlink's AggregatorV3 (``latestRoundData``, ``decimals``)."""
+
+    token: str
+    feed: str
+    peg: Fraction
+    """What the feed answers at par, in its own currency (1 for a dollar stable on a USD
+    feed)."""
+
+    @classmethod
+    def of(cls, token: str, feed: str, peg: str) -> CollateralFeedConfig:
+        """The feed of ``token`` at ``feed``, pegged at ``peg`` (a decimal number)."""
+        for role, value in (("collateral", token), ("feed", feed)):
+            if not is_address(value):
+                raise ConfigurationError(f"collateral feed: {role} {value!r} is not an address")
+        try:
+            par = Fraction(peg)
+        except (ValueError, ZeroDivisionError):
+            raise ConfigurationError(f"collateral feed of {token}: peg {peg!r}") from None
+        if par <= 0:
+            raise ConfigurationError(f"collateral feed of {token}: the peg must be above 0")
+        return cls(to_checksum_address(token), to_checksum_address(feed), par)
+
+
+@dataclass(frozen=True, slots=True)
 class Web3ChainConfig:
     """One chain as the web3 adapter serves it."""
 
@@ -67,6 +95,9 @@ class Web3ChainConfig:
     head's ``final`` block lags the latest by ``confirmations - 1``."""
     log_range: int = DEFAULT_LOG_RANGE
     """Most blocks one ``eth_getLogs`` covers."""
+    collateral_feeds: tuple[CollateralFeedConfig, ...] = ()
+    """The pegged collaterals whose feeds the depeg guard reads, wherever a pool lends
+    against them (a Morpho vault's markets)."""
 
     def __post_init__(self) -> None:
         if self.log_range < 1:
@@ -103,6 +134,10 @@ class Web3ChainConfig:
             "reward_token": _address(manifest.reward_token),
             "swap_router": _address(manifest.swap_router),
             "module": _address(manifest.safe.module) if manifest.safe is not None else None,
+            "collateral_feeds": tuple(
+                CollateralFeedConfig.of(token, feed["feed"], feed["peg"])
+                for token, feed in sorted(getattr(manifest, "collateral_feeds", {}).items())
+            ),
         }
         values.update(overrides)
         return cls(**values)

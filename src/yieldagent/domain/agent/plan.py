@@ -267,7 +267,9 @@ def refusal(refused: Exception) -> str:
 
 
 def _steps(wallet: Wallet, valuation: Valuation, moves: Sequence[Move]) -> tuple[Step, ...]:
-    """The planned steps of ``moves``, each with its pool's APR as planned."""
+    """The planned steps of ``moves``, each with its pool's APR as planned. A withdrawal
+    of the whole position is ``whole``: interest accrues between the reading and the block
+    that mines it, and a withdrawal of the amount read would leave that in the pool."""
     quotes = valuation.quotes
     return tuple(
         Step(
@@ -276,6 +278,8 @@ def _steps(wallet: Wallet, valuation: Valuation, moves: Sequence[Move]) -> tuple
             move.amount,
             protocol=move.protocol,
             apr=quotes[move.protocol].apr() if move.protocol in quotes else None,
+            whole=move.action == StepAction.WITHDRAW
+            and move.amount == valuation.positions.get(move.protocol),
         )
         for move in moves
     )

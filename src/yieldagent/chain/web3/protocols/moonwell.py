@@ -91,28 +91,35 @@ class MTokenPool:
 
     async def reading(self, block: Block) -> Snapshot:
         """The market as its risk guards read it at ``block``, in one batch: its supply
-        (cash, borrows less reserves), borrows, exchange rate (its share price: bad debt
-        written off lowers it) and the Comptroller's pause switch on supplying. Compound
-        v2 pauses no redeeming, so withdrawals never read as paused."""
+        and borrows brought to the block as the quote brings them, its exchange rate (its
+        share price: bad debt written off lowers it) and the Comptroller's pause switch on
+        supplying. Compound v2 pauses no redeeming, so withdrawals never read as paused."""
         m = self.config.address
         comptroller = self._comptroller
         assert comptroller is not None, "resolve() first"
-        cash, borrows, reserves, exchange_rate, mint_paused = await self._reader.call_many(
+        values = await self._reader.call_many(
             [
                 read(m, MTOKEN_CASH),
                 read(m, MTOKEN_TOTAL_BORROWS),
                 read(m, MTOKEN_TOTAL_RESERVES),
+                read(m, MTOKEN_RESERVE_FACTOR),
+                read(m, MTOKEN_ACCRUAL_TIMESTAMP),
+                read(m, MTOKEN_BORROW_RATE),
                 read(m, MTOKEN_EXCHANGE_RATE),
                 read(comptroller, COMPTROLLER_MINT_PAUSED, m),
             ],
             block.number,
         )
+        cash, borrows, reserves, factor, accrued_at, borrow_rate, exchange_rate, paused = values
+        borrows, reserves = accrue(
+            borrows, reserves, borrow_rate, factor, block.timestamp - accrued_at
+        )
         return Snapshot(
             block.timestamp,
-            max(int(cash) + int(borrows) - int(reserves), 0),
-            int(borrows),
+            max(cash + borrows - reserves, 0),
+            borrows,
             share_price=int(exchange_rate),
-            supply_paused=bool(mint_paused),
+            supply_paused=bool(paused),
         )
 
     async def quote(self, block: Block) -> PoolQuote:

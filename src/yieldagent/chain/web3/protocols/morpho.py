@@ -201,16 +201,34 @@ class VaultPool:
         return PoolQuote(self.name, self.token, model, tuple(quoted), fee * WAD_TO_RAY)
 
     async def reading(self, block: Block) -> Snapshot:
+        """The vault as its risk guards read it at ``block`` (``guard_reading``)."""
+        snapshot, _ = await self.guard_reading(block)
+        return snapshot
+
+    async def guard_reading(self, block: Block) -> tuple[Snapshot, tuple[str, ...]]:
         """The vault as its risk guards read it at ``block``: its assets, what its markets
         have lent out of them, and its share price (the assets of ``SHARE`` shares), read
-        together in one batch."""
+        together in one batch; and the collateral tokens of the markets it holds a supply
+        in (what it lends against now, each once)."""
         vault = self.config.address
         quote, price = await asyncio.gather(
             self.quote(block),
             self._reader.call(vault, VAULT_CONVERT_TO_ASSETS, SHARE, block=block.number),
         )
         tvl = quote.total_supply
-        return Snapshot(block.timestamp, tvl, max(tvl - quote.cash, 0), int(price))
+        lent_against = tuple(
+            dict.fromkeys(
+                m.collateral_token
+                for m, q in zip(self.markets, quote.markets, strict=True)
+                if q.held > 0
+            )
+        )
+        return Snapshot(block.timestamp, tvl, max(tvl - quote.cash, 0), int(price)), lent_against
+
+    @property
+    def collaterals(self) -> frozenset[str]:
+        """Every collateral token its markets lend against (after ``resolve``)."""
+        return frozenset(m.collateral_token for m in self.markets)
 
     async def position(self, holder: str, block: BlockId) -> int:
         vault = self.config.address
