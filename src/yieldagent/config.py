@@ -328,6 +328,9 @@ def _risk(env: Mapping[str, str]) -> RiskSettings:
             env, "YIELDAGENT_RISK_MIN_FREE_LIQUIDITY", default.min_free_liquidity
         ),
         max_depeg=_ratio(env, "YIELDAGENT_RISK_MAX_DEPEG", default.max_depeg),
+        max_feed_age_seconds=max(
+            _int(env, "YIELDAGENT_RISK_MAX_FEED_AGE_SECONDS", default.max_feed_age_seconds), 1
+        ),
         max_move_loss_bps=max(
             _int(env, "YIELDAGENT_RISK_MAX_MOVE_LOSS_BPS", default.max_move_loss_bps), 0
         ),

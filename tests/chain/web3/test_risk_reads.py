@@ -19,7 +19,7 @@ from yieldagent.devnet.morpho import FEED_DECIMALS, PEGGED_SYMBOL
 from yieldagent.devnet.switches import morpho_bad_debt
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
 from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
-from yieldagent.domain.risk.guards import CollateralFeed, Exposure, RiskState, Rule, assess
+from yieldagent.domain.risk.guards import Exposure, RiskState, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -184,12 +184,14 @@ async def test_a_vault_reads_its_pegged_collaterals_feed_and_a_depeg_trips_its_g
     env.calls.reset()
     [at_par] = await env.chain.pool_readings(env.token, [name])
     assert env.calls.requests == 2  # the head, then the vault's and the feed's reads at it
-    assert at_par.collateral == (CollateralFeed(PEGGED_SYMBOL, par, par),)
+    [feed] = at_par.collateral
+    assert (feed.token, feed.price, feed.peg, feed.readable) == (PEGGED_SYMBOL, par, par, True)
+    assert feed.updated_at is not None and 0 < feed.updated_at <= at_par.now.at
     assert assess(at_par, Exposure(), RiskSettings()).state == RiskState.OK
 
     set_feed_price(env.devnet.url, listed["feed"], "0.951")  # 4.9% below: within the band
     [near] = await env.chain.pool_readings(env.token, [name])
-    assert near.collateral == (CollateralFeed(PEGGED_SYMBOL, 95_100_000, par),)
+    assert [(f.price, f.peg) for f in near.collateral] == [(95_100_000, par)]
     assert assess(near, Exposure(), RiskSettings()).state == RiskState.OK
 
     set_feed_price(env.devnet.url, listed["feed"], "0.95")
@@ -201,3 +203,28 @@ async def test_a_vault_reads_its_pegged_collaterals_feed_and_a_depeg_trips_its_g
     # a chain configured with no feed reads no collateral: the guard has nothing to judge
     [unwatched] = await env.build(collateral_feeds=()).pool_readings(env.token, [name])
     assert unwatched.collateral == ()
+
+
+@pytest.mark.evm
+async def test_a_stale_or_unreadable_feed_vouches_for_nothing(env: ChainEnv) -> None:
+    name = next(p for p in env.chain.pools if p.startswith("morpho"))
+    [(_, listed)] = env.devnet.manifest.collateral_feeds.items()
+    [fresh] = await env.chain.pool_readings(env.token, [name])
+    assert assess(fresh, Exposure(), RiskSettings()).state == RiskState.OK
+
+    env.mine(seconds=RiskSettings().max_feed_age_seconds + 60)  # no answer for 25 hours
+    [stale] = await env.chain.pool_readings(env.token, [name])
+    verdict = assess(stale, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.rules) == (RiskState.NO_NEW_FUNDS, (Rule.DEPEG,))
+    assert verdict.reasons == (
+        f"the price feed of collateral {PEGGED_SYMBOL} is stale or cannot be read",
+    )
+    set_feed_price(env.devnet.url, listed["feed"], "1")  # a new answer
+    [answered] = await env.chain.pool_readings(env.token, [name])
+    assert assess(answered, Exposure(), RiskSettings()).state == RiskState.OK
+
+    env.deployer.anvil("anvil_setCode", listed["feed"], "0x")  # the feed is gone
+    [gone] = await env.chain.pool_readings(env.token, [name])  # the survey still reads
+    assert [f.readable for f in gone.collateral] == [False]
+    verdict = assess(gone, Exposure(), RiskSettings())
+    assert (verdict.state, verdict.rules) == (RiskState.NO_NEW_FUNDS, (Rule.DEPEG,))

@@ -138,6 +138,25 @@ def test_a_collateral_five_percent_below_its_peg_starts_an_exit() -> None:
     assert "USDe" in verdict.reasons[0]
 
 
+def test_a_stale_or_unreadable_feed_stops_new_funds_and_a_fallen_one_still_exits() -> None:
+    peg = 100_000_000
+    max_age = DEFAULTS.max_feed_age_seconds
+    current = CollateralFeed("USDe", peg, peg, updated_at=NOW - max_age)
+    assert assess(_reading(collateral=(current,)), Exposure(), DEFAULTS).state == RiskState.OK
+    old = CollateralFeed("USDe", peg, peg, updated_at=NOW - max_age - 1)
+    gone = CollateralFeed("sUSD", 0, peg, readable=False)
+    for feeds, names in (((old,), "USDe"), ((gone,), "sUSD"), ((old, gone), "USDe, sUSD")):
+        verdict = assess(_reading(collateral=feeds), Exposure(), DEFAULTS)
+        assert (verdict.state, verdict.rules) == (RiskState.NO_NEW_FUNDS, (Rule.DEPEG,))
+        assert verdict.reasons == (
+            f"the price feed of collateral {names} is stale or cannot be read",
+        )
+    fallen = CollateralFeed("USDC.e", peg * 90 // 100, peg, updated_at=NOW)
+    verdict = assess(_reading(collateral=(gone, fallen)), Exposure(), DEFAULTS)
+    assert verdict.state == RiskState.EXIT
+    assert verdict.reasons == ("collateral USDC.e is 5% or more below its peg",)
+
+
 def test_a_pool_we_hold_our_share_of_takes_no_new_funds() -> None:
     verdict = assess(_reading(), Exposure(ours=TVL * 15 // 100), DEFAULTS)
     assert verdict.state == RiskState.NO_NEW_FUNDS

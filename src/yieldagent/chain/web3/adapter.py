@@ -30,6 +30,7 @@ sender, which hold the substance.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -134,6 +135,9 @@ class Sender(Protocol):
         """Sends ``data`` to ``to``; the receipt once mined (ChainRejected if reverted)."""
 
 
+log = logging.getLogger("yieldagent.chain")
+
+
 @dataclass(frozen=True, slots=True)
 class _Feed:
     """A pegged collateral's price feed as resolved: its peg in the feed's own units and
@@ -142,6 +146,15 @@ class _Feed:
     address: str
     peg: int
     symbol: str
+
+
+def _collateral(feed: _Feed, answer: tuple[int, int] | None) -> CollateralFeed:
+    """What the depeg guard reads of a feed's answer (price, when), or of a feed that could
+    not be read (None)."""
+    if answer is None:
+        return CollateralFeed(feed.symbol, 0, feed.peg, readable=False)
+    price, updated_at = answer
+    return CollateralFeed(feed.symbol, price, feed.peg, updated_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,13 +246,31 @@ class Web3Chain:
             peg = f.peg * 10**decimals
             self._feeds[f.token] = _Feed(f.feed, peg.numerator // peg.denominator, symbol)
 
-    async def _feed_prices(self, tokens: Sequence[str], block: Block) -> dict[str, int]:
-        """The latest answer of each of ``tokens``' feeds at ``block`` (a negative answer
-        reads as 0: nothing)."""
-        rounds = await self.reader.call_many(
-            [read(self._feeds[t].address, FEED_LATEST_ROUND_DATA) for t in tokens], block.number
+    async def _feed_prices(
+        self, tokens: Sequence[str], block: Block
+    ) -> dict[str, tuple[int, int] | None]:
+        """The latest answer of each of ``tokens``' feeds at ``block`` and when it was
+        given (a negative answer reads as 0: nothing), or None for a feed that could not
+        be read; one request each, sent in one batch."""
+        rounds = await asyncio.gather(
+            *(
+                self.reader.call(self._feeds[t].address, FEED_LATEST_ROUND_DATA, block=block.number)
+                for t in tokens
+            ),
+            return_exceptions=True,
         )
-        return {t: max(int(r[1]), 0) for t, r in zip(tokens, rounds, strict=True)}
+        found: dict[str, tuple[int, int] | None] = {}
+        for token, answer in zip(tokens, rounds, strict=True):
+            # A feed that reverts, is gone or answers nonsense vouches for nothing: the
+            # guard reads it as stale rather than the whole survey failing.
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, Exception):
+                    raise answer
+                log.warning("collateral feed unreadable", extra={"token": token})
+                found[token] = None
+            else:
+                found[token] = (max(int(answer[1]), 0), int(answer[3]))
+        return found
 
     def _pool(self, protocol: str, token: str) -> LendingPool:
         if to_checksum_address(token) != self.config.token:
@@ -418,9 +449,7 @@ class Web3Chain:
         readings = []
         for pool, (snapshot, lent_against) in zip(wanted, reads, strict=True):
             feeds = tuple(
-                CollateralFeed(self._feeds[c].symbol, prices[c], self._feeds[c].peg)
-                for c in lent_against
-                if c in prices
+                _collateral(self._feeds[c], prices[c]) for c in lent_against if c in prices
             )
             readings.append(PoolReading(pool.name, snapshot, collateral=feeds))
         return readings

@@ -50,6 +50,18 @@ class CollateralFeed:
     token: str
     price: int
     peg: int
+    updated_at: int | None = None
+    """When the feed last answered (unix seconds); None where the chain keeps the feed
+    current (the simulator)."""
+    readable: bool = True
+    """False: the feed could not be read (``price`` then means nothing)."""
+
+    def stale(self, now: int, max_age: int) -> bool:
+        """Whether the feed cannot vouch for its price at ``now``: unreadable, or its
+        last answer older than ``max_age`` seconds."""
+        if not self.readable:
+            return True
+        return self.updated_at is not None and now - self.updated_at > max_age
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,18 +235,29 @@ def loss(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Tr
 
 
 def depeg(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
-    """A collateral's feed is ``max_depeg`` or more below its peg."""
+    """A collateral's feed is ``max_depeg`` or more below its peg: exit. A feed that cannot
+    vouch for its price (unreadable, or older than ``max_feed_age_seconds``): no new
+    funds, rather than exiting every wallet on a node's hiccup."""
     kept = 1 - exact(settings.max_depeg)
+    now, max_age = reading.now.at, settings.max_feed_age_seconds
     fallen = sorted(
         feed.token
         for feed in reading.collateral
-        if feed.price * kept.denominator <= feed.peg * kept.numerator
+        if not feed.stale(now, max_age)
+        and feed.price * kept.denominator <= feed.peg * kept.numerator
     )
     if fallen:
         return Trip(
             Rule.DEPEG,
             RiskState.EXIT,
             f"collateral {', '.join(fallen)} is {settings.max_depeg:.0%} or more below its peg",
+        )
+    stale = sorted(feed.token for feed in reading.collateral if feed.stale(now, max_age))
+    if stale:
+        return Trip(
+            Rule.DEPEG,
+            RiskState.NO_NEW_FUNDS,
+            f"the price feed of collateral {', '.join(stale)} is stale or cannot be read",
         )
     return None
 

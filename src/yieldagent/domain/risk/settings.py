@@ -43,6 +43,9 @@ class RiskSettings:
     (ZyFAI)."""
     max_depeg: float = 0.05
     """Exit a pool lending against a collateral whose feed is this share below its peg."""
+    max_feed_age_seconds: int = 90_000
+    """A collateral feed whose last answer is older than this cannot vouch for its peg: no
+    new funds (a day's heartbeat, as Chainlink's stablecoin feeds have, and an hour)."""
     max_move_loss_bps: int = 1
     """A move that would lose more than this many basis points of its amount is refused
     (Yearn's debt allocator)."""
