@@ -4,8 +4,15 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-BUF := build/tools/node_modules/.bin/buf
+# buf (lint, breaking, stubs): the binary of this platform's npm package, pinned by version
+# and by its SHA-256 per platform, so a changed download fails the install.
 BUF_VERSION := 1.75.0
+BUF_PLATFORM := linux-$(subst x86_64,x64,$(shell uname -m))
+BUF_SHA256_linux-x64 := fad1e38d6909bbb583a4da81d8c02a01046e2cd663bde7e337dd24277393764b
+BUF_SHA256_linux-aarch64 := 00eb190aa82df17f393e05b04889cc60a0b13b3259d336e21a87d5f23ab4fd26
+BUF_SHA256 := $(BUF_SHA256_$(BUF_PLATFORM))
+BUF_DIR := build/tools/buf-$(BUF_VERSION)
+BUF := $(BUF_DIR)/buf
 PROTOS := $(wildcard protos/yieldagent/v1/*.proto)
 DESCRIPTOR := build/yieldagent.pb
 GOOGLEAPIS = $(shell $(PY) -c "import google.api, pathlib; print(pathlib.Path(google.api.__path__[0]).parents[1])")
@@ -205,8 +212,16 @@ $(STUBS_NPM): $(STUBS_TS_DIR)/package.json $(STUBS_TS_DIR)/package-lock.json
 	npm ci --no-audit --no-fund --prefix $(STUBS_TS_DIR)
 	touch $@
 
+# npm pack fetches the platform's package alone (no install scripts run); the binary is
+# kept only when its checksum matches the pinned one.
 $(BUF):
-	npm install --silent --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
+	@test -n "$(BUF_SHA256)" || { echo "no pinned buf checksum for $(BUF_PLATFORM)"; exit 1; }
+	rm -rf $(BUF_DIR) && mkdir -p $(BUF_DIR)
+	cd $(BUF_DIR) && npm pack --silent @bufbuild/buf-$(BUF_PLATFORM)@$(BUF_VERSION) >/dev/null
+	tar -xzf $(BUF_DIR)/bufbuild-buf-$(BUF_PLATFORM)-$(BUF_VERSION).tgz -C $(BUF_DIR) \
+		--strip-components=2 package/bin/buf
+	rm $(BUF_DIR)/bufbuild-buf-$(BUF_PLATFORM)-$(BUF_VERSION).tgz
+	echo "$(BUF_SHA256)  $(BUF)" | sha256sum -c --quiet || { rm -f $(BUF); exit 1; }
 
 # buf breaking: the protos against those of the previous commit (BREAKING_AGAINST), each
 # built into a descriptor set as Envoy's is, so a change that would break a generated

@@ -3,23 +3,28 @@ against a FastAPI app reading the same wallets and against the edge's ceiling.
 
 ``BENCH_FLEET`` (10,000) activated wallets are written into the service's database; wrk
 asks for them in turn (``fleet.lua``), so each request names a different wallet than the
-last ``BENCH_FLEET - 1``: no cache keyed by the request could answer it. Three stacks on
+last ``BENCH_FLEET - 1``: no cache keyed by the request could answer it. Five stacks on
 this machine, measured in turns (``BENCH_ROUNDS`` rounds after one warm-up round, wrk at
 ``BENCH_CONNECTIONS`` connections for ``BENCH_DURATION`` each), so that drift in the
-machine's load hits all three alike:
+machine's load hits all of them alike:
 
-- **ours**: ``yieldagent run`` (Envoy → grpc.aio → storage), SQLite;
-- **fastapi**: ``benchmarks.fastapi_wallet`` on uvicorn (one worker), one SQLAlchemy Core
+- **ours x1**: ``yieldagent run`` (Envoy → grpc.aio → storage), SQLite, one serving process;
+- **fastapi x1**: ``benchmarks.fastapi_wallet`` on uvicorn (one worker), one SQLAlchemy Core
   primary-key read of the same wallet's row from the same database file;
+- **ours xN**: ``yieldagent run`` with ``YIELDAGENT_GRPC_PROCESSES`` = ``BENCH_PROCESSES``
+  (2: the machine's cores), on a database of its own seeded alike;
+- **fastapi xN**: the same app on uvicorn with as many workers, on that database;
 - **ceiling**: a bare grpc.aio server answering ``GET /api/v1/chains`` with a constant,
   behind an Envoy rendered from our own config (``benchmarks.constant_edge``).
 
-Prints each stack's median figures and the ratios ours/fastapi and ours/ceiling, each the
-median of the per-round ratios. Then the server's CPU per read (its process's user and
-system time over the requests wrk counted) for one wallet with ``BENCH_HISTORY`` (500)
-withdrawals against one with none, read in turns. ``BENCH_PROFILE=DIR`` also records a
-py-spy profile of our server under the fleet poll (``DIR/partner_read.txt``, collapsed
-stacks; ``python -m benchmarks.profiles`` summarises it).
+Prints each stack's median figures and, for each pair (x1 against x1, xN against xN), the
+ratios ours/fastapi and ours/ceiling, each the median of the per-round ratios. CPU per
+read sums the server's processes (uvicorn's workers, our serving processes). Then the
+server's CPU per read (ours x1's user and system time over the requests wrk counted) for
+one wallet with ``BENCH_HISTORY`` (500) withdrawals against one with none, read in turns.
+``BENCH_PROFILE=DIR`` also records a py-spy profile of ours x1 under the fleet poll
+(``DIR/partner_read.txt``, collapsed stacks; ``python -m benchmarks.profiles`` summarises
+it).
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ from yieldagent.storage.tables import DepositRow, WalletRow, WalletScheduleRow, 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 FLEET = int(os.environ.get("BENCH_FLEET", "10000"))
 HISTORY = int(os.environ.get("BENCH_HISTORY", "500"))
+PROCESSES = int(os.environ.get("BENCH_PROCESSES", "2"))
+"""The serving processes of the second pair, and the FastAPI workers it is measured
+against (the first pair is one against one)."""
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_ID = 1_000_000
 """The fleet's wallet ids start here, clear of the wallets the service made itself."""
@@ -198,28 +206,17 @@ def _ceiling() -> Iterator[tuple[str, list[int]]]:
 
 
 @contextmanager
-def _fastapi(database: Path) -> Iterator[tuple[str, list[int]]]:
-    """uvicorn, one worker, on the service's database; yields its base URL and its
-    process's id."""
+def _fastapi(database: Path, workers: int = 1) -> Iterator[tuple[str, list[int]]]:
+    """``workers`` uvicorn processes sharing one port (``fastapi_wallet.serve``) on the
+    service's database; yields its base URL and the processes' ids."""
     port = _free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "benchmarks.fastapi_wallet:app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ]
+    command = [sys.executable, "-m", "benchmarks.fastapi_wallet", str(port)]
     env = {**os.environ, "BENCH_DATABASE_URL": f"sqlite:///{database}"}
-    with _process(command, env) as server:
+    with ExitStack() as stack:
+        servers = [stack.enter_context(_process(command, env)) for _ in range(workers)]
         base = f"http://127.0.0.1:{port}/api/v1"
         _wait(f"{base}/8453/wallets/{address(FIRST_ID)}")
-        yield base, [server.pid]
+        yield base, [server.pid for server in servers]
 
 
 _SCALE = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -247,16 +244,37 @@ def measure(wrk: str, url: str, script: Path | None = None) -> dict[str, float]:
     return figures
 
 
-def _measured(wrk: str, url: str, script: Path | None, pids: list[int]) -> dict[str, float]:
-    """``measure``, with the CPU time per request of the stack's server process
-    (``server_cpu_us``) and of its Envoy (``envoy_cpu_us``; 0 without one)."""
-    before = [cpu_seconds(pid) if pid else 0.0 for pid in pids]
+def _measured(
+    wrk: str, url: str, script: Path | None, pids: tuple[list[int], int]
+) -> dict[str, float]:
+    """``measure``, with the CPU time per request of the stack's server processes (each
+    listed one's and its children's but Envoy's: ``server_cpu_us``) and of its Envoy
+    (``envoy_cpu_us``; 0 without one)."""
+    servers, envoy = pids
+    trees = [[p for s in servers for p in _tree(s) if p != envoy], [envoy] if envoy else []]
+    before = [sum(cpu_seconds(pid) for pid in tree) for tree in trees]
     figures = measure(wrk, url, script)
     requests = max(figures["requests"], 1)
-    spent = [(cpu_seconds(pid) - b if pid else 0.0) for pid, b in zip(pids, before, strict=True)]
+    spent = [
+        sum(cpu_seconds(pid) for pid in tree) - b for tree, b in zip(trees, before, strict=True)
+    ]
     figures["server_cpu_us"] = round(1e6 * spent[0] / requests, 1)
-    figures["envoy_cpu_us"] = round(1e6 * spent[1] / requests, 1) if len(spent) > 1 else 0.0
+    figures["envoy_cpu_us"] = round(1e6 * spent[1] / requests, 1)
     return figures
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its children (the serving processes of ours, uvicorn's workers)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+                children.append(int(entry.name))
+    return [pid, *children]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -326,19 +344,36 @@ def main() -> None:
     # The worker's first tick comes before the fleet is written, and no other comes during
     # the run: its wallet refresh would otherwise visit every wallet, in the same process.
     quiet = {"YIELDAGENT_WORKER_INTERVAL_SECONDS": "86400"}
-    with running_service(quiet) as service, ExitStack() as stack:
+    several = {**quiet, "YIELDAGENT_GRPC_PROCESSES": str(PROCESSES)}
+    with (
+        running_service(quiet) as service,
+        running_service(several) as fleet_service,
+        ExitStack() as stack,
+    ):
         database = service.data_dir / "yieldagent.db"
         partner_id = 1
         aged, new = seed(f"sqlite:///{database}", partner_id)
+        seed(f"sqlite:///{fleet_service.data_dir / 'yieldagent.db'}", partner_id)
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         script = directory / "fleet.lua"
         script.write_text(_FLEET_LUA % (FLEET, FIRST_ID))
         fastapi, fastapi_pids = stack.enter_context(_fastapi(database))
+        fastapi_n, fastapi_n_pids = stack.enter_context(
+            _fastapi(fleet_service.data_dir / "yieldagent.db", PROCESSES)
+        )
         ceiling, ceiling_pids = stack.enter_context(_ceiling())
-        runs: dict[str, tuple[str, Path | None, list[int]]] = {
-            "ours": (service.base, script, [service.pid, envoy_of(service.pid) or 0]),
-            "fastapi": (fastapi, script, fastapi_pids),
-            "ceiling": (ceiling, None, ceiling_pids),
+        ours, ours_n = "ours x1", f"ours x{PROCESSES}"
+        fastapi_1, fastapi_w = "fastapi x1", f"fastapi x{PROCESSES}"
+        runs: dict[str, tuple[str, Path | None, tuple[list[int], int]]] = {
+            ours: (service.base, script, ([service.pid], envoy_of(service.pid) or 0)),
+            fastapi_1: (fastapi, script, (fastapi_pids, 0)),
+            ours_n: (
+                fleet_service.base,
+                script,
+                ([fleet_service.pid], envoy_of(fleet_service.pid) or 0),
+            ),
+            fastapi_w: (fastapi_n, script, (fastapi_n_pids, 0)),
+            "ceiling": (ceiling, None, (ceiling_pids[:1], ceiling_pids[1])),
         }
         for url, fleet, _ in runs.values():  # warm-up: every wallet read once
             measure(wrk, url, fleet)
@@ -368,12 +403,18 @@ def main() -> None:
         def ratio(figure: str, a: str, b: str) -> float:
             return round(statistics.median(r[a][figure] / r[b][figure] for r in rounds), 3)
 
-        _emit(
-            ratio="same run, median of rounds",
-            ours_over_fastapi_rps=ratio("requests_per_second", "ours", "fastapi"),
-            ours_over_fastapi_p99=ratio("p99_ms", "ours", "fastapi"),
-            ours_over_ceiling_rps=ratio("requests_per_second", "ours", "ceiling"),
-        )
+        for mine, theirs in ((ours, fastapi_1), (ours_n, fastapi_w)):
+            _emit(
+                ratio="same run, median of rounds",
+                pair=f"{mine} / {theirs}",
+                over_fastapi_rps=ratio("requests_per_second", mine, theirs),
+                over_fastapi_p99=ratio("p99_ms", mine, theirs),
+                over_ceiling_rps=ratio("requests_per_second", mine, "ceiling"),
+                per_round_rps=[
+                    round(r[mine]["requests_per_second"] / r[theirs]["requests_per_second"], 3)
+                    for r in rounds
+                ],
+            )
         _history(wrk, service.pid, service.base, aged, new)
         profile = os.environ.get("BENCH_PROFILE")
         if profile:

@@ -242,3 +242,15 @@ def test_the_risk_guards_read_their_settings_and_refuse_a_share_out_of_range() -
     assert (risk.max_pool_share, risk.min_wait_seconds) == (0.2, 60)
     with pytest.raises(ConfigurationError, match="YIELDAGENT_RISK_MAX_TVL_DROP"):
         load_settings({"YIELDAGENT_RISK_MAX_TVL_DROP": "1.5"})
+
+
+def test_serving_processes_are_one_by_default_and_at_least_one() -> None:
+    assert load_settings({}).grpc_processes == 1
+    assert load_settings({"YIELDAGENT_GRPC_PROCESSES": "2"}).grpc_processes == 2
+    for bad in ("0", "-1"):
+        with pytest.raises(
+            ConfigurationError, match="YIELDAGENT_GRPC_PROCESSES must be at least 1"
+        ):
+            load_settings({"YIELDAGENT_GRPC_PROCESSES": bad})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_GRPC_PROCESSES must be an integer"):
+        load_settings({"YIELDAGENT_GRPC_PROCESSES": "two"})

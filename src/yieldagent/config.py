@@ -91,6 +91,9 @@ class Settings:
     """PEM private key of ``tls_cert_file``."""
     grpc_reflection: bool = True
     """Whether the gRPC server answers server reflection."""
+    grpc_processes: int = 1
+    """Processes serving gRPC behind Envoy: the main one and ``grpc_processes - 1`` more,
+    each on a private loopback port of its own (``service.processes``)."""
     grpc_edge_port: int | None = None
     """Envoy's gRPC listener (on ``http_host``); None: gRPC clients reach the server only."""
     client_rate_limit: int = 100
@@ -302,6 +305,17 @@ def _collateral_feeds(env: Mapping[str, str]) -> dict[int, tuple[tuple[str, str,
     return found
 
 
+def _processes(env: Mapping[str, str]) -> int:
+    """How many processes serve gRPC: at least the main one."""
+    name = "YIELDAGENT_GRPC_PROCESSES"
+    count = _int(env, name, 1)
+    if count < 1:
+        raise ConfigurationError(
+            f"{name} must be at least 1 (the main process serves too), got {count}"
+        )
+    return count
+
+
 def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
     """A share between 0 (exclusive) and 1 (inclusive)."""
     value = _float(env, name, default)
@@ -412,6 +426,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
+        grpc_processes=_processes(env),
         grpc_edge_port=(
             _port_or_off(env, "YIELDAGENT_GRPC_EDGE_PORT", 0)
             if env.get("YIELDAGENT_GRPC_EDGE_PORT")

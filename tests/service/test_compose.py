@@ -42,3 +42,14 @@ async def test_a_real_chain_with_the_development_password_stops_the_start(tmp_pa
         await service.start()
     await service.stop()
     assert os.listdir(tmp_path) == []  # no database, no keystore
+
+
+async def test_several_serving_processes_without_envoy_stop_the_start(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"YIELDAGENT_DATA_DIR": str(tmp_path), "YIELDAGENT_GRPC_PROCESSES": "2"}
+    )
+    service = Service(settings, with_edge=False)
+    with pytest.raises(ConfigurationError, match="needs the Envoy that `yieldagent run` starts"):
+        await service.start()
+    await service.stop()
+    assert os.listdir(tmp_path) == []

@@ -50,6 +50,25 @@ def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
     validate_shipped_config(rendered)
 
 
+def test_rendering_lists_each_serving_process_in_the_grpc_cluster(tmp_path: Path) -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
+            "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
+        }
+    )
+    text = render_config(settings, grpc_port=15051, private_ports=[15061, 15062])
+    cluster = text[text.index("    - name: yieldagent_grpc\n") :]
+    assert "lb_policy: LEAST_REQUEST" in cluster
+    assert [line.strip() for line in cluster.splitlines() if "socket_address" in line] == [
+        f"socket_address: {{address: 127.0.0.1, port_value: {port}}}"
+        for port in (15051, 15061, 15062)
+    ]
+    rendered = tmp_path / "envoy.yaml"
+    rendered.write_text(text)
+    validate_shipped_config(rendered)
+
+
 def test_rendering_refuses_a_config_it_does_not_recognize(tmp_path: Path) -> None:
     config = tmp_path / "envoy.yaml"
     config.write_text("static_resources: {}\n")

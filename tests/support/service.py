@@ -8,7 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ class RunningService:
     data_dir: Path
     metrics_port: int | None = None
     """Where ``/metrics`` answers (None: not served)."""
+    serving: Mapping[int, int] = field(default_factory=dict)
+    """The process id serving each port of Envoy's gRPC cluster, by port."""
 
     def request(
         self,
@@ -135,6 +137,7 @@ def _started(
             await service.start()
             state["grpc_port"] = service.grpc_port
             state["metrics_port"] = service.metrics.port if service.metrics else None
+            state["serving"] = service.serving
         except BaseException as error:
             state["error"] = error
             started.set()
@@ -157,6 +160,7 @@ def _started(
             database_url,
             data_dir,
             state["metrics_port"],
+            state["serving"],
         )
     finally:
         state["loop"].call_soon_threadsafe(state["stop"].set)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection
 
 from sqlalchemy import Engine
 
@@ -32,6 +34,7 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.rate_limits import RateLimiter
@@ -40,6 +43,7 @@ from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
+from yieldagent.observability.logs import configure_logging
 from yieldagent.observability.metrics import (
     PRUNED_ROWS,
     WEBHOOK_DELIVERIES,
@@ -56,6 +60,7 @@ from yieldagent.service.grpc_server import (
     api_server,
     mark_serving,
 )
+from yieldagent.service.processes import ServingProcesses, serve_until_stopped
 from yieldagent.service.worker import Job, Worker
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
@@ -341,6 +346,73 @@ def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> J
     return run_agents
 
 
+def build_serving(
+    settings: Settings,
+    engine: Engine,
+    operator: Signer,
+    catalog: Catalog,
+    market: SimulatedMarket,
+    address: str,
+) -> tuple[ApiServer, EventStore]:
+    """The gRPC server as every serving process runs it, bound to ``address``, with the
+    event store its WatchWallet streams poll."""
+    chains = build_chains(settings, engine, market, catalog, operator)
+    lifecycle = build_lifecycle(settings, engine, chains, catalog, operator.address)
+    agent = build_agent(settings, engine, lifecycle)
+    idempotency = Idempotency(
+        IdempotencyStore(engine, settings.idempotency_ttl_seconds),
+        settings.idempotency_wait_seconds,
+    )
+    events = EventStore(engine, settings.events_poll_seconds)
+    api = build_server(
+        engine,
+        operator,
+        chains,
+        lifecycle,
+        agent,
+        address,
+        idempotency,
+        catalog,
+        build_limiter(settings),
+        events,
+        server_tls(settings),
+        settings.grpc_reflection,
+        settings.watch_streams_per_partner,
+        safe_chains(settings, catalog, operator.address),
+    )
+    return api, events
+
+
+PRIVATE_ADDRESS = "127.0.0.1:0"
+"""Where an extra serving process listens: a free loopback port, which it tells the main
+process (Envoy's cluster lists it)."""
+
+
+def serve_process(settings: Settings, connection: Connection) -> None:
+    """An extra serving process (``service.processes``): the API on a private port, no
+    background work, until the main process stops it or is gone. The main process has
+    migrated the database and created the operator key and the simulated world."""
+    configure_logging(settings.log_level, settings.log_format)
+    asyncio.run(_serve_privately(settings, connection))
+
+
+async def _serve_privately(settings: Settings, connection: Connection) -> None:
+    engine = create_db_engine(settings.database_url)
+    try:
+        operator = await load_operator(settings)
+        catalog = served_catalog(settings, load_catalog())
+        market = simulated_market(settings, engine, catalog, set_speed=False)
+        api, events = build_serving(settings, engine, operator, catalog, market, PRIVATE_ADDRESS)
+        await api.server.start()
+        await mark_serving(api, True)
+        await serve_until_stopped(connection, api.port)
+        events.close()
+        await mark_serving(api, False)
+        await api.server.stop(settings.shutdown_grace_seconds)
+    finally:
+        engine.dispose()
+
+
 class Service:
     """Starts and stops the parts of the service in order."""
 
@@ -355,6 +427,8 @@ class Service:
         self.events: EventStore | None = None
         self.envoy: EnvoyProcess | None = None
         self.metrics: MetricsServer | None = None
+        self.processes: ServingProcesses | None = None
+        """The extra serving processes (``YIELDAGENT_GRPC_PROCESSES`` above 1)."""
 
     @property
     def grpc_port(self) -> int:
@@ -362,11 +436,24 @@ class Service:
         assert self.api is not None, "not started"
         return self.api.port
 
+    @property
+    def serving(self) -> dict[int, int]:
+        """The process id serving each port the gRPC cluster lists, by port."""
+        assert self.api is not None, "not started"
+        children = self.processes
+        extra = dict(zip(children.ports, children.pids, strict=True)) if children else {}
+        return {self.api.port: os.getpid(), **extra}
+
     async def start(self) -> None:
         """Checks the settings (production mode), migrates the database, then starts the
-        gRPC server, the worker and Envoy."""
+        gRPC server, the extra serving processes, the worker and Envoy."""
         settings = self.settings
         check_production(settings, self.with_edge)
+        if settings.grpc_processes > 1 and not self.with_edge:
+            raise ConfigurationError(
+                "YIELDAGENT_GRPC_PROCESSES above 1 needs the Envoy that `yieldagent run` "
+                "starts: the extra processes serve private ports only it is told of"
+            )
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         operator = await load_operator(settings)  # refuses a development key on a real chain
         self.engine = create_db_engine(settings.database_url)
@@ -374,9 +461,6 @@ class Service:
         catalog = served_catalog(settings, load_catalog())
         market = simulated_market(settings, self.engine, catalog)
         self.worker.add(market_settle(market))
-        chains = build_chains(settings, self.engine, market, catalog, operator)
-        lifecycle = build_lifecycle(settings, self.engine, chains, catalog, operator.address)
-        agent = build_agent(settings, self.engine, lifecycle)
         # The worker thread has its own lifecycle and chain ports: its locks and a web3
         # port's connections belong to its own event loop.
         worker_chains = build_chains(settings, self.engine, market, catalog, operator)
@@ -387,11 +471,6 @@ class Service:
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
         stopping = lambda: self.worker.stop_requested  # noqa: E731
         self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
-        idempotency = Idempotency(
-            IdempotencyStore(self.engine, settings.idempotency_ttl_seconds),
-            settings.idempotency_wait_seconds,
-        )
-        self.events = EventStore(self.engine, settings.events_poll_seconds)
         self.worker.add(
             event_pruning(
                 EventStore(self.engine),
@@ -400,21 +479,8 @@ class Service:
                 stopping,
             )
         )
-        self.api = build_server(
-            self.engine,
-            operator,
-            chains,
-            lifecycle,
-            agent,
-            settings.grpc_target,
-            idempotency,
-            catalog,
-            build_limiter(settings),
-            self.events,
-            server_tls(settings),
-            settings.grpc_reflection,
-            settings.watch_streams_per_partner,
-            safe_chains(settings, catalog, operator.address),
+        self.api, self.events = build_serving(
+            settings, self.engine, operator, catalog, market, settings.grpc_target
         )
         deliverer = build_deliverer(settings, self.engine, count_delivery)
         self.deliveries.add(
@@ -424,6 +490,9 @@ class Service:
         await self.api.server.start()
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})
+        if settings.grpc_processes > 1:
+            self.processes = ServingProcesses(serve_process, settings, settings.grpc_processes - 1)
+            await self.processes.start()
         self.worker.start_thread()
         self.deliveries.start_thread()
         if settings.metrics_port is not None:
@@ -431,7 +500,9 @@ class Service:
             self.metrics = MetricsServer(settings.metrics_port, registry, settings.metrics_bind)
             self.metrics.start()
         if self.with_edge:
-            self.envoy = EnvoyProcess(settings, self.api.port)
+            self.envoy = EnvoyProcess(
+                settings, self.api.port, self.processes.ports if self.processes else ()
+            )
             self.envoy.start()
             await self.envoy.wait_ready()
             log.info(
@@ -446,9 +517,13 @@ class Service:
         """Stops accepting calls, lets running ones finish, then stops everything."""
         if self.events is not None:
             self.events.close()  # WatchWallet streams end; clients resume from their cursor
+        grace = self.settings.shutdown_grace_seconds
         if self.api is not None:
             await mark_serving(self.api, False)
-            await self.api.server.stop(self.settings.shutdown_grace_seconds)
+        await asyncio.gather(  # every serving process drains its calls at the same time
+            *([self.api.server.stop(grace)] if self.api is not None else []),
+            *([self.processes.stop(grace)] if self.processes is not None else []),
+        )
         self.worker.stop()  # a money operation in progress finishes; no new one starts
         self.deliveries.stop()  # a post in progress finishes; an unrecorded one is posted again
         await asyncio.to_thread(self.worker.join, self.settings.shutdown_grace_seconds)
@@ -471,7 +546,14 @@ async def run_service(settings: Settings, with_edge: bool = True) -> None:
         loop.add_signal_handler(signum, stop.set)
     try:
         await service.start()
-        await stop.wait()
+        waits = [asyncio.ensure_future(stop.wait())]
+        if service.processes is not None:
+            waits.append(asyncio.ensure_future(service.processes.lost.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
         log.info("stopping")
     finally:
         await service.stop()
+    if service.processes is not None and service.processes.lost.is_set():
+        raise RuntimeError("a serving process ended: the service stopped")

