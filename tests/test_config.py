@@ -254,3 +254,10 @@ def test_serving_processes_are_one_by_default_and_at_least_one() -> None:
             load_settings({"YIELDAGENT_GRPC_PROCESSES": bad})
     with pytest.raises(ConfigurationError, match="YIELDAGENT_GRPC_PROCESSES must be an integer"):
         load_settings({"YIELDAGENT_GRPC_PROCESSES": "two"})
+
+
+def test_envoy_has_one_worker_by_default_and_at_least_one() -> None:
+    assert load_settings({}).envoy_workers == 1
+    assert load_settings({"YIELDAGENT_ENVOY_WORKERS": "4"}).envoy_workers == 4
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ENVOY_WORKERS must be at least 1"):
+        load_settings({"YIELDAGENT_ENVOY_WORKERS": "0"})

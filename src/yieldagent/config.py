@@ -101,6 +101,8 @@ class Settings:
     that); 0: no per-client limits."""
     envoy_max_heap_mb: int = 512
     """Envoy's heap limit, past which its overload manager sheds load."""
+    envoy_workers: int = 1
+    """Envoy's worker threads (its ``--concurrency``)."""
     watch_streams_per_partner: int = 100
     """WatchWallet streams a partner may have open at once (per process)."""
     partner_rate_limit: float = 100.0
@@ -316,6 +318,14 @@ def _processes(env: Mapping[str, str]) -> int:
     return count
 
 
+def _at_least_one(env: Mapping[str, str], name: str, default: int) -> int:
+    """A count of at least 1."""
+    count = _int(env, name, default)
+    if count < 1:
+        raise ConfigurationError(f"{name} must be at least 1, got {count}")
+    return count
+
+
 def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
     """A share between 0 (exclusive) and 1 (inclusive)."""
     value = _float(env, name, default)
@@ -425,6 +435,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
+        envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
         watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
         grpc_processes=_processes(env),
         grpc_edge_port=(

@@ -51,6 +51,7 @@ from yieldagent.observability.metrics import (
     service_registry,
 )
 from yieldagent.observability.risk_metrics import RiskMetrics
+from yieldagent.service import runtime
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
 from yieldagent.service.grpc_server import (
@@ -405,6 +406,7 @@ async def _serve_privately(settings: Settings, connection: Connection) -> None:
         api, events = build_serving(settings, engine, operator, catalog, market, PRIVATE_ADDRESS)
         await api.server.start()
         await mark_serving(api, True)
+        runtime.settle()
         await serve_until_stopped(connection, api.port)
         events.close()
         await mark_serving(api, False)
@@ -546,6 +548,7 @@ async def run_service(settings: Settings, with_edge: bool = True) -> None:
         loop.add_signal_handler(signum, stop.set)
     try:
         await service.start()
+        runtime.settle()
         waits = [asyncio.ensure_future(stop.wait())]
         if service.processes is not None:
             waits.append(asyncio.ensure_future(service.processes.lost.wait()))

@@ -361,7 +361,7 @@ class EnvoyProcess:
             "warn",
             "--disable-hot-restart",
             "--concurrency",
-            "2",
+            str(self._settings.envoy_workers),
         ]
         if self._settings.envoy_admin_port is not None:
             self.admin_address_file.unlink(missing_ok=True)
