@@ -11,8 +11,9 @@ machine's load hits all of them alike:
 - **ours x1**: ``yieldagent run`` (Envoy → grpc.aio → storage), SQLite, one serving process;
 - **fastapi x1**: ``benchmarks.fastapi_wallet`` on uvicorn (one worker), one SQLAlchemy Core
   primary-key read of the same wallet's row from the same database file;
-- **ours xN**: ``yieldagent run`` with ``YIELDAGENT_GRPC_PROCESSES`` = ``BENCH_PROCESSES``
-  (2: the machine's cores), on a database of its own seeded alike;
+- **ours xN**: ``yieldagent run`` with ``YIELDAGENT_GRPC_PROCESSES`` and
+  ``YIELDAGENT_ENVOY_WORKERS`` = ``BENCH_PROCESSES`` (2: the machine's cores), on a
+  database of its own seeded alike;
 - **fastapi xN**: the same app on uvicorn with as many workers, on that database;
 - **ceiling**: a bare grpc.aio server answering ``GET /api/v1/chains`` with a constant,
   behind an Envoy rendered from our own config (``benchmarks.constant_edge``).
@@ -344,7 +345,12 @@ def main() -> None:
     # The worker's first tick comes before the fleet is written, and no other comes during
     # the run: its wallet refresh would otherwise visit every wallet, in the same process.
     quiet = {"YIELDAGENT_WORKER_INTERVAL_SECONDS": "86400"}
-    several = {**quiet, "YIELDAGENT_GRPC_PROCESSES": str(PROCESSES)}
+    # Several processes with as many Envoy workers, as docs/configuration.md advises.
+    several = {
+        **quiet,
+        "YIELDAGENT_GRPC_PROCESSES": str(PROCESSES),
+        "YIELDAGENT_ENVOY_WORKERS": str(PROCESSES),
+    }
     with (
         running_service(quiet) as service,
         running_service(several) as fleet_service,
