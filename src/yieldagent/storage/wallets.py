@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -210,21 +209,17 @@ def _reward(row: Any) -> RewardRecord:
     )
 
 
-History = tuple[list[DepositRecord], list[WithdrawalRecord]]
-_HISTORY_CACHE_SIZE = 10_000
-
-
 class WalletStore:
     """Reads and writes wallets and their history.
 
-    A wallet's deposits and withdrawals change only when the wallet is committed, which
-    bumps its ``version``; so the wallet read caches them per (wallet, version) and costs
-    one query, correct across processes.
+    ``view`` reads a wallet's deposits and withdrawals each time: the wallet read keeps its
+    serialized reply per (wallet, version) (``servicers.replies``, bounded in bytes) and
+    comes here only when the version changed, when a copy of the history kept here would
+    be stale too.
     """
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._histories: OrderedDict[int, tuple[int, History]] = OrderedDict()
 
     def get(self, chain_id: int, address: str) -> Wallet | None:
         with self._engine.connect() as connection:
@@ -263,20 +258,10 @@ class WalletStore:
             ).first()
             if row is None:
                 return None
-            cached = self._histories.get(row.id)
-            if cached is not None and cached[0] == row.version:
-                self._histories.move_to_end(row.id)
-                history = cached[1]
-            else:
-                ids = {"wallet_id": row.id}
-                history = (
-                    [_deposit(r) for r in connection.execute(_DEPOSITS_OF, ids)],
-                    [_withdrawal(r) for r in connection.execute(_WITHDRAWALS_OF, ids)],
-                )
-                self._histories[row.id] = (row.version, history)
-                if len(self._histories) > _HISTORY_CACHE_SIZE:
-                    self._histories.popitem(last=False)
-        return _wallet(row), list(history[0]), list(history[1])
+            ids = {"wallet_id": row.id}
+            deposits = [_deposit(r) for r in connection.execute(_DEPOSITS_OF, ids)]
+            withdrawals = [_withdrawal(r) for r in connection.execute(_WITHDRAWALS_OF, ids)]
+        return _wallet(row), deposits, withdrawals
 
     def smart_account(self, chain_id: int, address: str) -> SmartAccount | None:
         with Session(self._engine) as session:
