@@ -47,9 +47,15 @@ def wallet_cap(tvl: int, ours: int, held: int, verdict: Verdict, settings: RiskS
     holds ``ours`` (``held`` included): 0 for a pool to exit; at most ``held`` for one that
     takes no new funds; otherwise ``held`` plus the service's share room, and never more
     than the size rule allows (which may be less than ``held``: a required move down)."""
+    return cap_within(share_room(tvl, ours, settings), tvl, held, verdict, settings)
+
+
+def cap_within(room: int, tvl: int, held: int, verdict: Verdict, settings: RiskSettings) -> int:
+    """``wallet_cap`` given the service's share ``room`` in the pool (``share_room``), which
+    every wallet of a batch planned on the same pool state shares."""
     if verdict.exit:
         return 0
-    grow = held if not verdict.takes_funds else held + share_room(tvl, ours, settings)
+    grow = held if not verdict.takes_funds else held + room
     return min(grow, size_cap(tvl, held, settings))
 
 

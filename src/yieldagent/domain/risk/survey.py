@@ -36,7 +36,7 @@ from yieldagent.domain.risk.guards import (
     assess,
 )
 from yieldagent.domain.risk.history import Snapshot, remembered
-from yieldagent.domain.risk.limits import guarded, must_wait, relaxed, wallet_cap
+from yieldagent.domain.risk.limits import cap_within, guarded, must_wait, relaxed, share_room
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -86,6 +86,11 @@ class RiskView:
     chain_id: int = 0
     observer: RiskObserver = UNOBSERVED
     """Hears of the moves the plans refuse."""
+    _rooms: dict[tuple[str, str, int, int], int] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The service's share room by (token, pool, TVL, position): the same for every wallet
+    of a batch until a move changes the pool, so computed once per pool state."""
 
     def move_refused(self, token: str, protocol: str) -> None:
         """Tells the observer that a move out of the pool was refused."""
@@ -122,13 +127,12 @@ class RiskView:
             service = pool.ours if ours is None else ours.get((token, name), pool.ours)
             if not pool.verdict.takes_funds:
                 verdicts[name] = pool.verdict
-            cap = wallet_cap(
-                candidate.quote.total_supply,
-                max(service, held),
-                held,
-                pool.verdict,
-                self.settings,
-            )
+            tvl = candidate.quote.total_supply
+            key = (token, name, tvl, max(service, held))
+            room = self._rooms.get(key)
+            if room is None:
+                room = self._rooms[key] = share_room(tvl, key[3], self.settings)
+            cap = cap_within(room, tvl, held, pool.verdict, self.settings)
             if cap < total:
                 caps[name] = cap
         return guarded(relaxed(rules) if relax else rules, verdicts, caps)
