@@ -101,7 +101,7 @@ class Guarded:
     async def risk(self, protocol: str) -> tuple[str, list[str], bool]:
         """The protocol's ``risk`` in the partners' listing: state, reasons, is_active."""
         request = catalog_pb2.ListProtocolsRequest(chain_id=CHAIN, token=self.devnet.usdc)
-        listed = await self.catalog.ListProtocols(request, None)  # type: ignore[arg-type]
+        listed = await self.catalog.ListProtocols(request, None)
         [found] = [p for p in listed.protocols if p.name == protocol]
         return found.risk.state, list(found.risk.reasons), found.is_active
 
@@ -265,8 +265,8 @@ async def test_wallets_leave_the_vault_after_bad_debt_lowers_its_share_price(
     for wallet in wallets:
         await guarded.leaves(wallet, MORPHO)
         assert guarded.stored(wallet).status_reason == ""
-        [(protocol, before, after, told)] = guarded.told(wallet)
-        assert (protocol, before, after) == (MORPHO, "ok", "exit")
+        [(protocol, previous, state, told)] = guarded.told(wallet)
+        assert (protocol, previous, state) == (MORPHO, "ok", "exit")
         assert "the pool's share price fell: a realised loss" in told
     guarded.assert_books(wallets, losses)
 
