@@ -43,7 +43,7 @@ from yieldagent.chain.web3.protocols.base import (
     withdrawing,
 )
 from yieldagent.chain.web3.protocols.onchain_models import JumpRateModel
-from yieldagent.chain.web3.reader import BlockId, RpcReader, read
+from yieldagent.chain.web3.reader import BlockId, Read, RpcReader, read
 from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
 from yieldagent.domain.risk.history import Snapshot
@@ -89,6 +89,19 @@ class MTokenPool:
                 await self._reader.call(self.config.address, MTOKEN_COMPTROLLER)
             )
 
+    def _state(self) -> list[Read]:
+        """The market's stored state, as the quote and the guards' reading read it: cash,
+        borrows, reserves, reserve factor, last accrual and borrow rate."""
+        m = self.config.address
+        return [
+            read(m, MTOKEN_CASH),
+            read(m, MTOKEN_TOTAL_BORROWS),
+            read(m, MTOKEN_TOTAL_RESERVES),
+            read(m, MTOKEN_RESERVE_FACTOR),
+            read(m, MTOKEN_ACCRUAL_TIMESTAMP),
+            read(m, MTOKEN_BORROW_RATE),
+        ]
+
     async def reading(self, block: Block) -> Snapshot:
         """The market as its risk guards read it at ``block``, in one batch: its supply
         and borrows brought to the block as the quote brings them, its exchange rate (its
@@ -99,12 +112,7 @@ class MTokenPool:
         assert comptroller is not None, "resolve() first"
         values = await self._reader.call_many(
             [
-                read(m, MTOKEN_CASH),
-                read(m, MTOKEN_TOTAL_BORROWS),
-                read(m, MTOKEN_TOTAL_RESERVES),
-                read(m, MTOKEN_RESERVE_FACTOR),
-                read(m, MTOKEN_ACCRUAL_TIMESTAMP),
-                read(m, MTOKEN_BORROW_RATE),
+                *self._state(),
                 read(m, MTOKEN_EXCHANGE_RATE),
                 read(comptroller, COMPTROLLER_MINT_PAUSED, m),
             ],
@@ -129,12 +137,7 @@ class MTokenPool:
         values = await self._reader.call_many(
             [
                 read(m, MTOKEN_RATE_MODEL),
-                read(m, MTOKEN_CASH),
-                read(m, MTOKEN_TOTAL_BORROWS),
-                read(m, MTOKEN_TOTAL_RESERVES),
-                read(m, MTOKEN_RESERVE_FACTOR),
-                read(m, MTOKEN_ACCRUAL_TIMESTAMP),
-                read(m, MTOKEN_BORROW_RATE),
+                *self._state(),
                 read(model_address, JUMP_BASE_RATE),
                 read(model_address, JUMP_KINK),
                 read(model_address, JUMP_MULTIPLIER),
