@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yieldagent.domain.constraints import Constraints
@@ -15,6 +15,7 @@ from yieldagent.domain.risk.limits import (
     must_wait,
     share_room,
     size_cap,
+    unbound_below,
     wallet_cap,
 )
 from yieldagent.domain.risk.settings import RiskSettings
@@ -93,3 +94,26 @@ def test_a_yield_only_move_waits_six_hours_after_the_last() -> None:
     assert not must_wait(None, 100_000.0, DEFAULTS)
     assert must_wait(100_000.0, 100_000.0 + 6 * 3_600 - 1, DEFAULTS)
     assert not must_wait(100_000.0, 100_000.0 + 6 * 3_600, DEFAULTS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tvl=st.integers(0, 10**15),
+    service=st.integers(0, 10**15),
+    total=st.integers(0, 10**15),
+    held_share=st.fractions(0, 1),
+    share=st.sampled_from([0.05, 0.15, 0.5, 1.0]),
+    multiple=st.integers(1, 20),
+)
+def test_no_cap_binds_a_wallet_worth_less_than_the_pools_unbound_value(
+    tvl: int,
+    service: int,
+    total: int,
+    held_share: Fraction,
+    share: float,
+    multiple: int,
+) -> None:
+    guards = RiskSettings(max_pool_share=share, min_pool_multiple=multiple)
+    held = int(total * held_share)
+    if total <= unbound_below(tvl, service, guards):
+        assert wallet_cap(tvl, max(service, held), held, OK, guards) >= total

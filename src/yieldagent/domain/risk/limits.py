@@ -50,6 +50,21 @@ def wallet_cap(tvl: int, ours: int, held: int, verdict: Verdict, settings: RiskS
     return cap_within(share_room(tvl, ours, settings), tvl, held, verdict, settings)
 
 
+def unbound_below(tvl: int, ours: int, settings: RiskSettings) -> int:
+    """The largest wallet value that no cap of a pool taking new funds binds, whatever the
+    wallet holds of it: with ``ours`` the service's position in a pool of ``tvl``, every
+    wallet worth at most this gets a ``wallet_cap`` of at least its value. Three bounds:
+    the share room at ``ours``; the room left to a wallet holding all of itself there (the
+    share of ``tvl`` where ``x <= share_room(tvl, x)``); and the size rule's ``tvl /
+    multiple``."""
+    share = exact(settings.max_pool_share)
+    bound = tvl // settings.min_pool_multiple if settings.min_pool_multiple > 1 else 1 << 256
+    if share < 1:
+        own = share.numerator * tvl // (2 * share.denominator - share.numerator)
+        bound = min(bound, own, share_room(tvl, ours, settings))
+    return max(bound, 0)
+
+
 def cap_within(room: int, tvl: int, held: int, verdict: Verdict, settings: RiskSettings) -> int:
     """``wallet_cap`` given the service's share ``room`` in the pool (``share_room``), which
     every wallet of a batch planned on the same pool state shares."""

@@ -36,7 +36,14 @@ from yieldagent.domain.risk.guards import (
     assess,
 )
 from yieldagent.domain.risk.history import Snapshot, remembered
-from yieldagent.domain.risk.limits import cap_within, guarded, must_wait, relaxed, share_room
+from yieldagent.domain.risk.limits import (
+    cap_within,
+    guarded,
+    must_wait,
+    relaxed,
+    share_room,
+    unbound_below,
+)
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -91,6 +98,12 @@ class RiskView:
     )
     """The service's share room by (token, pool, TVL, position): the same for every wallet
     of a batch until a move changes the pool, so computed once per pool state."""
+    _unbound: dict[tuple[str, str], tuple[PoolQuote, int, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """By (token, pool): the quote and service position last seen there, and the wallet
+    value below which no cap binds in that state (``limits.unbound_below``). The quote
+    is held, so an identity check stands for its state."""
 
     def move_refused(self, token: str, protocol: str) -> None:
         """Tells the observer that a move out of the pool was refused."""
@@ -127,6 +140,8 @@ class RiskView:
             service = pool.ours if ours is None else ours.get((token, name), pool.ours)
             if not pool.verdict.takes_funds:
                 verdicts[name] = pool.verdict
+            elif total <= self._unbound_below(token, name, candidate.quote, service):
+                continue  # most wallets: nothing of this pool's caps binds them
             tvl = candidate.quote.total_supply
             key = (token, name, tvl, max(service, held))
             room = self._rooms.get(key)
@@ -136,6 +151,14 @@ class RiskView:
             if cap < total:
                 caps[name] = cap
         return guarded(relaxed(rules) if relax else rules, verdicts, caps)
+
+    def _unbound_below(self, token: str, name: str, quote: PoolQuote, service: int) -> int:
+        """``limits.unbound_below`` of the pool in this state, computed once per state."""
+        seen = self._unbound.get((token, name))
+        if seen is None or seen[0] is not quote or seen[1] != service:
+            bound = unbound_below(quote.total_supply, service, self.settings)
+            seen = self._unbound[(token, name)] = (quote, service, bound)
+        return seen[2]
 
     def thresholds(self, wallet_id: int, thresholds: Thresholds) -> Thresholds:
         """``thresholds`` for this wallet now: within the minimum wait after its last move,
