@@ -320,3 +320,32 @@ async def test_a_signer_that_cannot_sign_sends_nothing_and_gives_its_nonce_back(
     operator = TransactionSender(w3, CHAIN_ID, local, nonces, FAST)
     receipt = await operator.send(reverter.address, reverter.calldata("succeed", 1))
     assert (await w3.eth.get_transaction(HexBytes(receipt.tx_hash)))["nonce"] == before
+
+
+async def test_a_receipt_the_node_fails_to_give_is_no_stranger_and_sends_nothing_again(
+    w3: AsyncWeb3[Any], engine: Engine, anvil: Anvil, reverter: Deployed
+) -> None:
+    """The nonce is used and the node fails to answer for our receipt: ours may be the one
+    mined, so the sender asks again rather than sending the call at a new nonce (which
+    would make it twice)."""
+    operator = sender(w3, engine, 4, SendSettings(receipt_timeout_seconds=5, poll_seconds=0.05))
+    broadcasts = spy_broadcasts(w3)
+    receipt_of = w3.eth.get_transaction_receipt
+    failures = 0
+
+    async def flaky_receipt(tx_hash: Any) -> Any:
+        nonlocal failures
+        if failures < 4:  # the node mined ours, then fails to answer for it a while
+            failures += 1
+            raise TimeoutError("the node did not answer")
+        return await receipt_of(tx_hash)
+
+    w3.eth.get_transaction_receipt = flaky_receipt  # type: ignore[method-assign,assignment]
+    receipt = await asyncio.wait_for(
+        operator.send(reverter.address, reverter.calldata("succeed", 7)), 10
+    )
+
+    assert failures == 4
+    assert len(broadcasts) == 1
+    assert receipt.tx_hash == broadcasts[0]["hash"].to_0x_hex()
+    assert await w3.eth.get_transaction_count(operator.address) == broadcasts[0]["nonce"] + 1

@@ -322,14 +322,25 @@ class TransactionSender:
         return head >= mined["blockNumber"] + self.settings.confirmations - 1
 
     async def _taken_by_a_stranger(self, sent: _Sent) -> bool:
-        """Whether the chain mined another transaction with our nonce (none of ours)."""
+        """Whether the chain mined another transaction with our nonce: the nonce is used,
+        and the node says of each of ours that it knows no such transaction. A lookup the
+        node fails to answer says nothing: ours may be the one mined, and sending the call
+        again at a new nonce would then make it twice."""
         try:
             mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
         except CHAIN_ERRORS:
             return False
         if mined_count <= sent.tx["nonce"]:
             return False
-        return await self._first_mined(sent.hashes) is None  # ours may have just been mined
+        for tx_hash in sent.hashes:  # ours may have just been mined
+            try:
+                await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash))
+            except TransactionNotFound:
+                continue
+            except CHAIN_ERRORS:
+                return False
+            return False
+        return True
 
     def _settle(self, action: Callable[[int, str, int], None], nonce: int) -> None:
         """Consumes or releases ``nonce``; a failure only leaves its lease to lapse, which
