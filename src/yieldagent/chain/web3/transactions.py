@@ -257,6 +257,7 @@ class TransactionSender:
         replacements = 0
         deadline = self._monotonic() + settings.receipt_timeout_seconds
         give_up = self._monotonic() + settings.wait_seconds
+        stranger_seen = False
         while True:
             mined = await self._first_mined(sent.hashes)
             if mined is not None:
@@ -269,9 +270,16 @@ class TransactionSender:
                         "blocks in time"
                     )
             elif await self._taken_by_a_stranger(sent):
-                self._settle(self._nonces.consume, sent.tx["nonce"])
-                log.warning("nonce used by another transaction", extra={"nonce": sent.tx["nonce"]})
-                raise _NonceTaken
+                # Believed on a second look only: a node under load can count a mined
+                # nonce a moment before it gives that transaction's receipt, and sending
+                # the call again would then make it twice.
+                if stranger_seen:
+                    self._settle(self._nonces.consume, sent.tx["nonce"])
+                    log.warning(
+                        "nonce used by another transaction", extra={"nonce": sent.tx["nonce"]}
+                    )
+                    raise _NonceTaken
+                stranger_seen = True
             elif self._monotonic() >= deadline:
                 if replacements == settings.max_replacements:
                     raise ChainUnavailable(
@@ -282,6 +290,8 @@ class TransactionSender:
                 await self._replace(sent)
                 deadline = self._monotonic() + settings.receipt_timeout_seconds
                 continue
+            else:
+                stranger_seen = False
             await self._sleep(pause)
             pause = min(pause * 2, settings.poll_seconds)
 
