@@ -307,17 +307,6 @@ def _collateral_feeds(env: Mapping[str, str]) -> dict[int, tuple[tuple[str, str,
     return found
 
 
-def _processes(env: Mapping[str, str]) -> int:
-    """How many processes serve gRPC: at least the main one."""
-    name = "YIELDAGENT_GRPC_PROCESSES"
-    count = _int(env, name, 1)
-    if count < 1:
-        raise ConfigurationError(
-            f"{name} must be at least 1 (the main process serves too), got {count}"
-        )
-    return count
-
-
 def _at_least_one(env: Mapping[str, str], name: str, default: int) -> int:
     """A count of at least 1."""
     count = _int(env, name, default)
@@ -437,7 +426,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
         watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
-        grpc_processes=_processes(env),
+        grpc_processes=_at_least_one(env, "YIELDAGENT_GRPC_PROCESSES", 1),
         grpc_edge_port=(
             _port_or_off(env, "YIELDAGENT_GRPC_EDGE_PORT", 0)
             if env.get("YIELDAGENT_GRPC_EDGE_PORT")
