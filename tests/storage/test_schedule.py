@@ -156,7 +156,7 @@ def test_a_batch_end_notes_what_ran_reschedules_all_and_releases_only_its_own_le
 ) -> None:
     wallets = [_new(store, owner, WalletStatus.ACTIVATED).id for _ in range(3)]
     runs = RunStore(engine)
-    assert runs.claim_due(1e9, "agent", 1e9 + 60, 10) == wallets
+    assert runs.claim_due(1e9, "agent", 1e9 + 60, 10) == dict.fromkeys(wallets)
     assert store.acquire_lease(wallets[2], "other", until=2e9 + 1, now=1e9 + 61)  # lapsed
 
     ends = [
@@ -176,6 +176,12 @@ def test_a_batch_end_notes_what_ran_reschedules_all_and_releases_only_its_own_le
         (2e9, None, 0, None, "", ""),
         (2e9, "other", 1, 1.5e9, "failed", "no gas price"),
     ]
+    # the next claim tells when each wallet last moved funds: only the completed run did
+    assert runs.claim_due(4e9, "agent", 4e9 + 60, 10) == {
+        wallets[0]: 1.6e9,
+        wallets[1]: None,
+        wallets[2]: None,
+    }
 
 
 # -- the migration ------------------------------------------------------------------------

@@ -113,7 +113,7 @@ def _due_reads(dialect: str) -> tuple[TextClause, TextClause, TextualSelect]:
         claiming = f"wallet_id IN ({due})"
     claim = text(
         "UPDATE wallet_schedule SET lease_owner = :owner, lease_until = :until "  # noqa: S608
-        f"WHERE {claiming} RETURNING wallet_id"
+        f"WHERE {claiming} RETURNING wallet_id, last_moved_at"
     )
     scheduled = text(
         f"SELECT min(next_run_at) FROM {schedule} "  # noqa: S608
@@ -136,8 +136,12 @@ class RunStore:
 
     # schedule
 
-    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
-        """Leases up to ``limit`` activated wallets whose run is due; returns their ids.
+    def claim_due(
+        self, now: float, owner: str, lease_until: float, limit: int
+    ) -> dict[int, float | None]:
+        """Leases up to ``limit`` activated wallets whose run is due; returns their ids, in
+        order, each with when it last moved funds in a run (None: never), which the
+        guards' minimum wait needs and the claim reads at no cost.
 
         The due wallets are read in the order of the index of due wallets
         (``ix_wallet_schedule_due``), which holds only activated ones, so a claim reads
@@ -145,8 +149,11 @@ class RunStore:
         """
         params = {"now": now, "limit": limit, "owner": owner, "until": lease_until}
         with self._engine.begin() as connection:
-            claimed = connection.execute(self._claim, params).scalars().all()
-        return sorted(claimed)
+            claimed = connection.execute(self._claim, params).all()
+        return {
+            row.wallet_id: None if row.last_moved_at is None else float(row.last_moved_at)
+            for row in sorted(claimed)
+        }
 
     def oldest_due(self) -> float | None:
         """Since when (unix seconds) the most overdue activated wallet's run has been due;

@@ -1,15 +1,17 @@
 """``Agent.run_cycle``: batch after batch until none is due, each batch's last write (its
 runs' outcomes, next runs and lease releases) stored from a thread while the next batch runs,
-where the database takes writes in parallel."""
+where the database takes writes in parallel; the guards' minimum wait from the claim."""
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from support.agent_setup import (
     AMOUNT,
@@ -26,6 +28,9 @@ from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.storage import RunEnd
+from yieldagent.domain.risk.settings import RiskSettings
+from yieldagent.domain.risk.survey import RiskSurvey, RiskView
+from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -139,3 +144,55 @@ async def test_an_end_that_fails_to_be_stored_is_logged_and_its_wallets_keep_the
     leased = [w for w in wallets if schedule_row(engine, w.id).lease_owner is not None]
     assert len(leased) == 2
     assert all(schedule_row(engine, w.id).runs == 0 for w in leased)
+
+
+class Surveyed(RiskSurvey):
+    """The guards, keeping each view a batch planned with."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(RiskStore(engine), RiskSettings())
+        self.views: list[RiskView] = []
+
+    async def view(self, *args: Any, **kwargs: Any) -> RiskView:
+        found = await super().view(*args, **kwargs)
+        self.views.append(found)
+        return found
+
+
+async def test_a_batch_waits_out_each_wallets_last_move_as_its_claim_read_it(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, ChainPort],
+    partner: PartnerKey,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    mover = await rebalancing_wallet(lifecycle, engine, market, owner, agent_id="mover")
+    idle = await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id="idle")
+    survey = Surveyed(engine)
+    agent = Agent(
+        lifecycle,
+        WalletStore(engine),
+        RunStore(engine),
+        AgentSettings(interval_seconds=INTERVAL, batch=2),
+        risk=survey,
+    )
+    assert await agent.run_cycle() == 2  # the mover moves: its last move is now
+    moved_at = schedule_row(engine, mover.id).last_moved_at
+    assert moved_at is not None
+    assert schedule_row(engine, idle.id).last_moved_at is None
+
+    def unread(*_: object) -> object:
+        raise AssertionError("the claim told when the wallets last moved")
+
+    monkeypatch.setattr(RiskStore, "last_moves", unread)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE wallet_schedule SET next_run_at = 0"))
+    assert await agent.run_cycle() == 2
+
+    view = survey.views[-1]
+    assert view.last_moves == {mover.id: moved_at}
+    yields = AgentSettings().thresholds
+    assert view.thresholds(mover.id, yields).min_apr_gain == math.inf  # within the wait
+    assert view.thresholds(idle.id, yields) == yields

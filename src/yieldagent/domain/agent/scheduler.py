@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from yieldagent.domain.agent import rounds
@@ -108,22 +108,29 @@ class Scheduler:
         leases = self._books.leases
         now = self._books.clock.time()
         owner = leases.owner("agent")
-        pending = set(self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch))
-        if not pending:
+        claimed = self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch)
+        if not claimed:
             return 0
+        pending = set(claimed)
+        last_moves = {wallet_id: at for wallet_id, at in claimed.items() if at is not None}
         keeper = asyncio.create_task(leases.keep(lambda: sorted(pending), owner))
         try:
-            return await self._run_batch(pending, owner, now + self._settings.interval_seconds)
+            return await self._run_batch(
+                pending, last_moves, owner, now + self._settings.interval_seconds
+            )
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
 
-    async def _run_batch(self, pending: set[int], owner: str, next_run: float) -> int:
+    async def _run_batch(
+        self, pending: set[int], last_moves: Mapping[int, float], owner: str, next_run: float
+    ) -> int:
         """Runs the claimed wallets ``pending`` (emptied as each is rescheduled and
-        released): every wallet of a chain is valued at one head, with the chain's pauses
-        and costs read once, and wallets with the same holdings and rules share one
-        settled check. Returns how many ran."""
+        released), ``last_moves``: when those that ever moved funds last did. Every wallet of a
+        chain is valued at one head, with the chain's pauses and costs read once, and
+        wallets with the same holdings and rules share one settled check. Returns how many
+        ran."""
         wallets = self._wallets.get_many(sorted(pending))
         pending.intersection_update(w.id for w in wallets)  # vanished rows: nothing to free
         by_chain: dict[int, list[Wallet]] = {}
@@ -131,13 +138,16 @@ class Scheduler:
             by_chain.setdefault(wallet.chain_id, []).append(wallet)
         ran = 0
         for chain_id, group in by_chain.items():
-            ran += await self._run_chain_batch(chain_id, group, owner, next_run, pending)
+            ran += await self._run_chain_batch(
+                chain_id, group, last_moves, owner, next_run, pending
+            )
         return ran
 
     async def _run_chain_batch(
         self,
         chain_id: int,
         wallets: list[Wallet],
+        last_moves: Mapping[int, float],
         owner: str,
         next_run: float,
         pending: set[int],
@@ -165,7 +175,14 @@ class Scheduler:
         try:
             valuations = await value_many(chain, runnable, head)
             risk = await risk_view(
-                self._risk, chain_id, chain, runnable, valuations, head.timestamp, self._now()
+                self._risk,
+                chain_id,
+                chain,
+                runnable,
+                valuations,
+                head.timestamp,
+                self._now(),
+                last_moves,
             )
         except Exception as refused:  # the chain, or the guards' store, failed to answer
             valuations = {}

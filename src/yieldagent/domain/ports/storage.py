@@ -219,8 +219,11 @@ class RunEnd:
 class RunRepository(Protocol):
     """Where the schedule and protocol pauses are kept."""
 
-    def claim_due(self, now: float, owner: str, lease_until: float, limit: int) -> list[int]:
-        """Leases up to ``limit`` due wallets for ``owner``; returns their ids."""
+    def claim_due(
+        self, now: float, owner: str, lease_until: float, limit: int
+    ) -> dict[int, float | None]:
+        """Leases up to ``limit`` due wallets for ``owner``; returns their ids, each with
+        when it last moved funds in a run (wall-clock unix seconds; None: never)."""
 
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""

@@ -262,14 +262,19 @@ class RiskSurvey:
         at: int,
         wallet_ids: Sequence[int] = (),
         now: float = 0.0,
+        moved: Mapping[int, float] | None = None,
     ) -> RiskView:
         """The view a batch plans with: every pool of ``quotes`` (by token, then
-        protocol) judged at chain time ``at``, and when ``wallet_ids`` last moved."""
+        protocol) judged at chain time ``at``, and when ``wallet_ids`` last moved
+        (``moved`` when the caller read it already, as a claim does)."""
         pools: dict[tuple[str, str], PoolRisk] = {}
         for token, by_protocol in quotes.items():
             for judged in await self.judge(chain_id, chain, token, by_protocol, at):
                 pools[(token, judged.protocol)] = PoolRisk(judged.verdict, judged.ours)
-        last_moves = self._store.last_moves(wallet_ids) if wallet_ids else {}
+        if moved is not None:
+            last_moves = moved
+        else:
+            last_moves = self._store.last_moves(wallet_ids) if wallet_ids else {}
         return RiskView(
             self.settings, pools, last_moves, now, chain_id=chain_id, observer=self._observer
         )
@@ -303,10 +308,12 @@ async def risk_view(
     valuations: Mapping[int, Valuation],
     at: int,
     now: float,
+    moved: Mapping[int, float] | None = None,
 ) -> RiskView:
     """The guards' view of the pools ``valuations`` read, for planning ``wallets`` (every
-    pool OK and no wait without a ``survey``)."""
+    pool OK and no wait without a ``survey``); ``moved``: when the wallets last moved, if
+    the caller knows (else the survey reads it)."""
     if survey is None:
         return UNGUARDED
     quotes = {w.token: valuations[w.id].quotes for w in wallets if w.id in valuations}
-    return await survey.view(chain_id, chain, quotes, at, [w.id for w in wallets], now)
+    return await survey.view(chain_id, chain, quotes, at, [w.id for w in wallets], now, moved)
