@@ -102,6 +102,8 @@ class SimulatedMarket:
         self._speed = speed
         self._wall = wall
         self._projections: dict[tuple[int, str | None, int, int], list[PoolState]] = {}
+        self._prices: dict[tuple[int, int], dict[str, tuple[int, int]]] = {}
+        """Each chain's price feeds by (chain, the world's transaction sequence)."""
 
     @property
     def seed(self) -> int:
@@ -187,20 +189,43 @@ class SimulatedMarket:
         must not modify the returned pools.
         """
         with self.store.reading() as unit:
-            world = unit.clock()
-            if world is None:
-                raise RuntimeError("the simulated world does not exist: call start() first")
-            key = (chain_id, token, world.clock.now(self._wall()), world.sequence)
-            cached = self._projections.get(key)
-            if cached is not None:
-                return cached
-            pools = unit.pools(chain_id, token)
+            return self._projected(unit, chain_id, token)[0]
+
+    def guard_inputs(
+        self, chain_id: int, token: str
+    ) -> tuple[list[PoolState], dict[str, tuple[int, int]], int]:
+        """What the guards read of a chain's ``token`` pools, in one read: the pools as
+        ``pools_now`` has them, the chain's price feeds (by symbol: price, peg) and the
+        simulated time they were projected to. A feed is set by a transaction, so the
+        feeds are cached with the projection."""
+        with self.store.reading() as unit:
+            pools, key = self._projected(unit, chain_id, token)
+            prices = self._prices.get((chain_id, key[3]))
+            if prices is None:
+                prices = unit.prices(chain_id)
+                if len(self._prices) >= 256:
+                    self._prices.clear()
+                self._prices[(chain_id, key[3])] = prices
+        return pools, prices, key[2]
+
+    def _projected(
+        self, unit: SimSession, chain_id: int, token: str | None
+    ) -> tuple[list[PoolState], tuple[int, str | None, int, int]]:
+        """``pools_now`` within ``unit``, and the key it is cached under."""
+        world = unit.clock()
+        if world is None:
+            raise RuntimeError("the simulated world does not exist: call start() first")
+        key = (chain_id, token, world.clock.now(self._wall()), world.sequence)
+        cached = self._projections.get(key)
+        if cached is not None:
+            return cached, key
+        pools = unit.pools(chain_id, token)
         for pool in pools:
             advance(pool, key[2], self._seed)
         if len(self._projections) >= 256:
             self._projections.clear()
         self._projections[key] = pools
-        return pools
+        return pools, key
 
     def balance(self, chain_id: int, token: str, holder: str) -> int:
         """``holder``'s balance of ``token`` on ``chain_id``."""

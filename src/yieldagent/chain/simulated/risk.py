@@ -181,7 +181,5 @@ class Scenarios:
     def readings(self, chain_id: int, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The pools of ``protocols`` for ``token`` as their guards read them now."""
         wanted = set(protocols)
-        pools = [p for p in self._market.pools_now(chain_id, token) if p.protocol in wanted]
-        with self._market.store.reading() as unit:
-            prices = unit.prices(chain_id)
-        return readings(pools, prices, self._market.now())
+        pools, prices, now = self._market.guard_inputs(chain_id, token)
+        return readings([p for p in pools if p.protocol in wanted], prices, now)
