@@ -2,9 +2,8 @@
 
 Every wallet is on Base, holds USDC (amounts vary from wallet to wallet, 500 to 1,500
 USDC, so that no two wallets share a plan) and is due. The agent judges the pools by the
-risk guards, as the service's does; ``BENCH_GUARDS=off`` runs it without them, the anchor
-their cost is measured against. Figures, one JSON line each, with
-wallets/s and the statements and connection checkouts per run:
+risk guards, as the service's does; ``BENCH_GUARDS=off`` runs it without them. Figures,
+one JSON line each, with wallets/s and the statements and connection checkouts per run:
 
 - ``first``: the cycle that places every wallet's idle funds (claims, plans, supplies,
   books each one), then ``no_move``: the next cycle, in which nothing needs to move.
@@ -27,6 +26,10 @@ wallets/s and the statements and connection checkouts per run:
   processes on one settled fleet of ``BENCH_REPLICA_WALLETS``, default ``10000``, over
   one process, on PostgreSQL, the median of half as many rounds, rounded up; the target
   is at least 1.7).
+- ``guards_cost``: the guarded cycle's wallets/s over the unguarded one's (the anchor),
+  measured in turns in one run on SQLite, ``BENCH_GUARD_ROUNDS`` rounds (default 6): the
+  first and no-move cycles of ``BENCH_GUARD_WALLETS`` (default ``2000``) and the settled
+  fleet of ``BENCH_GUARD_SETTLED`` (default ``10000``). The target is at least 0.9.
 
 SQLite always; PostgreSQL when ``YIELDAGENT_TEST_DATABASE_URL`` is set (in a schema
 ``bench_agent``). ``BENCH_STORAGE`` (``sqlite`` or ``postgresql``) keeps one.
@@ -35,6 +38,7 @@ SQLite always; PostgreSQL when ``YIELDAGENT_TEST_DATABASE_URL`` is set (in a sch
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import multiprocessing
 import os
@@ -196,27 +200,29 @@ def _counting(engine: Engine) -> dict[str, int]:
 
 
 class _World:
-    """A fresh database with the simulated market and an agent on it."""
+    """A fresh database with the simulated market and an agent on it (``guarded``, or as
+    ``BENCH_GUARDS`` says)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, guarded: bool | None = None) -> None:
         self.engine = create_db_engine(url)
         migrate(self.engine)
         self.market = SimulatedMarket(
             SimulationStore(self.engine), load_catalog(), 7, 0.0, wall=lambda: float(GENESIS)
         )
         self.market.start()
-        self.agent = _agent(self.engine, self.market)
+        self.agent = _agent(self.engine, self.market, guarded)
         self.counts = _counting(self.engine)
 
     def make_due(self) -> None:
         with self.engine.begin() as connection:
             connection.execute(text("UPDATE wallet_schedule SET next_run_at = 0"))
 
-    def cycle(self) -> dict[str, Any]:
-        """Runs a cycle to the end; its figures."""
+    def cycle(self, agent: Agent | None = None) -> dict[str, Any]:
+        """Runs a cycle of ``agent`` (the world's own by default) to the end; its figures."""
         counts = self.counts
         counts.update(statements=0, checkouts=0)
-        ran, seconds = asyncio.run(_cycle(self.agent))
+        gc.collect()  # the last cycle's garbage is not this one's to collect
+        ran, seconds = asyncio.run(_cycle(agent or self.agent))
         counts = dict(counts)
         with self.engine.connect() as connection:
             outcomes: dict[str, int] = dict(
@@ -234,10 +240,13 @@ class _World:
         }
 
 
-def _agent(engine: Engine, market: SimulatedMarket) -> Agent:
+def _agent(engine: Engine, market: SimulatedMarket, guarded: bool | None = None) -> Agent:
+    """The service's agent on ``engine``'s fleet; ``guarded`` by default unless
+    ``BENCH_GUARDS=off``."""
     chains = simulated_chains(market, load_catalog())
     policy = Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector="0x" + "fe" * 20)
-    guarded = os.environ.get("BENCH_GUARDS", "on") != "off"
+    if guarded is None:
+        guarded = os.environ.get("BENCH_GUARDS", "on") != "off"
     # the guards, as the service has them
     risk = RiskSurvey(RiskStore(engine), RiskSettings()) if guarded else None
     lifecycle = Lifecycle(
@@ -384,6 +393,71 @@ def _replicas_cycle(world: _World, url: str, processes: int) -> tuple[int, float
     return sum(r for r, _ in done), max(t for _, t in done) - began
 
 
+def guards_cost(wallets: int, settled: int, rounds: int) -> None:
+    """What the risk guards cost the agent's cycle, on SQLite: the guarded cycle's
+    wallets/s over the unguarded one's, the two in turns (which goes first alternates
+    too), each figure the median of the rounds'. The first cycle of ``wallets`` on a
+    fresh database for each; the no-move cycle after it, both agents in turns over the
+    fleet the guarded one placed (a short cycle: two pairs a round); the no-move cycle
+    of a ``settled`` fleet, both agents in turns over one fleet."""
+    each: dict[str, list[float]] = {"first": [], "no_move": [], SETTLED: []}
+    for number in range(1, rounds + 1):
+        order = (True, False) if number % 2 else (False, True)
+        first: dict[bool, float] = {}
+        with tempfile.TemporaryDirectory() as directory:
+            worlds = {g: _World(f"sqlite:///{Path(directory) / f'{g}.db'}", g) for g in order}
+            try:
+                for guarded in order:
+                    world = worlds[guarded]
+                    _populate(world.engine, world.market, wallets, settled=False)
+                    world.make_due()
+                    first[guarded] = world.cycle()["wallets_per_second"]
+                each["first"].append(first[True] / first[False])
+                world = worlds[True]
+                agents = {True: world.agent, False: _agent(world.engine, world.market, False)}
+                each["no_move"] += _in_turns(world, agents, order, 2)
+            finally:
+                for world in worlds.values():
+                    world.engine.dispose()
+    with tempfile.TemporaryDirectory() as directory:
+        world = _World(f"sqlite:///{Path(directory) / 'agent.db'}", guarded=True)
+        try:
+            _populate(world.engine, world.market, settled, settled=True)
+            agents = {True: world.agent, False: _agent(world.engine, world.market, False)}
+            each[SETTLED] = _in_turns(world, agents, (True, False), rounds)
+        finally:
+            world.engine.dispose()
+    for which, ratios in each.items():
+        _emit(
+            figure="guards_cost",
+            storage="sqlite",
+            wallets=settled if which == SETTLED else wallets,
+            cycle=which,
+            guarded_over_unguarded=round(statistics.median(ratios), 3),
+            rounds=[round(r, 3) for r in ratios],
+        )
+
+
+def _in_turns(
+    world: _World, agents: dict[bool, Agent], order: tuple[bool, bool], pairs: int
+) -> list[float]:
+    """``pairs`` no-move cycles of each of ``agents`` (guarded, unguarded) over ``world``'s
+    fleet in turns, the first of each pair alternating; each pair's guarded wallets/s over
+    its unguarded. A first cycle, not measured, warms the fleet's pages up."""
+    world.make_due()
+    world.cycle(agents[False])
+    ratios = []
+    for number in range(pairs):
+        rates: dict[bool, float] = {}
+        for guarded in order if number % 2 == 0 else order[::-1]:
+            world.make_due()
+            figures = world.cycle(agents[guarded])
+            assert set(figures["last_outcomes"]) == {"no_action"}, figures  # nothing moves
+            rates[guarded] = figures["wallets_per_second"]
+        ratios.append(rates[True] / rates[False])
+    return ratios
+
+
 def _postgres_schema(base: str) -> str:
     """A fresh schema ``bench_agent`` on ``base``; the URL that uses it."""
     engine = create_db_engine(base)
@@ -496,6 +570,12 @@ def main() -> None:
             wallets=wallets,
             cycle=which,
             sqlite_over_postgresql=round(ratio, 2),
+        )
+    if "sqlite" in labels and os.environ.get("BENCH_GUARDS", "on") != "off":
+        guards_cost(
+            int(os.environ.get("BENCH_GUARD_WALLETS", "2000")),
+            int(os.environ.get("BENCH_GUARD_SETTLED", "10000")),
+            int(os.environ.get("BENCH_GUARD_ROUNDS", "6")),
         )
     if postgres:
         replica_wallets = int(os.environ.get("BENCH_REPLICA_WALLETS", "10000"))
