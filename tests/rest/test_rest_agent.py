@@ -80,7 +80,13 @@ def test_optimize_answers_the_reference_shape(api: RunningService, keyed: dict[s
     )
     # 400 of the 1,000 USDC are idle: moving pays, and the plan says how
     assert result["weighted_apr_final"] > result["weighted_apr_initial"] > 0
-    assert isinstance(result["break_even_days"], float) and result["break_even_days"] >= 0
+    # Whether moving aave's 600 pays too depends on the pools' rates, which the other
+    # tests on this service move: a plan that moves it says when that pays back; a plan
+    # that only places the idle funds has nothing to pay back (null).
+    break_even = result["break_even_days"]
+    assert break_even is None or (isinstance(break_even, float) and break_even >= 0)
+    if any(action["action_type"] == "withdraw" for action in body["action_plan"]):
+        assert break_even is not None
     for action in body["action_plan"]:
         assert set(action) == {"action_type", "protocol", "amount", "underlying_amount"}
         assert isinstance(action["amount"], str)
