@@ -4,16 +4,15 @@ rendered from our own config.
 
 Run by ``benchmarks.partner_reads`` as ``python -m benchmarks.constant_edge PORT``; it
 serves until killed. It measures what Envoy, the REST filters, the transcoder and
-grpc.aio cost per request, on the direct route (the wallet poll's route has a cache
-and an internal listener in front, which would lower the ceiling).
+grpc.aio (on uvloop, as the service's processes run) cost per request.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import grpc
+import uvloop
 
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
 
@@ -36,4 +35,4 @@ async def _serve(port: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve(int(sys.argv[1])))
+    uvloop.run(_serve(int(sys.argv[1])))  # the loop the service's own processes run on

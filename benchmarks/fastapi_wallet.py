@@ -77,7 +77,8 @@ def serve(port: int) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    # uvloop, as our serving processes run on (uvicorn would pick it anyway, installed)
+    config = uvicorn.Config(app, loop="uvloop", log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
 

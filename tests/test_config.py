@@ -256,6 +256,13 @@ def test_serving_processes_are_one_by_default_and_at_least_one() -> None:
         load_settings({"YIELDAGENT_GRPC_PROCESSES": "two"})
 
 
+def test_the_serving_event_loop_is_uvloop_unless_set_to_asyncio() -> None:
+    assert load_settings({}).event_loop == "uvloop"
+    assert load_settings({"YIELDAGENT_EVENT_LOOP": " AsyncIO "}).event_loop == "asyncio"
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_EVENT_LOOP must be one of"):
+        load_settings({"YIELDAGENT_EVENT_LOOP": "trio"})
+
+
 def test_envoy_has_one_worker_by_default_and_at_least_one() -> None:
     assert load_settings({}).envoy_workers == 1
     assert load_settings({"YIELDAGENT_ENVOY_WORKERS": "4"}).envoy_workers == 4

@@ -86,6 +86,7 @@ from yieldagent.domain.errors import (
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.observability.logs import configure_logging
+from yieldagent.service import runtime
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.compose import (
     build_agent,
@@ -124,7 +125,7 @@ def _partner_json(partner: Partner) -> dict[str, Any]:
 
 
 def _cmd_run(settings: Settings, args: argparse.Namespace) -> None:
-    asyncio.run(run_service(settings, with_edge=args.command == "run"))
+    runtime.run(run_service(settings, with_edge=args.command == "run"), settings.event_loop)
 
 
 def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:

@@ -103,6 +103,9 @@ class Settings:
     """Envoy's heap limit, past which its overload manager sheds load."""
     envoy_workers: int = 1
     """Envoy's worker threads (its ``--concurrency``)."""
+    event_loop: str = "uvloop"
+    """The serving processes' event loop: ``uvloop`` or ``asyncio`` (the standard
+    library's)."""
     watch_streams_per_partner: int = 100
     """WatchWallet streams a partner may have open at once (per process)."""
     partner_rate_limit: float = 100.0
@@ -241,6 +244,7 @@ def _access_log(env: Mapping[str, str]) -> Path | None:
 
 ON = frozenset({"on", "true", "yes", "1"})
 ENVIRONMENTS = ("development", "production")
+EVENT_LOOPS = ("uvloop", "asyncio")
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -259,6 +263,15 @@ def _environment(env: Mapping[str, str]) -> str:
     raw = (env.get("YIELDAGENT_ENV") or "development").strip().lower()
     if raw not in ENVIRONMENTS:
         raise ConfigurationError(f"YIELDAGENT_ENV must be one of {', '.join(ENVIRONMENTS)}")
+    return raw
+
+
+def _event_loop(env: Mapping[str, str]) -> str:
+    raw = (env.get("YIELDAGENT_EVENT_LOOP") or "uvloop").strip().lower()
+    if raw not in EVENT_LOOPS:
+        raise ConfigurationError(
+            f"YIELDAGENT_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, got {raw!r}"
+        )
     return raw
 
 
@@ -425,6 +438,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
+        event_loop=_event_loop(env),
         watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
         grpc_processes=_at_least_one(env, "YIELDAGENT_GRPC_PROCESSES", 1),
         grpc_edge_port=(

@@ -394,7 +394,7 @@ def serve_process(settings: Settings, connection: Connection) -> None:
     background work, until the main process stops it or is gone. The main process has
     migrated the database and created the operator key and the simulated world."""
     configure_logging(settings.log_level, settings.log_format)
-    asyncio.run(_serve_privately(settings, connection))
+    runtime.run(_serve_privately(settings, connection), settings.event_loop)
 
 
 async def _serve_privately(settings: Settings, connection: Connection) -> None:

@@ -1,6 +1,13 @@
-"""The serving process's Python runtime, set for a server's latency once it has started.
+"""The serving process's Python runtime: its event loop, and the settings for a server's
+latency once it has started.
 
 Measured on the fleet poll (``make bench``, 32 connections, one serving process):
+
+- uvloop as the event loop (``YIELDAGENT_EVENT_LOOP``): grpc.aio hands each call from its
+  completion queue to the loop and back; on libuv that costs about a third less of the
+  server's CPU per read than on the standard library's loop (320 against 477 µs on the
+  same machine), and the poll's p99 went from 1.40× FastAPI's to 1.08×, FastAPI on uvloop
+  too.
 
 - ``gc.freeze()``: what start-up created (modules, protobuf descriptors, SQLAlchemy's
   metadata: about 150,000 objects) leaves the collector's reach. A full collection then
@@ -13,10 +20,25 @@ Measured on the fleet poll (``make bench``, 32 connections, one serving process)
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import uvloop
+
+T = TypeVar("T")
 
 SWITCH_INTERVAL_SECONDS = 0.001
+
+
+def run(main: Coroutine[Any, Any, T], event_loop: str) -> T:
+    """Runs ``main`` to its end on a new event loop of the kind ``event_loop`` names
+    (``config.EVENT_LOOPS``)."""
+    if event_loop == "uvloop":
+        return uvloop.run(main)
+    return asyncio.run(main)
 
 
 def settle() -> None:
