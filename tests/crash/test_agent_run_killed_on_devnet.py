@@ -1,8 +1,10 @@
 """SIGKILL during an agent run on the devnet: the restarted service finishes the run from
 the chain's logs, and the books agree with the chain to the unit.
 
-Blocks are mined once a second while the run goes on, so the process dies between two of
-the run's transactions (one mined, the next planned or in the node's pool)."""
+While the run goes on, the test mines the blocks itself, one at a time, until the run has
+a transaction mined and stored, and no more after it: the process dies between two of the
+run's transactions (one mined, the next planned or in the node's pool), whatever the
+machine's load."""
 
 from __future__ import annotations
 
@@ -49,6 +51,19 @@ def _mined_run_steps(engine: Engine) -> int:
     with Session(engine) as session:
         rows = session.exec(select(OperationRow).where(OperationRow.kind == "run")).all()
     return sum(1 for row in rows for step in json.loads(row.steps) if step.get("tx_hash"))
+
+
+def _mine_until_a_run_step(devnet: Devnet, engine: Engine, timeout: float) -> int:
+    """Mines a block at a time until a run's step is stored as mined; how many are. A step
+    is stored before the next one is sent, so no block mined here carries a second one."""
+
+    def mined() -> int:
+        steps = _mined_run_steps(engine)
+        if not steps:
+            rpc(devnet.url, "evm_mine", [])
+        return steps
+
+    return wait_until(mined, timeout=timeout, pause=0.2)
 
 
 def _open_runs(engine: Engine) -> int:
@@ -110,12 +125,11 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         # The other pool's rate jumps (until the test ends: other tests share the chain).
         cleanup.enter_context(utilization(devnet, other, 0.97 if other == AAVE else 0.99))
 
-        # Blocks every second from now on: the run's transactions wait for them.
+        # From now on a block is mined only when the test mines one.
         rpc(devnet.url, "evm_setAutomine", [False])
-        rpc(devnet.url, "evm_setIntervalMining", [1])
         request = wallets_pb2.RunAgentRequest(chain_id=8453, wallet=wallet)
         running = wallets.RunAgent.future(request, metadata=metadata, timeout=60)
-        wait_until(lambda: _mined_run_steps(engine) >= 1, timeout=30, pause=0.01)
+        assert _mine_until_a_run_step(devnet, engine, timeout=30) == 1
         service.kill()
         assert running.exception() is not None  # the caller saw the process die
         channel.close()
@@ -123,7 +137,6 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         assert stored is not None and stored.status == WalletStatus.RUNNING
 
         # The restarted service reconciles the run from the chain's logs.
-        rpc(devnet.url, "evm_setIntervalMining", [0])
         rpc(devnet.url, "evm_setAutomine", [True])
         restarted = ServeProcess(env)
         wait_until(lambda: _open_runs(engine) == 0, timeout=60, pause=0.2)
@@ -144,7 +157,6 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
             sum(held.values()) + idle_balance(devnet.w3, devnet.usdc, wallet) >= 20_000 * UNIT - 10
         )
     finally:
-        rpc(devnet.url, "evm_setIntervalMining", [0])
         rpc(devnet.url, "evm_setAutomine", [True])
         service.kill()
         if restarted is not None:
