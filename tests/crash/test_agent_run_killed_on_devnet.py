@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import ExitStack
 from pathlib import Path
 
 import grpc
@@ -22,7 +21,7 @@ from support.books import assert_books_balance
 from support.crash_world import ServeProcess, wait_until
 from support.devnet import Devnet
 from support.devnet_books import devnet_chain_books, idle_balance, positions
-from support.devnet_service import OPERATOR_KEY, devnet_env, utilization
+from support.devnet_service import OPERATOR_KEY, devnet_env
 from support.service import free_port
 from yieldagent.devnet import actions
 from yieldagent.devnet.anvil import rpc
@@ -97,9 +96,12 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
     }
     service = ServeProcess(env)
     restarted: ServeProcess | None = None
-    cleanup = ExitStack()
     try:
         assert service.logs.wait_for("grpc server started", timeout=60), service.logs.tail()
+        # Other tests move the shared chain's clock on, and a feed not answered for a day
+        # reads stale, which stops new funds: every collateral's feed answers afresh.
+        for listed in devnet.manifest.collateral_feeds.values():
+            actions.set_feed_price(devnet.url, listed["feed"], listed["peg"])
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         accounts = smart_accounts_pb2_grpc.SmartAccountServiceStub(channel)
         wallets = wallets_pb2_grpc.WalletServiceStub(channel)
@@ -122,8 +124,13 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         )
         placed = positions(devnet.w3, devnet.manifest, wallet)
         other = AAVE if placed[MORPHO] > placed[AAVE] else MORPHO
-        # The other pool's rate jumps (until the test ends: other tests share the chain).
-        cleanup.enter_context(utilization(devnet, other, 0.97 if other == AAVE else 0.99))
+        # Only the other pool is allowed from now on: the run must move everything there,
+        # a withdrawal and then a supply, whatever the pools' rates (which other tests on
+        # the shared chain move) and the guards make of them.
+        wallets.UpdateProtocols(
+            wallets_pb2.UpdateProtocolsRequest(chain_id=8453, wallet=wallet, protocols=[other]),
+            metadata=metadata,
+        )
 
         # From now on a block is mined only when the test mines one.
         rpc(devnet.url, "evm_setAutomine", [False])
@@ -161,5 +168,4 @@ def test_an_agent_run_killed_midway_is_finished_from_the_chain(
         service.kill()
         if restarted is not None:
             restarted.kill()
-        cleanup.close()
         engine.dispose()
