@@ -4,11 +4,9 @@ latency once it has started.
 Measured on the fleet poll (``make bench``, 32 connections, one serving process):
 
 - uvloop as the event loop (``YIELDAGENT_EVENT_LOOP``): grpc.aio hands each call from its
-  completion queue to the loop and back; on libuv that costs about a third less of the
-  server's CPU per read than on the standard library's loop (320 against 477 µs on the
-  same machine), and the poll's p99 went from 1.40× FastAPI's to 1.08×, FastAPI on uvloop
-  too.
-
+  completion queue to the loop and back; on libuv the server spent 14 to 33% less CPU per
+  read than on the standard library's loop over three runs, and the poll's p99 went from
+  1.40× FastAPI's to 0.73–1.14× (FastAPI on uvloop too).
 - ``gc.freeze()``: what start-up created (modules, protobuf descriptors, SQLAlchemy's
   metadata: about 150,000 objects) leaves the collector's reach. A full collection then
   scans only what serving has kept since: 10 to 15 ms instead of about 110 ms, a pause
