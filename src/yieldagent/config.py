@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -244,7 +244,9 @@ def _access_log(env: Mapping[str, str]) -> Path | None:
 
 ON = frozenset({"on", "true", "yes", "1"})
 ENVIRONMENTS = ("development", "production")
+"""``YIELDAGENT_ENV``'s values, the default first."""
 EVENT_LOOPS = ("uvloop", "asyncio")
+"""``YIELDAGENT_EVENT_LOOP``'s values, the default first."""
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -259,19 +261,11 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigurationError(f"{name} must be 'on' or 'off', got {raw!r}")
 
 
-def _environment(env: Mapping[str, str]) -> str:
-    raw = (env.get("YIELDAGENT_ENV") or "development").strip().lower()
-    if raw not in ENVIRONMENTS:
-        raise ConfigurationError(f"YIELDAGENT_ENV must be one of {', '.join(ENVIRONMENTS)}")
-    return raw
-
-
-def _event_loop(env: Mapping[str, str]) -> str:
-    raw = (env.get("YIELDAGENT_EVENT_LOOP") or "uvloop").strip().lower()
-    if raw not in EVENT_LOOPS:
-        raise ConfigurationError(
-            f"YIELDAGENT_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, got {raw!r}"
-        )
+def _choice(env: Mapping[str, str], name: str, choices: Sequence[str]) -> str:
+    """One of ``choices``, in any letter case; the first when not set."""
+    raw = (env.get(name) or choices[0]).strip().lower()
+    if raw not in choices:
+        raise ConfigurationError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return raw
 
 
@@ -371,7 +365,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
-    environment = _environment(env)
+    environment = _choice(env, "YIELDAGENT_ENV", ENVIRONMENTS)
     tls_cert, tls_key = _tls_files(env)
     allow_loopback = _switch(env, "YIELDAGENT_WEBHOOK_ALLOW_LOOPBACK", False)
     if allow_loopback and environment == "production":
@@ -438,7 +432,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
-        event_loop=_event_loop(env),
+        event_loop=_choice(env, "YIELDAGENT_EVENT_LOOP", EVENT_LOOPS),
         watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
         grpc_processes=_at_least_one(env, "YIELDAGENT_GRPC_PROCESSES", 1),
         grpc_edge_port=(
