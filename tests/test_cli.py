@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import CoroutineType
+from typing import Any
 
 import pytest
 from sqlalchemy import text
 
 from yieldagent.cli import main
+from yieldagent.service import runtime
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore
@@ -123,3 +126,19 @@ def test_production_mode_refuses_to_start_listing_every_problem(
     assert "YIELDAGENT_WEBHOOK_SECRET_KEY" in problems[2]
     assert "YIELDAGENT_METRICS_HOST" in problems[3]
     assert not (data_dir / "yieldagent.db").exists()  # refused before touching anything
+
+
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_the_service_runs_on_the_configured_event_loop(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, event_loop: str
+) -> None:
+    ran: list[tuple[str, str]] = []
+
+    def run(main: CoroutineType[Any, Any, None], loop: str) -> None:
+        ran.append((main.__qualname__, loop))
+        main.close()  # not served here: only where it would run
+
+    monkeypatch.setattr(runtime, "run", run)
+    monkeypatch.setenv("YIELDAGENT_EVENT_LOOP", event_loop)
+    assert main(["serve"]) == 0
+    assert ran == [("run_service", event_loop)]
