@@ -106,6 +106,32 @@ def test_an_update_changes_the_named_rows_only(engine: Engine) -> None:
     assert _balances_in(engine) == {(TOKEN, "a"): 2**200, (TOKEN, "b"): 2, (other, "a"): 3}
 
 
+def test_of_two_updates_of_one_row_the_later_stays(engine: Engine, wallet_id: int) -> None:
+    """As one row at a time; PostgreSQL's UPDATE ... FROM alone would take either."""
+    with engine.begin() as connection:
+        insert_many(connection, _operations, [_operation(wallet_id, i) for i in range(3)])
+        update_many(
+            connection,
+            _operations,
+            ("id",),
+            [
+                {"id": "op-1", "status": "waiting", "reason": "first"},
+                {"id": "op-2", "status": "waiting", "reason": "only"},
+                {"id": "op-1", "status": "completed", "reason": "second"},
+            ],
+        )
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(_operations.c.id, _operations.c.status, _operations.c.reason)
+        )
+        stored = {row.id: (row.status, row.reason) for row in rows}
+    assert stored == {
+        "op-0": ("running", ""),
+        "op-1": ("completed", "second"),
+        "op-2": ("waiting", "only"),
+    }
+
+
 def test_every_column_type_round_trips(engine: Engine, wallet_id: int) -> None:
     """Text with quotes, backslashes and non-ASCII, nulls, floats, big integers and zoned
     datetimes (read back in UTC), inserted and then updated."""

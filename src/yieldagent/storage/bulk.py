@@ -46,7 +46,8 @@ def update_many(
     rows: Sequence[Mapping[str, Any]],
 ) -> None:
     """Sets, in the row of ``table`` whose ``keys`` columns equal each of ``rows``', that
-    row's other columns (each of ``rows`` with the same columns)."""
+    row's other columns (each of ``rows`` with the same columns), in order: of two rows
+    with the same keys, the later one is what stays."""
     if not rows:
         return
     columns = tuple(rows[0])
@@ -54,8 +55,11 @@ def update_many(
         named = [{_NAMED[c in keys] + c: row[c] for c in columns} for row in rows]
         connection.execute(_update(table, tuple(keys), columns), named)
         return
+    # An UPDATE ... FROM changes a row once, with any one of the source rows that match
+    # it, so only each key's last row goes in.
+    last = {tuple(row[k] for k in keys): row for row in rows}
     statement = _postgres_update(table, tuple(keys), columns)
-    connection.execute(statement, {"rows": document(rows)})
+    connection.execute(statement, {"rows": document(list(last.values()))})
 
 
 _NAMED = {True: "key_", False: "new_"}
