@@ -6,6 +6,10 @@ answer.
 Each example builds two mirrored sets of wallets on two chains (same addresses, same
 stripes of the chain totals), commits a list of journals on one set with ``commit_many``
 and the mirrored list on the other with ``commit``, one by one, and compares every table.
+As on a chain, a chain event belongs to one wallet: a journal may repeat one its wallet
+booked, never another wallet's (one event in two wallets' journals has its own test). The
+events are compared in each wallet's order: a wallet retried after the batch records its
+events after the batch's.
 """
 
 from __future__ import annotations
@@ -95,6 +99,11 @@ def _tx(example: int, n: int) -> str:
     return f"0x{example:032x}{n:032x}"
 
 
+def _event(example: int, wallet: int, k: int) -> str:
+    """The hash of the wallet's ``k``-th chain event: no other wallet's."""
+    return _tx(example, 1_000 * (wallet + 1) + k)
+
+
 def _operation(wallet: Wallet, name: str, status: str, done: int) -> Operation:
     steps = tuple(
         Step(
@@ -137,11 +146,11 @@ journal_steps = st.fixed_dictionaries(
         "idle": amounts,
         "allocation": st.dictionaries(st.sampled_from(PROTOCOLS), amounts, max_size=2),
         "apr": st.floats(0, 100, allow_nan=False),
-        # tx hashes from a small pool: some journals repeat a booked chain event
+        # the wallet's events from a small pool: some journals repeat one it booked
         "deposits": st.lists(
-            st.tuples(st.integers(0, 30), st.integers(1, 10**9), st.integers(-2, 2)), max_size=2
+            st.tuples(st.integers(0, 7), st.integers(1, 10**9), st.integers(-2, 2)), max_size=2
         ),
-        "withdrawals": st.lists(st.integers(0, 30), max_size=1),
+        "withdrawals": st.lists(st.integers(0, 7), max_size=1),
         "transactions": st.integers(0, 2),
         "points": st.integers(0, 2),
         "operation": st.one_of(
@@ -189,7 +198,7 @@ class Side:
         for n, (status, deposits) in enumerate(setup):
             wallet = _wallet(partner_id, self.chain_id, self.example * 10 + n, status)
             booked = [
-                DepositRecord(5_000, USDC, _tx(self.example, n * 3 + k), 50, T0 + timedelta(days=d))
+                DepositRecord(5_000, USDC, _event(self.example, n, k), 50, T0 + timedelta(days=d))
                 for k, d in deposits
             ]
             self.wallets.append(
@@ -219,6 +228,10 @@ class Side:
             version=stored.version + earlier + step["version"],
         )
         at = T0 + timedelta(days=3)
+
+        def events(k: int) -> str:
+            return _event(self.example, step["wallet"], k)
+
         operation = None
         if step["operation"] is not None:
             n, status, done = step["operation"]
@@ -227,13 +240,11 @@ class Side:
         return Journal(
             wallet,
             deposits=[
-                DepositRecord(amount, USDC, _tx(self.example, k), 60, at + timedelta(days=d))
+                DepositRecord(amount, USDC, events(k), 60, at + timedelta(days=d))
                 for k, amount, d in step["deposits"]
             ],
             withdrawals=[
-                WithdrawalRecord(
-                    USDC, WithdrawalSplit(7, 5, 2, 0), 7.0, 7.0, _tx(self.example, k), 61, at
-                )
+                WithdrawalRecord(USDC, WithdrawalSplit(7, 5, 2, 0), 7.0, 7.0, events(k), 61, at)
                 for k in step["withdrawals"]
             ],
             transactions=[
@@ -279,6 +290,11 @@ def _stored(engine: Engine, side: Side) -> dict[str, Any]:
             listed = connection.execute(select(table).where(*where).order_by(table.c.id))
             return [dict(row._mapping) for row in listed]
 
+        def by_wallet(table: Any) -> list[dict[str, Any]]:
+            """The table's rows of the side's wallets, wallet by wallet, each in order."""
+            listed = rows(table, table.c.wallet_id.in_(ids))
+            return sorted(listed, key=lambda row: (position[row["wallet_id"]], row["id"]))
+
         def plain(row: dict[str, Any]) -> dict[str, Any]:
             kept = {k: v for k, v in row.items() if k not in _LEFT_OUT}
             if "wallet_id" in kept:
@@ -287,10 +303,9 @@ def _stored(engine: Engine, side: Side) -> dict[str, Any]:
 
         for row_type in (DepositRow, WithdrawalRow, TransactionRow, RewardRow):
             table = row_type.__table__  # type: ignore[union-attr]
-            listed = rows(table, table.c.wallet_id.in_(ids))
-            found[table.name] = [plain(row) for row in listed]
+            found[table.name] = [plain(row) for row in by_wallet(table)]
         points = PerformancePointRow.__table__  # type: ignore[attr-defined]
-        found["points"] = [plain(r) for r in rows(points, points.c.wallet_id.in_(ids))]
+        found["points"] = [plain(row) for row in by_wallet(points)]
         wallets = WalletRow.__table__  # type: ignore[attr-defined]
         found["wallets"] = [plain(r) for r in rows(wallets, wallets.c.id.in_(ids))]
         operations = OperationRow.__table__  # type: ignore[attr-defined]
@@ -302,17 +317,20 @@ def _stored(engine: Engine, side: Side) -> dict[str, Any]:
             key=lambda r: r["name"],
         )
         events = WalletEventRow.__table__  # type: ignore[attr-defined]
-        listed = rows(events, events.c.wallet_id.in_(ids))
+        listed = by_wallet(events)
         order = {row["id"]: n for n, row in enumerate(listed)}
         run_ids = f'"{side.chain_id}-'  # a run's id names its side
         found["events"] = [
             plain(row | {"data": row["data"].replace(run_ids, '"')}) for row in listed
         ]
         deliveries = WebhookDeliveryRow.__table__  # type: ignore[attr-defined]
-        found["deliveries"] = [
-            plain(row) | {"event_id": order[row["event_id"]]}
-            for row in rows(deliveries, deliveries.c.wallet_id.in_(ids))
-        ]
+        found["deliveries"] = sorted(
+            (
+                plain(row) | {"event_id": order[row["event_id"]]}
+                for row in rows(deliveries, deliveries.c.wallet_id.in_(ids))
+            ),
+            key=lambda row: row["event_id"],
+        )
         totals = ChainTotalsRow.__table__  # type: ignore[attr-defined]
         found["chain_totals"] = sorted(
             (
@@ -403,6 +421,23 @@ def test_a_chain_event_already_booked_sinks_only_its_own_journal(
     assert store.deposits(second.id) == []
     assert [d.tx_hash for d in store.deposits(third.id)] == [_tx(0, 3)]
     assert store.totals(BATCHED).tokens[USDC].deposited == 30
+
+
+def test_one_chain_event_in_two_wallets_journals_is_booked_once(
+    store: WalletStore, owner: int
+) -> None:
+    first, second = _stored_wallets(store, owner, 2)
+    withdrawn = WithdrawalRecord(USDC, WithdrawalSplit(7, 5, 2, 0), 7.0, 7.0, _tx(0, 9), 3, T0)
+    journals = [
+        Journal(replace(first, idle=1), withdrawals=[withdrawn]),
+        Journal(replace(second, idle=2), withdrawals=[withdrawn]),
+    ]
+
+    assert committing(store._engine).commit_many(journals) == [True, False]
+
+    assert [store.get_by_id(w.id).idle for w in (first, second)] == [1, 0]  # type: ignore[union-attr]
+    assert [w.tx_hash for w in store.withdrawals(first.id)] == [_tx(0, 9)]
+    assert store.withdrawals(second.id) == []
 
 
 def test_a_batch_of_nothing_writes_nothing(store: WalletStore) -> None:
