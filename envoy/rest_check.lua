@@ -32,10 +32,10 @@
 --     strings must be; the service would fail to decode the request), and a
 --     query bool or integer it cannot read exactly (true/false/1/0, digits).
 --
--- Headers go on to the service as gRPC metadata. Those gRPC would refuse or read
--- as its own are dropped: names outside [0-9a-z_.-], "-bin" and "grpc-*" names,
--- values that are not printable ASCII (the service reads only the partner
--- credentials). It answers 431 when the rest would exceed gRPC's metadata limit.
+-- Headers go on to the service as gRPC metadata; the listener's grpc_metadata
+-- filter has dropped those gRPC would refuse or read as its own. An idempotency
+-- key that is not printable ASCII is refused here: dropped, the call would run
+-- without it.
 -- Unknown JSON fields and query parameters are left alone: the transcoder ignores
 -- them.
 
@@ -46,12 +46,6 @@ local concat, floor = table.concat, math.floor
 
 local MAX_ERRORS = 10
 local MAX_DEPTH = 64
--- gRPC refuses request metadata above 8 KiB (name + value + 32 bytes per entry).
-local METADATA_LIMIT = 8192
-local ENTRY_OVERHEAD = 32
--- What the router adds after this filter: x-request-id, x-forwarded-proto,
--- x-envoy-expected-rq-timeout-ms, x-yieldagent-edge.
-local ROUTER_HEADERS = 512
 
 local QUOTE, BACKSLASH, COLON, COMMA = 34, 92, 58, 44
 local LBRACE, RBRACE, LBRACKET, RBRACKET = 123, 125, 91, 93
@@ -460,30 +454,9 @@ end
 
 -- Headers -------------------------------------------------------------------
 
--- Whether a client header can go on as gRPC metadata: gRPC fails the call on a key
--- outside [0-9a-z_.-], reads "-bin" values as base64 and "grpc-*" as its own
--- (grpc-timeout: garbage), and takes printable ASCII values only.
-local function forwardable(name, value)
-  if sub(name, 1, 1) == ':' then return true end
-  if not find(name, '^[0-9a-z_.%-]+$') then return false end
-  if sub(name, -4) == '-bin' or sub(name, 1, 5) == 'grpc-' then return false end
+-- The service takes an idempotency key of 1 to 255 printable ASCII characters.
+local function printable(value)
   return not find(value, '[^\32-\126]')
-end
-
-local function drop_unforwardable(headers)
-  local dropped = {}
-  for name, value in pairs(headers) do
-    if not forwardable(name, value) then dropped[#dropped + 1] = name end
-  end
-  for _, name in ipairs(dropped) do headers:remove(name) end
-end
-
-local function headers_too_large(headers)
-  local total = ROUTER_HEADERS
-  for name, value in pairs(headers) do
-    total = total + #name + #value + ENTRY_OVERHEAD
-  end
-  return total > METADATA_LIMIT
 end
 
 -- What to answer instead of passing the request on: a status, or nothing.
@@ -501,12 +474,10 @@ local function check(handle)
   local state = { errors = {} }
   -- A key the client sent must never be dropped silently: the call would run without it.
   local key = headers:get('idempotency-key')
-  if key and not forwardable('idempotency-key', key) then
+  if key and not printable(key) then
     refuse(state, { 'header', 'Idempotency-Key' }, 'value_error.idempotency_key',
       'Idempotency-Key must be 1 to 255 printable ASCII characters')
   end
-  drop_unforwardable(headers)
-  if headers_too_large(headers) then return '431' end
 
   local rules = load_schema(handle)
   local method = rules and rules.methods and rules.methods[grpc_path]
@@ -535,10 +506,7 @@ function envoy_on_request(handle)
     handle:logErr('rest_check: ' .. tostring(status))
     return
   end
-  if status == '431' then
-    handle:respond({ [':status'] = '431', ['content-type'] = 'text/plain' },
-      'Request Header Fields Too Large')
-  elseif status then
+  if status then
     handle:respond({ [':status'] = status }, '')
   end
 end

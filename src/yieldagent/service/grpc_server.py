@@ -18,10 +18,17 @@ from grpc_reflection.v1alpha import reflection
 
 from yieldagent.servicers.method_policy import api_services
 
+METADATA_LIMIT = 16 * 1024
+"""The request metadata the server takes (gRPC's default is 8 KiB). Above anything Envoy
+admits (8 KiB of client headers, at most 100 of them, plus its own), so that a REST request
+Envoy takes is never refused for its size by gRPC, which would answer it with a 5xx."""
+
 _OPTIONS = [
     ("grpc.so_reuseport", 0),
     ("grpc.max_concurrent_streams", 1000),
     ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.max_metadata_size", METADATA_LIMIT),
+    ("grpc.absolute_max_metadata_size", METADATA_LIMIT),
 ]
 
 Registration = tuple[Callable[[Any, grpc.aio.Server], None], object]
