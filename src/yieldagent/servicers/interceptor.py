@@ -15,7 +15,9 @@ For each ``yieldagent.v1`` call it:
 4. on calls from the REST edge, words a refusal for REST (status and body, in trailing
    metadata); the hints of a success (status, JSON integers and nulls) are constant per
    method, and Envoy has them from the request schema it is rendered with;
-5. sends a unary reply that the servicer serialized itself (``bytes``) as it is;
+5. sends a unary reply that the servicer serialized itself (``bytes``) as it is, and
+   renders a REST reply of a method served as JSON (``servicers.rest_json``) that the
+   servicer left a message;
 6. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
    per method).
 Servicers therefore only translate messages and call the domain.
@@ -42,6 +44,7 @@ from yieldagent.servicers import errors
 from yieldagent.servicers.auth import Authenticator, presented_digest
 from yieldagent.servicers.idempotency import Idempotency, key_of
 from yieldagent.servicers.method_policy import Metadata, MethodPolicy
+from yieldagent.servicers.rest_json import Renderer, bind_serving_json, unbind_serving_json
 from yieldagent.servicers.streams import OpenStreams, until_ended
 
 log = logging.getLogger(__name__)
@@ -130,6 +133,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         measured = MethodMetrics(policy.full_name)
         clock = time.perf_counter
         ok = grpc.StatusCode.OK
+        render = Renderer(policy) if policy.served_as_json else None
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = clock()
@@ -143,6 +147,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     request_id = value
             request_id, echo = _resolve_request_id(request_id, rest)
             request_token = bind_request_id(request_id)
+            json_token = bind_serving_json(rest) if render is not None else None
             code = ok
             token = None
             replayed: Metadata = ()
@@ -156,6 +161,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                         )
                     else:
                         response = await behavior(request, context)
+                    if rest and render is not None and type(response) is not bytes:
+                        response = render(response)
                 except grpc.aio.AbortError:
                     code = context.code() or grpc.StatusCode.UNKNOWN
                     raise
@@ -177,6 +184,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             finally:
                 measured.observe(code, clock() - started)
                 unbind_request_id(request_token)
+                if json_token is not None:
+                    unbind_serving_json(json_token)
 
         return guarded
 

@@ -12,9 +12,11 @@ The REST edge (Envoy plus envoy/rest.lua) knows no route. For every
   marked ``json_integer``;
 - the JSON paths printed as ``null`` when unset: every proto3 ``optional`` scalar;
 - where each request field comes from on REST (``path``, ``query`` or ``body``),
-  from the ``google.api.http`` rule, to locate input errors as the contract does.
+  from the ``google.api.http`` rule, to locate input errors as the contract does;
+- whether the service renders the method's REST reply itself (``SERVED_AS_JSON``).
 
-The interceptor sends the status and JSON hints to the edge as response metadata.
+Envoy has the status and JSON hints from the request schema it is rendered with
+(``service.edge``); the service renders the same hints itself for ``SERVED_AS_JSON``.
 """
 
 from __future__ import annotations
@@ -73,6 +75,12 @@ ERROR_HEADER = "x-yieldagent-error"
 
 Metadata = tuple[tuple[str, str], ...]
 
+SERVED_AS_JSON = frozenset({"/yieldagent.v1.WalletService/GetWallet"})
+"""Methods whose REST reply the service renders as the contract's JSON itself, which Envoy
+passes on as it is (``servicers.rest_json``): the wallet read partners poll, kept per
+wallet version. Envoy's transcoding and reshaping of it cost more than the rest of Envoy's
+work per read, and grew with the wallet's history."""
+
 
 @dataclass(frozen=True, slots=True)
 class MethodPolicy:
@@ -87,6 +95,12 @@ class MethodPolicy:
     idempotent: bool = False
     response_type: type[Message] | None = None
     """The response class, for idempotent methods (a stored response is replayed)."""
+    integer_paths: tuple[str, ...] = ()
+    """The response's JSON paths whose decimal strings REST prints as integers."""
+    null_paths: tuple[str, ...] = ()
+    """The response's JSON paths REST prints as null when unset."""
+    served_as_json: bool = False
+    """Whether the service renders the REST reply itself (``SERVED_AS_JSON``)."""
 
     def locate(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
         """A request field's location as REST reports it: ``("body", "eoa")``.
@@ -183,6 +197,9 @@ def policy_for(method: MethodDescriptor) -> MethodPolicy:
         body_field=body_field,
         idempotent=idempotent,
         response_type=message_factory.GetMessageClass(method.output_type) if idempotent else None,
+        integer_paths=tuple(integers),
+        null_paths=tuple(nulls),
+        served_as_json=full_name in SERVED_AS_JSON,
     )
 
 

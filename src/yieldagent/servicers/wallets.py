@@ -26,11 +26,15 @@ from yieldagent.domain.ports.storage import EventFeed
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
+from yieldagent.servicers.method_policy import policy_for
 from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.servicers.replies import VersionedReplies
+from yieldagent.servicers.rest_json import Renderer, serving_json
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
+
+_GET_WALLET = wallets_pb2.DESCRIPTOR.services_by_name["WalletService"].methods_by_name["GetWallet"]
 
 _PARAM_FIELDS = (
     "min_protocols",
@@ -145,7 +149,11 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         self._reports = reports
         self._catalog = catalog
         self._events = events
+        # Each wallet's kept reply: the message for gRPC callers, the contract's JSON for
+        # REST ones (the method is served as JSON); each store bounded on its own.
         self._replies = VersionedReplies()
+        self._json_replies = VersionedReplies()
+        self._render_json = Renderer(policy_for(_GET_WALLET))
 
     async def ActivateWallet(
         self, request: wallets_pb2.ActivateWalletRequest, context: Context
@@ -176,16 +184,20 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     async def GetWallet(
         self, request: wallets_pb2.GetWalletRequest, context: Context
     ) -> wallets_pb2.Wallet | bytes:
-        """The wallet record, serialized. A reply built at the wallet's current version is
-        answered as it was kept: the record's cost does not grow with its history."""
+        """The wallet record, serialized (as the contract's JSON to REST callers). A reply
+        built at the wallet's current version is answered as it was kept: the record's cost
+        does not grow with its history."""
         address = parse_address(request.wallet, ("wallet",))
         wallet_id, version = self._reports.wallet_stamp(request.chain_id, address, request.eoa)
-        kept = self._replies.get(wallet_id, version)
+        as_json = serving_json()
+        replies = self._json_replies if as_json else self._replies
+        kept = replies.get(wallet_id, version)
         if kept is not None:
             return kept
         view = self._reports.wallet_view(request.chain_id, address, request.eoa)
-        reply = wallet_message(view).SerializeToString()
-        self._replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
+        message = wallet_message(view)
+        reply = self._render_json(message) if as_json else message.SerializeToString()
+        replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
         return reply
 
     async def DeactivateWallet(
