@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from google.api import httpbody_pb2
 from google.protobuf import json_format
@@ -47,6 +47,7 @@ def bind_serving_json(value: bool) -> object:
 
 
 def unbind_serving_json(token: object) -> None:
+    """Ends ``bind_serving_json``'s mark."""
     _serving_json.reset(token)  # type: ignore[arg-type]
 
 
@@ -70,11 +71,13 @@ class Renderer:
             json_format.MessageToDict(
                 reply, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             ),
-            reply.DESCRIPTOR,
+            cast(Descriptor, reply.DESCRIPTOR),
         )
         _shaped(document, self._shape)
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-        return httpbody_pb2.HttpBody(content_type=CONTENT_TYPE, data=data).SerializeToString()
+        body = httpbody_pb2.HttpBody(content_type=CONTENT_TYPE, data=data)
+        serialized: bytes = body.SerializeToString()
+        return serialized
 
 
 def _in_field_order(document: dict[str, Any], message: Descriptor) -> dict[str, Any]:
@@ -121,8 +124,3 @@ def _integers(value: Any) -> Any:
     if isinstance(value, str) and _INTEGER.fullmatch(value):
         return int(value)
     return value
-
-
-def renderers(policies: Mapping[str, MethodPolicy]) -> dict[str, Callable[[Message], bytes]]:
-    """A renderer for each policy served as JSON, by method path."""
-    return {name: Renderer(policy) for name, policy in policies.items() if policy.served_as_json}
