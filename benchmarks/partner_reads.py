@@ -4,9 +4,9 @@ against a FastAPI app reading the same wallets and against the edge's ceiling.
 ``BENCH_FLEET`` (10,000) activated wallets are written into the service's database; wrk
 asks for them in turn (``fleet.lua``), so each request names a different wallet than the
 last ``BENCH_FLEET - 1``: no cache keyed by the request could answer it. Five stacks on
-this machine, measured in turns (``BENCH_ROUNDS`` rounds after one warm-up round, wrk at
-``BENCH_CONNECTIONS`` connections for ``BENCH_DURATION`` each), so that drift in the
-machine's load hits all of them alike:
+this machine, measured in turns (``BENCH_ROUNDS`` rounds after a warm-up that reads the
+whole fleet, wrk at ``BENCH_CONNECTIONS`` connections for ``BENCH_DURATION`` each), so
+that drift in the machine's load hits all of them alike:
 
 - **ours x1**: ``yieldagent run`` (Envoy → grpc.aio → storage), SQLite, one serving process;
 - **fastapi x1**: ``benchmarks.fastapi_wallet`` on uvicorn (one worker), one SQLAlchemy Core
@@ -223,10 +223,12 @@ def _fastapi(database: Path, workers: int = 1) -> Iterator[tuple[str, list[int]]
 _SCALE = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
-def measure(wrk: str, url: str, script: Path | None = None) -> dict[str, float]:
+def measure(
+    wrk: str, url: str, script: Path | None = None, duration: str = DURATION
+) -> dict[str, float]:
     """One wrk run at ``url`` (with ``script``, the fleet's rotation): requests per
     second, p50 and p99 in ms, requests and non-2xx replies."""
-    command = [wrk, "-t1", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency"]
+    command = [wrk, "-t1", f"-c{CONNECTIONS}", f"-d{duration}", "--latency"]
     if script is not None:
         command += ["-s", str(script)]
     out = subprocess.run([*command, url], check=True, capture_output=True, text=True).stdout
@@ -243,6 +245,19 @@ def measure(wrk: str, url: str, script: Path | None = None) -> dict[str, float]:
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     figures["errors"] = float(non_2xx.group(1)) if non_2xx else 0.0
     return figures
+
+
+def _warm(wrk: str, url: str, script: Path | None) -> list[int]:
+    """Reads until one wrk run has asked for every wallet of the fleet, as a partner's
+    continuous poll has: each run starts the rotation again, and a run cut short leaves
+    the wallets past it to the first measured rounds (read for the first time, ours
+    builds and keeps their replies there). Returns each warm-up run's request count."""
+    seconds = int(DURATION.removesuffix("s"))
+    counts = [int(measure(wrk, url, script, f"{seconds}s")["requests"])]
+    while script is not None and counts[-1] < FLEET:
+        seconds *= 2
+        counts.append(int(measure(wrk, url, script, f"{seconds}s")["requests"]))
+    return counts
 
 
 def _measured(
@@ -381,8 +396,8 @@ def main() -> None:
             fastapi_w: (fastapi_n, script, (fastapi_n_pids, 0)),
             "ceiling": (ceiling, None, (ceiling_pids[:1], ceiling_pids[1])),
         }
-        for url, fleet, _ in runs.values():  # warm-up: every wallet read once
-            measure(wrk, url, fleet)
+        for name, (url, fleet, _) in runs.items():
+            _emit(stack=name, warm_up_requests=_warm(wrk, url, fleet))
         rounds = [
             {name: _measured(wrk, url, fleet, pids) for name, (url, fleet, pids) in runs.items()}
             for _ in range(ROUNDS)
