@@ -14,6 +14,8 @@
 -- and those printed as null when the field is unset. They are constant per method
 -- and come from the request schema, so that the service sends no metadata on a
 -- success (the x-yieldagent-* headers of the same names still count when sent).
+-- The wallet read comes shaped: the service renders its JSON itself
+-- (servicers/rest_json.py), and the schema gives it no integer or null hints.
 --
 -- On requests, every JSON integer literal in a body is passed on as a string:
 -- protobuf's JSON parser reads a quoted integer into any numeric field, and this
