@@ -186,10 +186,13 @@ def test_credentials_under_envoys_limit_are_refused_as_credentials(api: RunningS
 
 
 def test_many_headers_under_envoys_limit_pass(api: RunningService) -> None:
-    """95 headers of 7,600 bytes: with gRPC's 32 bytes per entry, 10.6 KB of metadata."""
+    """95 headers of 7,600 bytes: with gRPC's 32 bytes per entry, 10.6 KB of metadata.
+    Between its soft (8 KiB) and hard limits gRPC refuses a share of such calls at random:
+    20 of them all pass only when the limit is above them."""
     headers = {f"x-h{i:02}": "v" * 74 for i in range(95)}
-    response = api.request("GET", "/api/v1/chains", headers=headers)
-    assert response.status == 200, response.body
+    for _ in range(20):
+        response = api.request("GET", "/api/v1/chains", headers=headers)
+        assert response.status == 200, response.body
 
 
 # -- echoed input ----------------------------------------------------------------------------

