@@ -160,6 +160,7 @@ contract OperatorModule {
     error BadRule(address target, bytes4 selector);
     error BadToken(address token);
     error BadOperator(address operator);
+    error AdminIsOperator(address account);
     error BadCollector(address collector);
     error NotSingleOwner(address account);
     error ModuleNotEnabled(address account);
@@ -319,9 +320,12 @@ contract OperatorModule {
         emit PausedSet(paused_);
     }
 
+    /// @notice Proposes `newAdmin`, who takes over with `acceptAdmin`. Never the operator: the
+    /// operator changes only to an address that is neither the admin nor the pending admin, so
+    /// the two keys stay apart whichever step comes first.
     function transferAdmin(address newAdmin) external {
         _onlyAdmin();
-        if (newAdmin == operator) revert BadConfig();
+        if (newAdmin == operator) revert AdminIsOperator(newAdmin);
         pendingAdmin = newAdmin;
         emit AdminProposed(admin, newAdmin);
     }
@@ -409,8 +413,8 @@ contract OperatorModule {
             if (bad) revert BadRule(c.subject, s);
         } else if (c.kind == ChangeKind.Token) {
             if (c.listing.feed != address(0) && c.listing.maxAge == 0) revert BadToken(c.subject);
-        } else if (c.subject == admin) {
-            revert BadOperator(c.subject);
+        } else if (c.subject == admin || c.subject == pendingAdmin) {
+            revert AdminIsOperator(c.subject);
         }
     }
 

@@ -99,7 +99,7 @@ def test_the_operator_key_changes_only_through_the_timelock(acct: Account) -> No
     d.transact(world.execute(acct.address, acct.supply_calls(USDC)[:1]), sender=new_operator)
     # the admin may never be the operator
     assert admin_refused(world, m.proposeChange(operator_change(d.admin))).startswith(
-        "BadOperator("
+        "AdminIsOperator("
     )
 
 
@@ -119,6 +119,46 @@ def test_a_change_can_be_cancelled_and_the_admin_hands_over_in_two_steps(acct: A
     d.transact(m.acceptAdmin(), sender=new)
     assert m.admin().call() == new
     assert admin_refused(world, m.proposeChange(change), old).startswith("NotAdmin(")
+
+
+def test_a_handover_to_the_next_operator_is_refused_whichever_step_comes_first(
+    acct: Account,
+) -> None:
+    """The mistaken admin hands the module over to X and makes X the operator: one key would
+    then list targets and use them at once. Each ordering of the two steps is refused."""
+    world, d = acct.world, acct.world.net.d
+    m = world.module.functions
+    operator, x = world.operator.address, d.accounts[7]
+    # the handover first: X may not be proposed as the operator while it is the pending admin
+    d.transact(m.transferAdmin(x))
+    assert admin_refused(world, m.proposeChange(operator_change(x))).startswith("AdminIsOperator(")
+    d.transact(m.acceptAdmin(), sender=x)
+    assert admin_refused(world, m.proposeChange(operator_change(x)), x).startswith(
+        "AdminIsOperator("
+    )
+    assert (m.admin().call(), m.operator().call()) == (x, operator)
+
+
+def test_an_operator_change_to_the_pending_admin_is_refused_when_applied(acct: Account) -> None:
+    """The reverse ordering: the operator change to X is proposed first, then the handover to
+    X; the change cannot be applied while X is the pending admin, nor once X is the admin."""
+    world, d = acct.world, acct.world.net.d
+    m = world.module.functions
+    operator, x = world.operator.address, d.accounts[7]
+    change = operator_change(x)
+    d.transact(m.proposeChange(change))
+    d.transact(m.transferAdmin(x))  # X is not the operator yet
+    warp(world, TIMELOCK_DELAY)
+    assert admin_refused(world, m.applyChange(change)).startswith("AdminIsOperator(")
+    d.transact(m.acceptAdmin(), sender=x)
+    assert admin_refused(world, m.applyChange(change), x).startswith("AdminIsOperator(")
+    assert (m.admin().call(), m.operator().call()) == (x, operator)
+    # and once X is the operator, no handover can make it the admin
+    y = d.accounts[8]
+    d.transact(m.proposeChange(operator_change(y)), sender=x)
+    warp(world, TIMELOCK_DELAY)
+    d.transact(m.applyChange(operator_change(y)), sender=x)
+    assert admin_refused(world, m.transferAdmin(y), x).startswith("AdminIsOperator(")
 
 
 def test_the_admin_pauses_every_operator_call_at_once(acct: Account) -> None:
