@@ -228,8 +228,10 @@ contract OperatorModule {
         address account_ = msg.sender;
         if (_accounts[account_].owner != address(0)) revert AlreadyRegistered(account_);
         if (collector == address(0) || collector == operator) revert BadCollector(collector);
-        Priced memory p = _tokens[token_];
-        if (p.feed == address(0) || p.reward) revert BadToken(token_);
+        // Not today's listing: an account's address is handed out before it is deployed, and a
+        // listing changed meanwhile must not change what it becomes. The listing prices the
+        // token for swaps; here it need only be a contract (a call to no code "succeeds").
+        if (token_.code.length == 0) revert BadToken(token_);
         if (!ISafeAccount(account_).isModuleEnabled(address(this))) revert ModuleNotEnabled(account_);
         address[] memory owners = ISafeAccount(account_).getOwners();
         if (owners.length != 1 || ISafeAccount(account_).getThreshold() != 1) revert NotSingleOwner(account_);
