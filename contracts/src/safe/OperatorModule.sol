@@ -10,6 +10,7 @@ interface ISafeAccount {
         returns (bool success, bytes memory returnData);
     function isModuleEnabled(address module) external view returns (bool);
     function getOwners() external view returns (address[] memory);
+    function isOwner(address owner) external view returns (bool);
     function getThreshold() external view returns (uint256);
 }
 
@@ -32,7 +33,8 @@ interface IERC20View {
 ///   - Swap: only a listed reward token into the account's token, approving exactly amountIn;
 ///     the account must receive at least the feeds' value of amountIn less `maxSlippageBps`;
 /// - `pay` the registered owner in the account's token, plus at most `maxFeeBps` of the
-///   payment (owner's part + fee) to the collector fixed at registration.
+///   payment (owner's part + fee) to the collector fixed at registration, while that owner
+///   alone can still move the Safe's funds (still an owner, threshold 1).
 /// Every call is a plain call (operation 0) with no ether. The account itself, this module and
 /// listed tokens are never targets; approve/transfer selectors are never listed.
 ///
@@ -163,6 +165,8 @@ contract OperatorModule {
     error AdminIsOperator(address account);
     error BadCollector(address collector);
     error NotSingleOwner(address account);
+    error BadOwner(address owner);
+    error OwnerChanged(address account, address owner);
     error ModuleNotEnabled(address account);
     error UnknownChange(bytes32 id);
     error AlreadyPending(bytes32 id);
@@ -210,6 +214,11 @@ contract OperatorModule {
         Account memory a = _authorize(account);
         if (toOwner == 0) revert NoOwnerPayment();
         if (fee * BPS > maxFeeBps * (toOwner + fee)) revert FeeAboveBound(toOwner, fee);
+        // Only to an owner who could take it all alone: once the owner rotated its key away, or
+        // requires a co-signer, the registered address is not the account's to pay any more.
+        if (!ISafeAccount(account).isOwner(a.owner) || ISafeAccount(account).getThreshold() != 1) {
+            revert OwnerChanged(account, a.owner);
+        }
         _token(account, a.token, abi.encodeWithSelector(0xa9059cbb, a.owner, toOwner));
         if (fee != 0) {
             // An operator change to a collector's address must not let it pay itself.
@@ -235,6 +244,8 @@ contract OperatorModule {
         if (!ISafeAccount(account_).isModuleEnabled(address(this))) revert ModuleNotEnabled(account_);
         address[] memory owners = ISafeAccount(account_).getOwners();
         if (owners.length != 1 || ISafeAccount(account_).getThreshold() != 1) revert NotSingleOwner(account_);
+        // The operator key owning an account would hold it outside every rule here.
+        if (owners[0] == operator) revert BadOwner(owners[0]);
         _accounts[account_] = Account(owners[0], token_, collector);
         emit Registered(account_, owners[0], token_, collector);
     }

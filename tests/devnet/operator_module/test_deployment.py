@@ -171,6 +171,17 @@ def test_an_account_whose_collector_is_the_operator_or_zero_is_created_unregiste
     the_owner_takes_its_funds(world, owner, where, good.token)
 
 
+def test_an_account_owned_by_the_operator_is_created_unregistered(world: SafeWorld) -> None:
+    """The operator key owning an account would hold it outside every rule of the module:
+    the module refuses to register one, and the operator can do nothing through the module."""
+    address, receipt = world.deploy_account(world.operator.address, "operator-owned")
+    [reason] = refused_registrations(world, address, receipt)
+    assert str(decode_custom_error(reason.hex(), world.module_abi)).startswith("BadOwner(")
+    assert world.module.functions.accounts(address).call()[0] == ZERO
+    pay = world.module.functions.pay(address, USDC, 0)
+    assert world.operator.refused(pay, world.module_abi).startswith("NotRegistered(")
+
+
 def test_an_account_deployed_after_its_token_is_unlisted_is_registered_and_served(
     acct: Account,
 ) -> None:
