@@ -29,7 +29,9 @@ interface IERC20View {
 ///   argument length, the words that must be the account (beneficiary, recipient, owner), the
 ///   words that must be the account's token;
 ///   - Supply: the module approves exactly the call's amount word, makes the call, approves 0;
-///   - Withdraw, Claim: the account's token balance must not fall;
+///   - Withdraw, Claim: the account's token balance must not fall; a withdrawal whose rule names
+///     a debt view (Comet's `borrowBalanceOf`: its `withdraw` lends what the balance lacks,
+///     against collateral anyone may supply for the account) must leave the account owing 0;
 ///   - Swap: only a listed reward token into the account's token, approving exactly amountIn;
 ///     the account must receive at least the feeds' value of amountIn less `maxSlippageBps`;
 /// - `pay` the registered owner in the account's token, plus at most `maxFeeBps` of the
@@ -61,6 +63,7 @@ contract OperatorModule {
         uint8 tokenInWord; // Swap: the reward token sold
         uint16 accountWords; // bit i: word i must be the account
         uint16 tokenWords; // bit i: word i must be the account's token
+        bytes4 debtOf; // Withdraw: a view of the target, debtOf(account), that must answer 0 after
     }
 
     /// @notice A priced token: an account's base token, or a reward token it may sell.
@@ -179,6 +182,7 @@ contract OperatorModule {
     error CallFailed(address target, bytes reason);
     error AllowanceLeft(address token, address spender, uint256 allowance);
     error BalanceFell(address token, uint256 before, uint256 afterwards);
+    error Borrowed(address target, uint256 debt);
     error NotRewardToken(address token);
     error StalePrice(address feed, uint256 updatedAt);
     error BadPrice(address feed, int256 answer);
@@ -423,6 +427,7 @@ contract OperatorModule {
                     || r.tokenWords == 0 || (uint256(r.accountWords | r.tokenWords) >> r.tokenInWord) & 1 == 1;
             }
             if (r.kind == Kind.None) bad = bad || r.words != 0 || r.accountWords != 0 || r.tokenWords != 0;
+            if (r.kind != Kind.Withdraw) bad = bad || r.debtOf != 0;
             if (bad) revert BadRule(c.subject, s);
         } else if (c.kind == ChangeKind.Token) {
             if (c.listing.feed != address(0) && c.listing.maxAge == 0) revert BadToken(c.subject);
@@ -461,6 +466,7 @@ contract OperatorModule {
             _call(account_, target, data);
             uint256 afterwards = IERC20View(a.token).balanceOf(account_);
             if (afterwards < before) revert BalanceFell(a.token, before, afterwards);
+            if (r.debtOf != 0) _owesNothing(account_, target, r.debtOf);
         }
         emit Executed(account_, target, selector, r.kind);
     }
@@ -481,6 +487,15 @@ contract OperatorModule {
         if (afterwards < before) revert BalanceFell(a.token, before, afterwards);
         if (afterwards - before < floor) revert SwapBelowFeed(afterwards - before, floor);
         emit Swapped(account_, tokenIn, amountIn, afterwards - before, floor);
+    }
+
+    /// @dev A withdrawal the target lent instead of paying from the account's balance raised
+    /// the balance too, but left a debt the account never chose.
+    function _owesNothing(address account_, address target, bytes4 debtOf) internal view {
+        (bool ok, bytes memory answer) = target.staticcall(abi.encodeWithSelector(debtOf, account_));
+        if (!ok || answer.length != 32) revert CallFailed(target, answer);
+        uint256 debt = abi.decode(answer, (uint256));
+        if (debt != 0) revert Borrowed(target, debt);
     }
 
     /// @dev approve(amount) -> the call -> approve(0): no allowance outlives the call.

@@ -74,6 +74,12 @@ def test_a_listing_naming_a_token_or_a_transfer_is_refused(acct: Account) -> Non
         rule_change(acct.vault.address, "transfer(address,uint256)", Rule(Kind.WITHDRAW, 2)),
         rule_change(acct.aave, "approve(address,uint256)", Rule(Kind.WITHDRAW, 2)),
         rule_change(world.module.address, "seal()", Rule(Kind.CLAIM, 0)),
+        # a debt view belongs to a withdrawal only
+        rule_change(
+            acct.comet.address,
+            "supply(address,uint256)",
+            Rule(Kind.SUPPLY, 2, 1, 0, (), (0,), "borrowBalanceOf(address)"),
+        ),
         rule_change(
             acct.router,
             "swap(address,address,uint256,uint256,address)",

@@ -21,7 +21,7 @@ from support.operator_module import (
     account_value,
     call,
 )
-from support.safe_world import COMP, FAILED_TX_GAS, SENTINEL, USDC
+from support.safe_world import COMP, FAILED_TX_GAS, SENTINEL, USDC, contract
 from yieldagent.devnet.anvil import rpc
 from yieldagent.devnet.safe import (
     CLAIM_RULES,
@@ -217,6 +217,31 @@ def test_no_multisend_or_unlisted_contract_or_function(acct: Account) -> None:
     ]
     for target_call in unlisted:
         assert acct.refused([target_call]).startswith("NotListed("), target_call
+
+
+def test_no_borrowing_through_a_withdrawal_against_gifted_collateral(acct: Account) -> None:
+    """The thief supplies collateral of its own to the account on Comet (anyone may, with
+    supplyTo), then withdraws more than the account supplied: Comet would lend the rest, the
+    account's USDC would rise, and a debt it never chose would stay behind."""
+    world, a, net = acct.world, acct.address, acct.world.net
+    d = net.d
+    weth = contract(net, "DevToken", net.compound.contracts["collateral"])
+    gifter = d.actor("collateral-gifter")
+    d.transact(weth.functions.mint(gifter, 10 * 10**18))
+    d.transact(weth.functions.approve(acct.comet.address, MAX), sender=gifter)
+    supply_to = acct.comet.functions.supplyTo(a, weth.address, 10 * 10**18)
+    d.transact(supply_to, sender=gifter)
+    assert acct.comet.functions.collateralBalanceOf(a).call() == 10 * 10**18
+    supplied = acct.comet.functions.balanceOf(a).call()
+    usdc = acct.usdc.address
+    beyond = call("withdraw(address,uint256)", usdc, supplied + 1_000 * USDC)
+    assert acct.refused([(acct.comet.address, beyond)]).startswith("Borrowed(")
+    assert acct.comet.functions.borrowBalanceOf(a).call() == 0
+    # the account's own supply still comes out whole, and no debt with it
+    everything = call("withdraw(address,uint256)", usdc, MAX)
+    world.operator.transact(world.execute(a, [(acct.comet.address, everything)]))
+    assert acct.comet.functions.balanceOf(a).call() == 0
+    assert acct.comet.functions.borrowBalanceOf(a).call() == 0
 
 
 def test_calldata_of_the_wrong_length_is_refused(acct: Account) -> None:
