@@ -150,3 +150,43 @@ def refresh_feeds(world: SafeWorld) -> None:
     for token, feed in safe.price_feeds.items():
         answer = 10**8 if token == world.net.usdc else 50 * 10**8
         d.transact(contract(world.net, "DevPriceFeed", feed).functions.setAnswer(answer))
+
+
+def dump_reward(acct: Account, amount: int, who: str = "pool-mover") -> int:
+    """The thief sells ``amount`` of COMP of its own into the router's pool, making COMP
+    cheaper there; returns the USDC it got."""
+    d = acct.world.net.d
+    thief = d.actor(who)
+    d.transact(acct.comp.functions.mint(thief, amount))
+    d.transact(acct.comp.functions.approve(acct.router, MAX), sender=thief)
+    router = contract(acct.world.net, "SwapRouter", acct.router)
+    before = acct.usdc.functions.balanceOf(thief).call()
+    sell = router.functions.swap(acct.comp.address, acct.usdc.address, amount, 0, thief)
+    d.transact(sell, sender=thief)
+    return int(acct.usdc.functions.balanceOf(thief).call() - before)
+
+
+def other_account(world: SafeWorld, usdc: int = 0, comp: int = 0) -> Account:
+    """A second account, of another owner, holding ``usdc`` and ``comp`` idle."""
+    owner = fresh_owner(world, SECOND_OWNER_KEY)
+    address, _ = world.deploy_account(owner.address, "other")
+    other = Account(world, owner, address)
+    if usdc:
+        world.net.d.transact(other.usdc.functions.mint(other.address, usdc))
+    if comp:
+        world.net.d.transact(other.comp.functions.mint(other.address, comp))
+    return other
+
+
+def propose(world: SafeWorld, change: tuple[Any, ...]) -> bytes:
+    """The admin proposes ``change``; returns its id."""
+    receipt = world.net.d.transact(world.module.functions.proposeChange(change))
+    (event,) = world.module.events.ChangeProposed().process_receipt(receipt)
+    return bytes(event["args"]["id"])
+
+
+def opt_out(acct: Account, change_id: bytes) -> None:
+    """The account's owner refuses the pending change ``change_id`` for its account."""
+    world = acct.world
+    data = world.module.functions.optOut(change_id)._encode_transaction_data()
+    world.owner_safe_tx(acct.owner, acct.address, world.module.address, data)
