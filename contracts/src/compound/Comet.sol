@@ -6,8 +6,9 @@ import {IERC20Like} from "../common/IERC20Like.sol";
 /// @title Comet (devnet)
 /// @notice A Compound v3 base-asset pool with the production Comet ABI for suppliers, Comet's
 /// interest rate curves, its indexes (scale 1e15) and its accrual rule. Borrowing is the real
-/// Comet gesture made devnet-simple: supply the one collateral asset (fixed price), then
-/// `withdraw` the base asset beyond your balance; `supply` of the base repays a debt first.
+/// Comet gesture made devnet-simple: supply the one collateral asset (fixed price; `supplyTo`
+/// supplies it for another account, as anyone may), then `withdraw` the base asset beyond your
+/// balance; `supply` of the base repays a debt first.
 /// Per-second rate parameters are the yearly ones divided by 31,536,000 (truncated), as Comet's
 /// constructor does. Rewards accrue in `baseTrackingAccrued` (accrual scale 1e6) for
 /// CometRewards, at `baseTrackingSupplySpeed` (scale 1e15, per second) shared pro rata to the
@@ -280,21 +281,31 @@ contract Comet {
     /// @notice Supplies `amount` of `asset` (the base asset or the collateral) for the caller.
     /// The base asset repays the caller's debt first; `type(uint256).max` repays all of it.
     function supply(address asset, uint256 amount) external {
+        _supply(msg.sender, msg.sender, asset, amount);
+    }
+
+    /// @notice Supplies the caller's `amount` of `asset` for `dst`, as Comet lets anyone do:
+    /// collateral supplied to another account lets that account borrow against it.
+    function supplyTo(address dst, address asset, uint256 amount) external {
+        _supply(msg.sender, dst, asset, amount);
+    }
+
+    function _supply(address from, address dst, address asset, uint256 amount) internal {
         if (isSupplyPaused()) revert Paused();
         if (asset == collateralAsset) {
-            _pullIn(asset, msg.sender, amount);
-            collateralBalanceOf[msg.sender] += uint128(amount);
-            emit SupplyCollateral(msg.sender, msg.sender, asset, amount);
+            _pullIn(asset, from, amount);
+            collateralBalanceOf[dst] += uint128(amount);
+            emit SupplyCollateral(from, dst, asset, amount);
             return;
         }
         if (asset != baseToken) revert BadAsset();
         _accrue();
-        if (amount == type(uint256).max) amount = borrowBalanceOf(msg.sender);
-        _pullIn(asset, msg.sender, amount);
-        UserBasic memory basic = userBasic[msg.sender];
+        if (amount == type(uint256).max) amount = borrowBalanceOf(dst);
+        _pullIn(asset, from, amount);
+        UserBasic memory basic = userBasic[dst];
         int256 balance = _presentValue(basic.principal) + int256(amount);
-        _updateBasePrincipal(msg.sender, basic, _principalValue(balance));
-        emit Supply(msg.sender, msg.sender, amount);
+        _updateBasePrincipal(dst, basic, _principalValue(balance));
+        emit Supply(from, dst, amount);
     }
 
     /// @notice Withdraws `amount` of `asset` to the caller; beyond the caller's base balance it

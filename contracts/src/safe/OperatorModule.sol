@@ -10,6 +10,7 @@ interface ISafeAccount {
         returns (bool success, bytes memory returnData);
     function isModuleEnabled(address module) external view returns (bool);
     function getOwners() external view returns (address[] memory);
+    function isOwner(address owner) external view returns (bool);
     function getThreshold() external view returns (uint256);
 }
 
@@ -28,11 +29,14 @@ interface IERC20View {
 ///   argument length, the words that must be the account (beneficiary, recipient, owner), the
 ///   words that must be the account's token;
 ///   - Supply: the module approves exactly the call's amount word, makes the call, approves 0;
-///   - Withdraw, Claim: the account's token balance must not fall;
+///   - Withdraw, Claim: the account's token balance must not fall; a withdrawal whose rule names
+///     a debt view (Comet's `borrowBalanceOf`: its `withdraw` lends what the balance lacks,
+///     against collateral anyone may supply for the account) must leave the account owing 0;
 ///   - Swap: only a listed reward token into the account's token, approving exactly amountIn;
 ///     the account must receive at least the feeds' value of amountIn less `maxSlippageBps`;
 /// - `pay` the registered owner in the account's token, plus at most `maxFeeBps` of the
-///   payment (owner's part + fee) to the collector fixed at registration.
+///   payment (owner's part + fee) to the collector fixed at registration, while that owner
+///   alone can still move the Safe's funds (still an owner, threshold 1).
 /// Every call is a plain call (operation 0) with no ether. The account itself, this module and
 /// listed tokens are never targets; approve/transfer selectors are never listed.
 ///
@@ -59,6 +63,7 @@ contract OperatorModule {
         uint8 tokenInWord; // Swap: the reward token sold
         uint16 accountWords; // bit i: word i must be the account
         uint16 tokenWords; // bit i: word i must be the account's token
+        bytes4 debtOf; // Withdraw: a view of the target, debtOf(account), that must answer 0 after
     }
 
     /// @notice A priced token: an account's base token, or a reward token it may sell.
@@ -160,8 +165,11 @@ contract OperatorModule {
     error BadRule(address target, bytes4 selector);
     error BadToken(address token);
     error BadOperator(address operator);
+    error AdminIsOperator(address account);
     error BadCollector(address collector);
     error NotSingleOwner(address account);
+    error BadOwner(address owner);
+    error OwnerChanged(address account, address owner);
     error ModuleNotEnabled(address account);
     error UnknownChange(bytes32 id);
     error AlreadyPending(bytes32 id);
@@ -174,6 +182,7 @@ contract OperatorModule {
     error CallFailed(address target, bytes reason);
     error AllowanceLeft(address token, address spender, uint256 allowance);
     error BalanceFell(address token, uint256 before, uint256 afterwards);
+    error Borrowed(address target, uint256 debt);
     error NotRewardToken(address token);
     error StalePrice(address feed, uint256 updatedAt);
     error BadPrice(address feed, int256 answer);
@@ -209,6 +218,11 @@ contract OperatorModule {
         Account memory a = _authorize(account);
         if (toOwner == 0) revert NoOwnerPayment();
         if (fee * BPS > maxFeeBps * (toOwner + fee)) revert FeeAboveBound(toOwner, fee);
+        // Only to an owner who could take it all alone: once the owner rotated its key away, or
+        // requires a co-signer, the registered address is not the account's to pay any more.
+        if (!ISafeAccount(account).isOwner(a.owner) || ISafeAccount(account).getThreshold() != 1) {
+            revert OwnerChanged(account, a.owner);
+        }
         _token(account, a.token, abi.encodeWithSelector(0xa9059cbb, a.owner, toOwner));
         if (fee != 0) {
             // An operator change to a collector's address must not let it pay itself.
@@ -227,11 +241,15 @@ contract OperatorModule {
         address account_ = msg.sender;
         if (_accounts[account_].owner != address(0)) revert AlreadyRegistered(account_);
         if (collector == address(0) || collector == operator) revert BadCollector(collector);
-        Priced memory p = _tokens[token_];
-        if (p.feed == address(0) || p.reward) revert BadToken(token_);
+        // Not today's listing: an account's address is handed out before it is deployed, and a
+        // listing changed meanwhile must not change what it becomes. The listing prices the
+        // token for swaps; here it need only be a contract (a call to no code "succeeds").
+        if (token_.code.length == 0) revert BadToken(token_);
         if (!ISafeAccount(account_).isModuleEnabled(address(this))) revert ModuleNotEnabled(account_);
         address[] memory owners = ISafeAccount(account_).getOwners();
         if (owners.length != 1 || ISafeAccount(account_).getThreshold() != 1) revert NotSingleOwner(account_);
+        // The operator key owning an account would hold it outside every rule here.
+        if (owners[0] == operator) revert BadOwner(owners[0]);
         _accounts[account_] = Account(owners[0], token_, collector);
         emit Registered(account_, owners[0], token_, collector);
     }
@@ -319,9 +337,12 @@ contract OperatorModule {
         emit PausedSet(paused_);
     }
 
+    /// @notice Proposes `newAdmin`, who takes over with `acceptAdmin`. Never the operator: the
+    /// operator changes only to an address that is neither the admin nor the pending admin, so
+    /// the two keys stay apart whichever step comes first.
     function transferAdmin(address newAdmin) external {
         _onlyAdmin();
-        if (newAdmin == operator) revert BadConfig();
+        if (newAdmin == operator) revert AdminIsOperator(newAdmin);
         pendingAdmin = newAdmin;
         emit AdminProposed(admin, newAdmin);
     }
@@ -406,11 +427,12 @@ contract OperatorModule {
                     || r.tokenWords == 0 || (uint256(r.accountWords | r.tokenWords) >> r.tokenInWord) & 1 == 1;
             }
             if (r.kind == Kind.None) bad = bad || r.words != 0 || r.accountWords != 0 || r.tokenWords != 0;
+            if (r.kind != Kind.Withdraw) bad = bad || r.debtOf != 0;
             if (bad) revert BadRule(c.subject, s);
         } else if (c.kind == ChangeKind.Token) {
             if (c.listing.feed != address(0) && c.listing.maxAge == 0) revert BadToken(c.subject);
-        } else if (c.subject == admin) {
-            revert BadOperator(c.subject);
+        } else if (c.subject == admin || c.subject == pendingAdmin) {
+            revert AdminIsOperator(c.subject);
         }
     }
 
@@ -444,6 +466,7 @@ contract OperatorModule {
             _call(account_, target, data);
             uint256 afterwards = IERC20View(a.token).balanceOf(account_);
             if (afterwards < before) revert BalanceFell(a.token, before, afterwards);
+            if (r.debtOf != 0) _owesNothing(account_, target, r.debtOf);
         }
         emit Executed(account_, target, selector, r.kind);
     }
@@ -464,6 +487,15 @@ contract OperatorModule {
         if (afterwards < before) revert BalanceFell(a.token, before, afterwards);
         if (afterwards - before < floor) revert SwapBelowFeed(afterwards - before, floor);
         emit Swapped(account_, tokenIn, amountIn, afterwards - before, floor);
+    }
+
+    /// @dev A withdrawal the target lent instead of paying from the account's balance raised
+    /// the balance too, but left a debt the account never chose.
+    function _owesNothing(address account_, address target, bytes4 debtOf) internal view {
+        (bool ok, bytes memory answer) = target.staticcall(abi.encodeWithSelector(debtOf, account_));
+        if (!ok || answer.length != 32) revert CallFailed(target, answer);
+        uint256 debt = abi.decode(answer, (uint256));
+        if (debt != 0) revert Borrowed(target, debt);
     }
 
     /// @dev approve(amount) -> the call -> approve(0): no allowance outlives the call.

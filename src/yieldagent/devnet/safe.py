@@ -104,7 +104,8 @@ class ChangeKind(IntEnum):
 class Rule:
     """``OperatorModule.Rule`` for one (target, function): which argument words must be the
     account, which the account's token, which is the amount (supply, swap) and which the
-    reward token sold (swap)."""
+    reward token sold (swap); for a withdrawal, the target's view of what the account owes it
+    (``debt_of``, a signature), which must answer 0 afterwards."""
 
     kind: Kind
     words: int
@@ -112,9 +113,11 @@ class Rule:
     token_in_word: int = 0
     account_words: tuple[int, ...] = ()
     token_words: tuple[int, ...] = ()
+    debt_of: str = ""
 
-    def as_tuple(self) -> tuple[int, int, int, int, int, int]:
-        """The ABI tuple ``(kind, words, amountWord, tokenInWord, accountWords, tokenWords)``."""
+    def as_tuple(self) -> tuple[int, int, int, int, int, int, bytes]:
+        """The ABI tuple ``(kind, words, amountWord, tokenInWord, accountWords, tokenWords,
+        debtOf)``."""
         return (
             int(self.kind),
             self.words,
@@ -122,6 +125,7 @@ class Rule:
             self.token_in_word,
             sum(1 << i for i in self.account_words),
             sum(1 << i for i in self.token_words),
+            selector(self.debt_of) if self.debt_of else bytes(4),
         )
 
 
@@ -136,7 +140,10 @@ RULES_BY_MODEL: dict[str, dict[str, Rule]] = {
     },
     "compound_v3": {  # the Comet credits and pays msg.sender; asset is the base token
         "supply(address,uint256)": Rule(Kind.SUPPLY, 2, 1, 0, (), (0,)),
-        "withdraw(address,uint256)": Rule(Kind.WITHDRAW, 2, 0, 0, (), (0,)),
+        # beyond the balance, withdraw borrows (against collateral anyone may supply for us)
+        "withdraw(address,uint256)": Rule(
+            Kind.WITHDRAW, 2, 0, 0, (), (0,), "borrowBalanceOf(address)"
+        ),
     },
     "moonwell": {  # the mToken credits and pays msg.sender
         "mint(uint256)": Rule(Kind.SUPPLY, 1, 0),

@@ -1,7 +1,7 @@
 """The Safe account address formula, against an address Safe's factory produced on the devnet.
 
 The vector below is the account that ``SafeProxyFactory.createProxyWithNonce`` deployed on a
-devnet (``tests/devnet/test_operator_module.py`` deploys accounts the same way and checks each
+devnet (``tests/devnet/operator_module/`` deploys accounts the same way and checks each
 lands where ``safe_account_address`` says, from the factory's ``ProxyCreation`` event).
 """
 

@@ -204,6 +204,8 @@ CUSTOM_ERRORS = {
         Fn("NoOwnerPayment()"),
         Fn("FeeAboveBound(uint256,uint256)"),
         Fn("BadCollector(address)"),
+        Fn("OwnerChanged(address,address)"),
+        Fn("Borrowed(address,uint256)"),
         Fn("NotEnoughLiquidity(uint256)"),
         Fn("InsufficientCash()"),
         Fn("ZeroAmount()"),

@@ -6,7 +6,8 @@ A user's account is a ``SafeProxy`` that the canonical ``SafeProxyFactory`` depl
 - ``initializer`` is ``Safe.setup(owners=[eoa], threshold=1, to=module_setup,
   data=setUp(module, token, fee_collector), fallbackHandler, paymentToken=0, payment=0,
   paymentReceiver=0)``. The set-up step, delegatecalled from the new Safe, enables the
-  operator module and registers the account with it (its owner, token and fee collector);
+  operator module and asks it to register the account (its owner, token and fee
+  collector); a refusal leaves the Safe its owner's alone, never undeployable;
 - ``saltNonce = uint256(keccak256(abi.encode(keccak256("yieldagent.safe-account.v1"),
   chainId, keccak256(utf8(agent_id)))))``: one account per agent, and a different address on
   each chain even where every constant is the same (the EOA is in the initializer);
@@ -69,7 +70,7 @@ class SafeAccountConstants:
         module: the ``OperatorModule`` enabled at set-up.
         token: the account's stablecoin, registered with the module.
         fee_collector: where the module lets fees go for this account; never the operator
-            (the module refuses the set-up otherwise) and never zero.
+            (the module refuses to register the account otherwise) and never zero.
     """
 
     chain_id: int
