@@ -43,7 +43,7 @@ from hexbytes import HexBytes
 from sqlalchemy import Engine, text
 from web3 import HTTPProvider, Web3
 
-from benchmarks.rpc_counter import RpcCounter, RpcCounts
+from benchmarks.rpc_proxy import RpcCounts, RpcProxy
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, safe_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
@@ -167,7 +167,7 @@ class Service:
             connection.execute(text("UPDATE wallet_schedule SET next_run_at = 0"))
 
 
-async def _counted(counter: RpcCounter, work: Awaitable[T]) -> tuple[T, RpcCounts, float]:
+async def _counted(counter: RpcProxy, work: Awaitable[T]) -> tuple[T, RpcCounts, float]:
     before = counter.snapshot()
     started = time.perf_counter()
     result = await work
@@ -200,7 +200,7 @@ def _push(url: str, manifest: Manifest, protocol: str) -> None:
 # -- 1. quote reads ----------------------------------------------------------------------
 
 
-async def quote_reads(service: Service, counter: RpcCounter, url: str, blocks: int = 5) -> None:
+async def quote_reads(service: Service, counter: RpcProxy, url: str, blocks: int = 5) -> None:
     """Requests per block of a quote of every pool."""
     chain = service.chain
     names = [p.name for p in chain.config.protocols]
@@ -243,7 +243,7 @@ async def quote_reads(service: Service, counter: RpcCounter, url: str, blocks: i
 
 
 async def run_chain_calls(
-    service: Service, counter: RpcCounter, url: str, manifest: Manifest
+    service: Service, counter: RpcProxy, url: str, manifest: Manifest
 ) -> None:
     """One wallet on Aave and Morpho; the other pool's utilization jumps; one run moves."""
     eoa = _eoa("single-run")
@@ -343,7 +343,7 @@ async def _cycle(service: Service) -> int:
 
 async def agent_cycle(
     service: Service,
-    counter: RpcCounter,
+    counter: RpcProxy,
     url: str,
     manifest: Manifest,
     wallets: int,
@@ -409,7 +409,12 @@ async def agent_cycle(
 # -- the whole benchmark -----------------------------------------------------------------
 
 
-def _on_devnet(work: Callable[[str, Manifest, Path, RpcCounter], None]) -> None:
+def _round_trip() -> float:
+    """The proxy's round trip in seconds (``BENCH_DEVNET_ROUND_TRIP_MS``)."""
+    return float(os.environ.get("BENCH_DEVNET_ROUND_TRIP_MS", "50")) / 1000
+
+
+def _on_devnet(work: Callable[[str, Manifest, Path, RpcProxy], None]) -> None:
     """Runs ``work`` on a fresh devnet with its own temporary directory and counting proxy."""
     with tempfile.TemporaryDirectory() as directory, Anvil.start(free_port()) as anvil:
         started = time.perf_counter()
@@ -418,7 +423,8 @@ def _on_devnet(work: Callable[[str, Manifest, Path, RpcCounter], None]) -> None:
         manifest = deploy_all(anvil.url, manifest_path=manifest_path, operator=operator)
         Deployer(anvil.url).fund(Account.from_key(OPERATOR_KEY).address, 10**24)
         _emit(figure="devnet_deploy_seconds", value=round(time.perf_counter() - started, 1))
-        counter = RpcCounter(anvil.url).start()
+        counter = RpcProxy(anvil.url, round_trip=_round_trip()).start()
+        _emit(figure="node_round_trip_ms", value=round(counter.round_trip * 1000, 1))
         try:
             work(anvil.url, manifest, manifest_path, counter)
         finally:
@@ -431,7 +437,7 @@ def main() -> None:
     concurrency = int(os.environ.get("BENCH_DEVNET_CONCURRENCY", "4"))
     moving = os.environ.get("BENCH_DEVNET_MOVING", "1") != "0"
 
-    def small_figures(url: str, manifest: Manifest, path: Path, counter: RpcCounter) -> None:
+    def small_figures(url: str, manifest: Manifest, path: Path, counter: RpcProxy) -> None:
         service = Service.build(counter.url, path, manifest, path.parent / "data")
 
         async def measure() -> None:
@@ -442,7 +448,7 @@ def main() -> None:
         asyncio.run(measure())
         service.engine.dispose()
 
-    def cycle(url: str, manifest: Manifest, path: Path, counter: RpcCounter) -> None:
+    def cycle(url: str, manifest: Manifest, path: Path, counter: RpcProxy) -> None:
         service = Service.build(counter.url, path, manifest, path.parent / "data")
 
         async def measure() -> None:

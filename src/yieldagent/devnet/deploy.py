@@ -1,11 +1,12 @@
 """Deploys the whole devnet on a running anvil and describes it in a ``Manifest``.
 
-The order: USDC, Aave v3, then Compound v3, Moonwell and Morpho Blue with its vault, the
-swap router for the reward token, Safe 1.4.1 with the operator module and its listing, and
-last the borrowers that give every pool a realistic utilization. Compound, Moonwell, Morpho,
-the router, Safe and the borrowers of those pools come from their own modules
-(``compound.py``, ``moonwell.py``, ``morpho.py``, ``swap.py``, ``safe.py``,
-``borrowing.py``); a module that is not there yet is skipped with a log line.
+The order: Multicall3 at its canonical address (``multicall.py``), USDC, Aave v3, then
+Compound v3, Moonwell and Morpho Blue with its vault, the swap router for the reward token,
+Safe 1.4.1 with the operator module and its listing, and last the borrowers that give every
+pool a realistic utilization. Compound, Moonwell, Morpho, the router, Safe and the borrowers
+of those pools come from their own modules (``compound.py``, ``moonwell.py``, ``morpho.py``,
+``swap.py``, ``safe.py``, ``borrowing.py``); a module that is not there yet is skipped with a
+log line.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from yieldagent.devnet.aave import borrow_to_utilization_aave, deploy_aave
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
+from yieldagent.devnet.multicall import deploy_multicall3
 from yieldagent.devnet.toolchain import compile_project
 from yieldagent.devnet.usdc import USDC_DECIMALS, USDC_SYMBOL, deploy_usdc
 
@@ -85,6 +87,8 @@ def deploy_all(
         compile_project()
     d = Deployer(url)
     collector = fee_collector or d.admin
+    with _timed("multicall3", timings):
+        deploy_multicall3(d)
     with _timed("usdc", timings):
         usdc = deploy_usdc(d).address
     with _timed("aave", timings):
