@@ -38,7 +38,7 @@ from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address

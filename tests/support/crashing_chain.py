@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,

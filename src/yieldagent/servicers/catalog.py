@@ -11,7 +11,7 @@ import grpc
 
 from yieldagent.domain.addresses import parse_address
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.risk.guards import OK, Verdict
 from yieldagent.domain.risk.survey import RiskSurvey

@@ -10,7 +10,7 @@ from yieldagent.domain.addresses import parse_address, parse_amount
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
 from yieldagent.domain.ports.chain import ChainKind, ChainPort, ContractCall
 from yieldagent.servicers.wallets import raw_constraints

@@ -18,9 +18,9 @@ from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.rate_models import RAY
 from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.rate_models import RAY
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 
 BASE = 8453

@@ -42,8 +42,8 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, WithdrawalRecord
 from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.domain.ports.chain import (

@@ -19,9 +19,9 @@ from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import PoolState, copy_pool, deposit, quote_of
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
 
 BASE = 8453

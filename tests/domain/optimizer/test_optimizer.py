@@ -29,7 +29,7 @@ from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from yieldagent.domain.market.history import MAX_SNAPSHOTS, Snapshot, recorded
 from yieldagent.domain.risk.guards import (
     CollateralFeed,
     Exposure,
@@ -15,7 +16,6 @@ from yieldagent.domain.risk.guards import (
     Rule,
     assess,
 )
-from yieldagent.domain.risk.history import MAX_SNAPSHOTS, Snapshot, recorded
 from yieldagent.domain.risk.settings import RiskSettings
 
 HOUR = 3_600

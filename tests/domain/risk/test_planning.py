@@ -20,7 +20,7 @@ from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.rate_models import RAY
+from yieldagent.domain.market.rate_models import RAY
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
 from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
 from yieldagent.domain.risk.settings import RiskSettings

@@ -9,7 +9,7 @@ from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.chain.simulated.risk import Scenarios
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.partners.smart_accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.ports.chain import BatchReads, Block, ChainPort
 
 

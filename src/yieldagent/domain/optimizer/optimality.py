@@ -31,9 +31,9 @@ import functools
 from collections.abc import Mapping, Sequence
 
 from yieldagent.domain.constraints import Constraints, position_bounds
-from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rate_models import RAY
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.rate_models import RAY
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, violations
 
 MARGIN = 1e-9

@@ -10,7 +10,7 @@ from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
 from yieldagent.domain.ports.chain import ChainKind, ChainPort
 from yieldagent.domain.risk.survey import UNGUARDED, RiskView

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.constraints import Constraints, position_bounds
-from yieldagent.domain.optimizer.curves import Candidate, Yields
+from yieldagent.domain.market.curves import Candidate, Yields
 from yieldagent.domain.optimizer.search import allocate
 
 

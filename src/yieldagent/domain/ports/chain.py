@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.risk.guards import PoolReading
 
 if TYPE_CHECKING:

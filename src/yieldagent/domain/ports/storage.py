@@ -27,10 +27,10 @@ if TYPE_CHECKING:
         Wallet,
         WithdrawalRecord,
     )
+    from yieldagent.domain.market.history import Snapshot
     from yieldagent.domain.pagination import PageRequest
     from yieldagent.domain.partners.partners import StoredCredentials
     from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
-    from yieldagent.domain.risk.history import Snapshot
 
 
 # -- wallets, their books and their leases ------------------------------------------------
@@ -264,7 +264,7 @@ class RiskRecord:
     """The highest share price seen since the last clearing (0: none yet)."""
     history: tuple[Snapshot, ...] = ()
     """The pool's recent snapshots, oldest first, as the survey recorded them for a chain
-    whose readings carry no history (``domain.risk.history.remembered``)."""
+    whose readings carry no history (``domain.market.history.remembered``)."""
 
 
 class RiskRepository(Protocol):

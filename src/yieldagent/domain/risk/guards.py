@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.risk.settings import RiskSettings, exact
 
 

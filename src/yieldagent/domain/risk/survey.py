@@ -21,8 +21,9 @@ from typing import Protocol
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.history import Snapshot, remembered
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.ports.chain import ChainPort, RiskReads
 from yieldagent.domain.ports.storage import RiskRecord, RiskRepository
@@ -35,7 +36,6 @@ from yieldagent.domain.risk.guards import (
     Verdict,
     assess,
 )
-from yieldagent.domain.risk.history import Snapshot, remembered
 from yieldagent.domain.risk.limits import (
     cap_within,
     guarded,
