@@ -30,9 +30,10 @@ from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.readings import RiskState
 from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
 from yieldagent.domain.optimizer.search import allocate
-from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
+from yieldagent.domain.risk.guards import OK, Rule, Trip, Verdict
 from yieldagent.domain.risk.limits import guarded, wallet_cap
 from yieldagent.domain.risk.settings import RiskSettings
 

@@ -91,6 +91,7 @@ from yieldagent.domain.errors import (
 )
 from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.readings import CollateralFeed, PoolReading
 from yieldagent.domain.partners.safe_accounts import create_proxy_calldata, safe_account_address
 from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import (
@@ -107,7 +108,6 @@ from yieldagent.domain.ports.chain import (
     TxReceipt,
 )
 from yieldagent.domain.ports.signer import Signer
-from yieldagent.domain.risk.guards import CollateralFeed, PoolReading
 
 GAS_UNITS = {
     "supply": 260_000,

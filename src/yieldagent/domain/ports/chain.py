@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from yieldagent.domain.market.quotes import PoolQuote
-from yieldagent.domain.risk.guards import PoolReading
+from yieldagent.domain.market.readings import PoolReading
 
 if TYPE_CHECKING:
     from yieldagent.domain.partners.smart_accounts import SmartAccount

@@ -24,18 +24,11 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.market.history import Snapshot, remembered
 from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.readings import PoolReading, RiskState
 from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.ports.chain import ChainPort, RiskReads
 from yieldagent.domain.ports.storage import RiskRecord, RiskRepository
-from yieldagent.domain.risk.guards import (
-    OK,
-    Exposure,
-    PoolReading,
-    RiskState,
-    Rule,
-    Verdict,
-    assess,
-)
+from yieldagent.domain.risk.guards import OK, Exposure, Rule, Verdict, assess
 from yieldagent.domain.risk.limits import (
     cap_within,
     guarded,
