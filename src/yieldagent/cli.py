@@ -84,7 +84,8 @@ from yieldagent.domain.errors import (
     YieldAgentError,
 )
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import configure_logging
 from yieldagent.service import runtime
 from yieldagent.service.clock import SYSTEM_CLOCK

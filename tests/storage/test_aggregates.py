@@ -35,8 +35,8 @@ from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.db import alembic_config, create_db_engine
 from yieldagent.storage.tables import ChainTotalsRow

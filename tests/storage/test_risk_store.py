@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from yieldagent.domain.market.history import Snapshot
-from yieldagent.domain.ports.storage import RiskRecord
+from yieldagent.domain.market.ports import RiskRecord
 from yieldagent.storage.risk import RiskStore
 
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"

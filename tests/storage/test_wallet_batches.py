@@ -45,8 +45,8 @@ from yieldagent.domain.books.wallets import (
 )
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.tables import (
     ChainTotalsRow,

@@ -22,8 +22,9 @@ from yieldagent.domain.books.wallets import (
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.partners.smart_accounts import SmartAccount, smart_account_address
+from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.accounts import SmartAccount
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 

@@ -36,8 +36,8 @@ from typing import Any
 import grpc
 
 from yieldagent.domain.errors import NotImplementedYet, RateLimited, YieldAgentError
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import bind_request_id, unbind_request_id
 from yieldagent.observability.metrics import RATE_LIMITED, MethodMetrics
 from yieldagent.servicers import errors

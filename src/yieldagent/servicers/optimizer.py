@@ -8,11 +8,12 @@ import grpc
 
 from yieldagent.domain.addresses import parse_address, parse_amount
 from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.constraints import parse_constraints
+from yieldagent.domain.constraints import Thresholds, parse_constraints
 from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound
 from yieldagent.domain.market.curves import Candidate
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
-from yieldagent.domain.ports.chain import ChainKind, ChainPort, ContractCall
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.optimizer.rebalance import Costs, optimize
+from yieldagent.domain.ports.chain import ChainKind, ContractCall
 from yieldagent.servicers.wallets import raw_constraints
 from yieldagent.v1 import optimizer_pb2, optimizer_pb2_grpc
 
@@ -21,7 +22,7 @@ class OptimizerServicer(optimizer_pb2_grpc.OptimizerServiceServicer):
     """Answers what the best allocation would be, on the live market, without acting."""
 
     def __init__(
-        self, catalog: Catalog, chains: Mapping[int, ChainPort], thresholds: Thresholds
+        self, catalog: Catalog, chains: Mapping[int, MarketChain], thresholds: Thresholds
     ) -> None:
         self._catalog = catalog
         self._chains = chains

@@ -16,13 +16,13 @@ from yieldagent.domain.addresses import (
 )
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.books.history import Reports, WalletView
+from yieldagent.domain.books.ports import EventFeed
 from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle
-from yieldagent.domain.ports.storage import EventFeed
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key

@@ -20,8 +20,8 @@ from sqlmodel import select as orm_select
 
 from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.ports import RiskRecord
 from yieldagent.domain.market.readings import RiskState
-from yieldagent.domain.ports.storage import RiskRecord
 from yieldagent.domain.risk.notices import changed, concerned, risk_changed
 from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks

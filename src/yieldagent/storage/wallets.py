@@ -28,7 +28,7 @@ from yieldagent.domain.books.wallets import (
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.storage import schedule
 from yieldagent.storage.aggregates import (
     first_deposits,

@@ -17,11 +17,11 @@ from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.market.rate_models import RAY
 from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
+from yieldagent.domain.optimizer.rebalance import Costs
 
 BASE = 8453
 GENESIS = 1_767_225_600

@@ -44,11 +44,12 @@ from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import AccessDenied, Conflict, InvalidInput, InvalidRequest
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import DEPOSIT_TOO_LARGE, ActivationRequest
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import smart_account_address
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -70,7 +71,7 @@ def _now(market: SimulatedMarket) -> datetime:
 
 
 async def test_activation_places_the_first_allocation(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     funded = fund(engine, market, owner.id, 250_000 * USDC)
@@ -196,7 +197,7 @@ REFUSALS: list[tuple[Callable[[Env], ActivationRequest], type[Exception], str]] 
 async def test_refused_activation_stores_nothing(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     partners: PartnerStore,
     build: Callable[[Env], ActivationRequest],
@@ -219,7 +220,7 @@ async def test_refused_activation_stores_nothing(
 
 
 async def test_activation_refused_by_its_constraints_stores_nothing(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -240,7 +241,7 @@ async def test_activation_refused_by_its_constraints_stores_nothing(
 
 
 async def test_activation_without_hash_credits_the_smart_accounts_balance(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     funded = fund(engine, market, owner.id, 500 * USDC)
@@ -259,7 +260,7 @@ async def test_activation_without_hash_credits_the_smart_accounts_balance(
 
 
 async def test_activating_an_active_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -275,7 +276,7 @@ async def test_activating_an_active_wallet_is_a_conflict(
 
 
 async def test_a_credited_deposit_cannot_reactivate(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -293,7 +294,7 @@ async def test_a_credited_deposit_cannot_reactivate(
 
 
 async def test_reactivation_keeps_the_activation_date(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -321,7 +322,7 @@ async def test_reactivation_keeps_the_activation_date(
 
 
 async def test_withdrawal_splits_exactly(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -363,7 +364,7 @@ async def test_withdrawal_splits_exactly(
 
 
 async def test_withdrawal_above_the_withdrawable_balance_changes_nothing(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -383,7 +384,7 @@ async def test_withdrawal_above_the_withdrawable_balance_changes_nothing(
 async def test_non_positive_withdrawal_is_invalid_input(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     amount: int,
 ) -> None:
@@ -400,7 +401,7 @@ async def test_non_positive_withdrawal_is_invalid_input(
 
 
 async def test_withdrawal_from_a_deactivated_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -419,7 +420,7 @@ async def test_withdrawal_from_a_deactivated_wallet_is_a_conflict(
 
 
 async def test_deactivation_with_transfer_returns_everything_less_the_fee(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -450,7 +451,7 @@ async def test_deactivation_with_transfer_returns_everything_less_the_fee(
 
 
 async def test_deactivation_without_transfer_leaves_the_funds_idle(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -477,7 +478,7 @@ async def test_deactivation_without_transfer_leaves_the_funds_idle(
 
 
 async def test_top_up_credits_and_places_the_deposit(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -504,7 +505,7 @@ async def test_top_up_credits_and_places_the_deposit(
 
 
 async def test_top_up_of_a_deactivated_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -520,7 +521,7 @@ async def test_top_up_of_a_deactivated_wallet_is_a_conflict(
 
 
 async def test_a_top_up_is_credited_once(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -539,7 +540,7 @@ async def test_a_top_up_is_credited_once(
 
 
 async def test_top_up_with_a_transfer_already_credited_by_balance_is_refused(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -559,7 +560,7 @@ async def test_top_up_with_a_transfer_already_credited_by_balance_is_refused(
 
 
 async def test_claimed_rewards_go_to_the_eoa_when_not_staked(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -594,7 +595,7 @@ async def test_claimed_rewards_go_to_the_eoa_when_not_staked(
 
 
 async def test_staked_rewards_are_swapped_and_supplied(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -636,7 +637,7 @@ async def test_staked_rewards_are_swapped_and_supplied(
 
 
 async def test_a_second_claim_finds_no_rewards(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -655,7 +656,7 @@ async def test_a_second_claim_finds_no_rewards(
 
 
 async def test_claim_on_a_deactivated_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -677,7 +678,7 @@ async def test_claim_on_a_deactivated_wallet_is_a_conflict(
 
 
 async def test_update_protocols(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -706,7 +707,7 @@ async def test_update_protocols(
 
 
 async def test_operator_block_emergency_and_resume(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -750,7 +751,7 @@ async def test_operator_block_emergency_and_resume(
 
 
 async def test_refresh_records_one_point_per_hour(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -782,7 +783,7 @@ async def test_refresh_records_one_point_per_hour(
 
 
 async def test_ledger_agrees_with_the_chain(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from yieldagent.domain.books.events import RISK_CHANGED
-from yieldagent.domain.ports.storage import RiskRecord
+from yieldagent.domain.market.ports import RiskRecord
 from yieldagent.domain.risk.notices import changed, concerned, risk_changed
 
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"

@@ -19,10 +19,10 @@ from yieldagent.domain.books.operations import StepAction
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.market.rate_models import RAY
 from yieldagent.domain.market.readings import RiskState
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
+from yieldagent.domain.optimizer.rebalance import Costs
 from yieldagent.domain.risk.guards import OK, Rule, Trip, Verdict
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import PoolRisk, RiskView

@@ -11,7 +11,7 @@ from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.market.readings import PoolReading
-from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainKind,

@@ -93,7 +93,7 @@ from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.market.readings import CollateralFeed, PoolReading
 from yieldagent.domain.partners.safe_accounts import create_proxy_calldata, safe_account_address
-from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
+from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainKind,

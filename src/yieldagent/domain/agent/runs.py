@@ -27,20 +27,21 @@ from collections.abc import Callable
 
 from yieldagent.domain.agent import rounds
 from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
+from yieldagent.domain.agent.ports import UNOBSERVED, RunObserver
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.agent.scheduler import AgentSettings, Scheduler
 from yieldagent.domain.books.operations import OperationStatus
+from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.valuation import value
 from yieldagent.domain.books.wallet_states import allowed, transition
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import Conflict, YieldAgentError
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.placement import moving_costs
-from yieldagent.domain.optimizer.rebalance import Thresholds
-from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.domain.ports.observers import UNOBSERVED, RunObserver
-from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
+from yieldagent.domain.ports.storage import RunEnd, RunRepository
 from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,7 @@ class Agent:
         return await self._execute(chain, head.number, owner, decision)
 
     async def _execute(
-        self, chain: ChainPort, block: int, owner: str, planned: PlannedRun
+        self, chain: MarketChain, block: int, owner: str, planned: PlannedRun
     ) -> RunOutcome:
         """Executes the planned run's moves and books the outcome (see
         ``domain.agent.rounds``); Conflict when the wallet changed since it was read."""

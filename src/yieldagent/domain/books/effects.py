@@ -66,6 +66,7 @@ from yieldagent.domain.books.operations import (
     OperationStatus,
     StepAction,
 )
+from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import (
     DepositRecord,
@@ -76,7 +77,6 @@ from yieldagent.domain.books.wallets import (
 )
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 
 _RUN_ENDS = (OperationStatus.COMPLETED, OperationStatus.FAILED, OperationStatus.RECOVERED)
 

@@ -25,17 +25,17 @@ from dataclasses import replace
 
 from yieldagent.domain.books.books import Books, Policy
 from yieldagent.domain.books.operations import Operation, OperationKind
+from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.reconciliation import Reconciler, Repair, recover_run
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidInput
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import Withdrawals
-from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.clock import Clock
-from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 from yieldagent.domain.risk.survey import RiskSurvey
 
 SNAPSHOT_SECONDS = 3600
@@ -63,7 +63,7 @@ class Lifecycle:
         self,
         wallets: WalletRepository,
         operations: OperationRepository,
-        chains: Mapping[int, ChainPort],
+        chains: Mapping[int, MarketChain],
         catalog: Catalog,
         policy: Policy,
         clock: Clock,
@@ -98,7 +98,7 @@ class Lifecycle:
 
     # -- lookups ------------------------------------------------------------------------
 
-    def chain(self, chain_id: int) -> ChainPort:
+    def chain(self, chain_id: int) -> MarketChain:
         """The chain port of ``chain_id``; NotFound when the service does not run there."""
         return self.books.chain(chain_id)
 
@@ -231,7 +231,7 @@ class Lifecycle:
                 books.leases.release(wallet.id, owner)
         return written
 
-    async def _follow_revocation(self, chain: ChainPort, wallet: Wallet, owner: str) -> bool:
+    async def _follow_revocation(self, chain: MarketChain, wallet: Wallet, owner: str) -> bool:
         """Blocks a wallet whose owner revoked the operator on chain (the ``blocked``
         event tells the partner), and unblocks one it blocked so once the owner allows the
         operator again. Returns whether it committed."""

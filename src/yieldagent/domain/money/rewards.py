@@ -29,8 +29,9 @@ from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import allowed
 from yieldagent.domain.books.wallets import RewardRecord, Wallet
 from yieldagent.domain.errors import ChainUnavailable, Conflict, InvalidRequest, YieldAgentError
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.deposits import Deposits
-from yieldagent.domain.ports.chain import ChainPort, RewardAmount
+from yieldagent.domain.ports.chain import RewardAmount
 
 BPS = 10_000
 
@@ -93,7 +94,7 @@ class Rewards:
             return _claimed_of(outcome(ended))
 
     async def _collect_and_handle(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """Makes the claim its steps plan (stored before the call), then handles what it
         collected; fails, moving nothing, if the chain refused the claim."""
@@ -125,7 +126,7 @@ class Rewards:
         return await self._handle(chain, wallet, operation, owner)
 
     async def resume(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: claims, if the claim never reached the chain, then swaps or sends
         what was claimed and not handled yet."""
@@ -142,7 +143,7 @@ class Rewards:
         return await self._handle(chain, wallet, operation, owner)
 
     async def _handle(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         books = self._books
         staked = bool(operation.params.get("staked"))
@@ -201,7 +202,7 @@ class Rewards:
         await books.close(chain, wallet, owner, closed, rewards=records)
         return closed
 
-    async def _step(self, chain: ChainPort, wallet: Wallet, claim: Step, staked: bool) -> Step:
+    async def _step(self, chain: MarketChain, wallet: Wallet, claim: Step, staked: bool) -> Step:
         if not staked:
             return Step(StepAction.SEND, claim.token, claim.amount, recipient=wallet.eoa)
         quote = await chain.quote_swap(claim.token, wallet.token, claim.amount)

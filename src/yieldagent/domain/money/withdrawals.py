@@ -56,7 +56,7 @@ from yieldagent.domain.errors import (
     InvalidInput,
     YieldAgentError,
 )
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
 
 
 def _holdings(valuation: Valuation, idle: bool = True) -> list[Holding]:
@@ -114,7 +114,7 @@ class Withdrawals:
             return WithdrawalRecord.from_json(outcome(ended))
 
     async def _pay(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """Pays the user the stored split (taking from protocols what idle funds lack),
         then the fee; closes the operation as it ended."""
@@ -149,7 +149,7 @@ class Withdrawals:
         return closed
 
     async def resume_withdrawal(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash or a due retry: pays what the stored split still owes."""
         return await self._pay(chain, wallet, operation, owner)
@@ -188,7 +188,7 @@ class Withdrawals:
         )
 
     async def _pay_out(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, split: WithdrawalSplit
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, split: WithdrawalSplit
     ) -> Operation:
         """Pays the user ``split``'s part and, in the same call, every fee the operation's
         payouts owe by then (this one's included)."""
@@ -204,7 +204,9 @@ class Withdrawals:
             chain, wallet, operation, self._payout(wallet, split), fee
         )
 
-    async def _send_fees(self, chain: ChainPort, wallet: Wallet, operation: Operation) -> Operation:
+    async def _send_fees(
+        self, chain: MarketChain, wallet: Wallet, operation: Operation
+    ) -> Operation:
         """Sends the fee collector what the operation's payouts owe it."""
         owed = sum(p.split.fee for p in operation.payouts() if p.split is not None)
         sent = sum(s.amount for s in operation.steps if s.action == StepAction.FEE and s.done)
@@ -253,7 +255,7 @@ class Withdrawals:
         return WithdrawalRecord.from_json(result) if "split" in result else None
 
     async def drain(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """One attempt at a deactivation: owed fees first, then what each pool can give,
         then (with ``transfer``) a payout of what is idle. Deactivated when nothing is left
@@ -301,7 +303,7 @@ class Withdrawals:
         return closed
 
     async def _take_all(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, problems: list[str]
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, problems: list[str]
     ) -> Operation:
         """Takes what each pool can give of the wallet's positions into the account."""
         valuation = await value(chain, wallet)
@@ -320,7 +322,7 @@ class Withdrawals:
 
     # -- emergency ------------------------------------------------------------------------
 
-    async def emergency(self, chain: ChainPort, wallet: Wallet, owner: str) -> Wallet:
+    async def emergency(self, chain: MarketChain, wallet: Wallet, owner: str) -> Wallet:
         """Moves the wallet (held under ``owner``'s lease) to ``emergency`` and takes what
         each pool can give into the account."""
         books = self._books
@@ -332,7 +334,7 @@ class Withdrawals:
         return books.reread(emergency)
 
     async def exit_pools(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """One attempt at an emergency exit: takes what each pool can give now and leaves it
         idle; what a pool could not give is named in the operation's reason."""

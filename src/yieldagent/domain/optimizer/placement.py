@@ -9,14 +9,16 @@ from yieldagent.domain.books.operations import Move
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.catalog import TokenInfo
+from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.market.curves import Candidate
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
-from yieldagent.domain.ports.chain import ChainKind, ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.optimizer.rebalance import Costs, optimize
+from yieldagent.domain.ports.chain import ChainKind
 from yieldagent.domain.risk.survey import UNGUARDED, RiskView
 
 
-async def moving_costs(chain: ChainPort, token: TokenInfo) -> Costs:
+async def moving_costs(chain: MarketChain, token: TokenInfo) -> Costs:
     """What moving funds of ``token`` costs on ``chain`` now, and what the token is worth."""
     gas = await chain.gas_cost(ChainKind.SUPPLY)
     return Costs(gas.usd, token.price_usd, token.decimals)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from yieldagent.domain.books.events import RISK_CHANGED, EventDraft
 from yieldagent.domain.books.wallet_states import WalletStatus
-from yieldagent.domain.ports.storage import RiskRecord
+from yieldagent.domain.market.ports import RiskRecord
 
 QUIET = frozenset({WalletStatus.DEACTIVATED, WalletStatus.BLOCKED})
 """Statuses whose wallets hear no pool's change."""
