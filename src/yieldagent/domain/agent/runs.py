@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from yieldagent.domain.agent import rounds
 from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
 from yieldagent.domain.agent.ports import UNOBSERVED, RunObserver
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.agent.scheduler import AgentSettings, Scheduler
+from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.reconciliation import Repair
@@ -39,7 +41,6 @@ from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import Conflict, YieldAgentError
 from yieldagent.domain.market.ports import MarketChain
-from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.optimizer.placement import moving_costs
 from yieldagent.domain.ports.storage import RunEnd, RunRepository
 from yieldagent.domain.risk.survey import RiskSurvey, risk_view
@@ -47,12 +48,24 @@ from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 log = logging.getLogger(__name__)
 
 
+class Operations(Protocol):
+    """What the agent asks of the money use cases (``domain.money.lifecycle.Lifecycle``
+    answers it): the books they keep, and finishing what a crash left open."""
+
+    @property
+    def books(self) -> Books:
+        """The books every use case commits through."""
+
+    async def reconcile(self) -> list[Repair]:
+        """Finishes every operation a dead process left open and every due retry."""
+
+
 class Agent:
     """Runs wallets' agents, on schedule or on request."""
 
     def __init__(
         self,
-        lifecycle: Lifecycle,
+        lifecycle: Operations,
         wallets: WalletRepository,
         runs: RunRepository,
         settings: AgentSettings,
