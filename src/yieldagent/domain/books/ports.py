@@ -1,5 +1,6 @@
 """The books' storage ports: where wallets, their journals and leases, operations and
-events are kept. ``yieldagent.storage`` implements them over SQLModel.
+events are kept, and the outbox a pool's change of standing is told through.
+``yieldagent.storage`` implements them over SQLModel.
 
 Each port speaks in the books' own values (a ``Wallet``, a ``Journal``, an ``Operation``, a
 ``WalletEvent``), so it is declared here beside them, not in ``domain.ports``.
@@ -8,12 +9,13 @@ Each port speaks in the books' own values (a ``Wallet``, a ``Journal``, an ``Ope
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from yieldagent.domain.books.aggregates import FirstDeposit, StoredWallet, Totals, WalletFacts
     from yieldagent.domain.books.apr import PerformancePoint
-    from yieldagent.domain.books.events import WalletEvent
+    from yieldagent.domain.books.events import EventDraft, WalletEvent
     from yieldagent.domain.books.operations import Operation, OperationStatus
     from yieldagent.domain.books.wallet_states import WalletStatus
     from yieldagent.domain.books.wallets import (
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
         Wallet,
         WithdrawalRecord,
     )
+    from yieldagent.domain.market.ports import RiskRecord
     from yieldagent.domain.pagination import PageRequest
     from yieldagent.domain.ports.accounts import SmartAccount
 
@@ -203,3 +206,44 @@ class EventFeed(Protocol):
 
     def close(self) -> None:
         """Ends every stream (the service is stopping)."""
+
+
+# -- a pool's change of standing, told to its wallets ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PoolWallet:
+    """A wallet of a pool's token, as a change of the pool's standing reaches it: whose it
+    is, its state, what it held at its last valuation and the protocols it selected."""
+
+    wallet_id: int
+    partner_id: int
+    address: str
+    status: WalletStatus
+    positions: Mapping[str, int]
+    selected: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RiskChange:
+    """A pool's new record, the stored state it was judged from, and the events that tell
+    its wallets of the change (``domain.risk.notices``; none when the state stays)."""
+
+    record: RiskRecord
+    previous: str
+    events: tuple[EventDraft, ...] = ()
+
+
+@runtime_checkable
+class RiskOutbox(Protocol):
+    """A store of the guards' records (``RiskRepository``) that keeps, with each pool's
+    record, the events its change of state tells: in one transaction, and once however many
+    processes judge the pool at once."""
+
+    def wallets_of(self, chain_id: int, token: str) -> list[PoolWallet]:
+        """The wallets of ``token`` on ``chain_id``."""
+
+    def save_changes(self, chain_id: int, changes: Sequence[RiskChange]) -> list[RiskChange]:
+        """Stores, in one transaction, each change whose pool is still stored at its
+        ``previous`` state (a pool not stored yet is ``ok``): its record and its events.
+        Returns the others, nothing of them stored: their pools changed meanwhile."""

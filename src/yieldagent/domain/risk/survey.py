@@ -35,6 +35,7 @@ from yieldagent.domain.risk.limits import (
     share_room,
     unbound_below,
 )
+from yieldagent.domain.risk.notices import tell
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -242,7 +243,7 @@ class RiskSurvey:
                     self._observer.changed(chain_id, token, protocol, verdict)
             judged.append(Judged(protocol, token, verdict, ours, updated))
         if changed:
-            self._store.save(chain_id, changed)
+            tell(self._store, chain_id, changed, {k: r.state for k, r in records.items()})
         return judged
 
     async def view(
@@ -274,6 +275,7 @@ class RiskSurvey:
         """Lifts the loss exclusion of ``protocol``'s pools on ``chain_id`` at chain time
         ``at``: the loss guard looks at share prices only from then on. Returns the
         records it cleared (none if no pool was excluded)."""
+        records = self._store.records(chain_id)
         cleared = [
             replace(
                 r,
@@ -283,11 +285,11 @@ class RiskSurvey:
                 reasons=(),
                 peak_share_price=0,  # the price from now on is the new reference
             )
-            for r in self._store.records(chain_id)
+            for r in records
             if r.protocol == protocol and r.loss_excluded
         ]
         if cleared:
-            self._store.save(chain_id, cleared)
+            tell(self._store, chain_id, cleared, {(r.protocol, r.token): r.state for r in records})
         return cleared
 
 
