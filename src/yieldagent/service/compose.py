@@ -38,6 +38,7 @@ from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
+from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.signer import Signer
@@ -225,7 +226,7 @@ def build_server(
         (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,
-            OptimizerServicer(catalog, chains, agent.thresholds),
+            OptimizerServicer(Optimizer(catalog, chains, agent.thresholds)),
         ),
     ]
     return api_server(registrations, interceptor, address, tls, reflect)

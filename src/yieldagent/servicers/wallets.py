@@ -3,7 +3,7 @@ protocols, transaction history and APR (/api/v1/{chain_id}/wallets/...)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import TypeAlias
 
 import grpc
@@ -19,11 +19,12 @@ from yieldagent.domain.books.history import Reports, WalletView
 from yieldagent.domain.books.ports import EventFeed
 from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.constraints import RawConstraint, parse_constraints
+from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.constraints import raw_constraints
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.method_policy import policy_for
@@ -35,26 +36,6 @@ from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 Context: TypeAlias = grpc.aio.ServicerContext
 
 _GET_WALLET = wallets_pb2.DESCRIPTOR.services_by_name["WalletService"].methods_by_name["GetWallet"]
-
-_PARAM_FIELDS = (
-    "min_protocols",
-    "min_fraction_per_protocol",
-    "protocol",
-    "max_amount",
-    "max_ratio",
-    "min_amount",
-)
-
-
-def raw_constraints(constraints: Sequence[types_pb2.Constraint]) -> list[RawConstraint]:
-    """Constraints as received: the parameters that were set."""
-    return [
-        RawConstraint(
-            c.kind,
-            {name: getattr(c.params, name) for name in _PARAM_FIELDS if c.params.HasField(name)},
-        )
-        for c in constraints
-    ]
 
 
 def withdraw_detail(record: WithdrawalRecord) -> types_pb2.WithdrawDetail:
