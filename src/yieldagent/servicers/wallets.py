@@ -3,10 +3,11 @@ protocols, transaction history and APR (/api/v1/{chain_id}/wallets/...)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TypeAlias
 
 import grpc
+from google.protobuf.message import Message
 
 from yieldagent.domain.addresses import (
     parse_address,
@@ -29,8 +30,8 @@ from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.method_policy import policy_for
 from yieldagent.servicers.paging import pagination_message, requested_page
-from yieldagent.servicers.replies import VersionedReplies
-from yieldagent.servicers.rest_json import Renderer, serving_json
+from yieldagent.servicers.replies import Reply, VersionedReplies
+from yieldagent.servicers.rest_json import Renderer
 from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -114,6 +115,11 @@ def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
     return message
 
 
+def _serialized(message: Message) -> bytes:
+    serialized: bytes = message.SerializeToString()
+    return serialized
+
+
 class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
     """Translates WalletService calls to the wallet lifecycle and reports."""
 
@@ -162,24 +168,25 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
             message="Agent activated successfully", wallet=wallet.address
         )
 
-    async def GetWallet(
-        self, request: wallets_pb2.GetWalletRequest, context: Context
-    ) -> wallets_pb2.Wallet | bytes:
-        """The wallet record, serialized (as the contract's JSON to REST callers). A reply
-        built at the wallet's current version is answered as it was kept: the record's cost
-        does not grow with its history."""
+    async def GetWallet(self, request: wallets_pb2.GetWalletRequest, context: Context) -> Reply:
+        """The wallet record, in both its kinds: the ``Wallet`` message and the contract's
+        JSON. Each is answered as it was kept when built at the wallet's current version:
+        the record's cost does not grow with its history."""
         address = parse_address(request.wallet, ("wallet",))
         wallet_id, version = self._reports.wallet_stamp(request.chain_id, address, request.eoa)
-        as_json = serving_json()
-        replies = self._json_replies if as_json else self._replies
-        kept = replies.get(wallet_id, version)
-        if kept is not None:
-            return kept
-        view = self._reports.wallet_view(request.chain_id, address, request.eoa)
-        message = wallet_message(view)
-        reply = self._render_json(message) if as_json else message.SerializeToString()
-        replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
-        return reply
+
+        def kept(replies: VersionedReplies, serialize: Callable[[Message], bytes]) -> bytes:
+            reply = replies.get(wallet_id, version)
+            if reply is None:
+                view = self._reports.wallet_view(request.chain_id, address, request.eoa)
+                reply = serialize(wallet_message(view))
+                replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
+            return reply
+
+        return Reply(
+            message=lambda: kept(self._replies, _serialized),
+            rest_json=lambda: kept(self._json_replies, self._render_json),
+        )
 
     async def DeactivateWallet(
         self, request: wallets_pb2.DeactivateWalletRequest, context: Context
