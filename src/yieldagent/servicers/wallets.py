@@ -18,7 +18,7 @@ from yieldagent.domain.addresses import (
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.books.history import Reports, WalletView
 from yieldagent.domain.books.ports import EventFeed
-from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
+from yieldagent.domain.books.wallets import TransactionRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
@@ -32,30 +32,12 @@ from yieldagent.servicers.method_policy import policy_for
 from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.servicers.replies import Reply, VersionedReplies
 from yieldagent.servicers.rest_json import Renderer
-from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
+from yieldagent.servicers.withdrawals import withdraw_detail, withdraw_response
+from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
 _GET_WALLET = wallets_pb2.DESCRIPTOR.services_by_name["WalletService"].methods_by_name["GetWallet"]
-
-
-def withdraw_detail(record: WithdrawalRecord) -> types_pb2.WithdrawDetail:
-    """The proto of one withdrawal."""
-    detail = types_pb2.WithdrawDetail(
-        token=record.token,
-        amount=str(record.amount),
-        value=record.value,
-        value_in_usd=record.value_in_usd,
-        principal_amount=str(record.principal),
-        yield_amount=str(record.yield_),
-        fee_amount=str(record.fee),
-        date=iso(record.date),
-    )
-    if record.tx_hash is not None:
-        detail.tx_hash = record.tx_hash
-    if record.block_number is not None:
-        detail.block_number = record.block_number
-    return detail
 
 
 def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
@@ -206,12 +188,7 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         record = await self._lifecycle.withdraw(
             current_partner().id, request.chain_id, address, amount, current_idempotency_key()
         )
-        return wallets_pb2.WithdrawResponse(
-            date=iso(record.date),
-            total_value=record.value,
-            total_value_in_usd=record.value_in_usd,
-            withdraw_details=[withdraw_detail(record)],
-        )
+        return withdraw_response(record)
 
     async def RunAgent(
         self, request: wallets_pb2.RunAgentRequest, context: Context

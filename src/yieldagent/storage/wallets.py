@@ -23,6 +23,7 @@ from yieldagent.domain.books.wallets import (
     RewardRecord,
     TransactionRecord,
     Wallet,
+    WithdrawalKind,
     WithdrawalRecord,
 )
 from yieldagent.domain.constraints import Constraints
@@ -143,7 +144,7 @@ def _withdrawal(r: Any) -> WithdrawalRecord:
         r.block_number,
         _utc(r.date),
         r.log_index,
-        r.kind,
+        WithdrawalKind(r.kind),
     )
 
 

@@ -103,7 +103,7 @@ def _withdrawal(record: WithdrawalRecord) -> dict[str, Any]:
         "principal_amount": str(record.principal),
         "yield_amount": str(record.yield_),
         "fee_amount": str(record.fee),
-        "received_amount": str(record.amount - record.fee),
+        "received_amount": str(record.received),
         "tx_hash": record.tx_hash,
         "log_index": record.log_index,
         "block_number": record.block_number,

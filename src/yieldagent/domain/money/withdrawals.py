@@ -26,8 +26,6 @@ is paid, owed fees are sent, deactivations drained.
 from __future__ import annotations
 
 from dataclasses import replace
-from decimal import Decimal
-from typing import Any
 
 from yieldagent.domain.books.accounting import (
     Holding,
@@ -110,14 +108,17 @@ class Withdrawals:
                 scoped(partner_id, OperationKind.WITHDRAW, key),
             )
             books.operations.start(operation)
-            ended = await self._pay(chain, current, operation, owner)
-            return WithdrawalRecord.from_json(outcome(ended))
+            ended, paid = await self._pay(chain, current, operation, owner)
+            outcome(ended)  # raises what a failed withdrawal failed with
+            assert paid is not None  # an operation that did not fail paid the user
+            return paid
 
     async def _pay(
         self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
-    ) -> Operation:
+    ) -> tuple[Operation, WithdrawalRecord | None]:
         """Pays the user the stored split (taking from protocols what idle funds lack),
-        then the fee; closes the operation as it ended."""
+        then the fee; closes the operation as it ended. Returns it, with what the user was
+        paid (None: the withdrawal failed before)."""
         books = self._books
         split = WithdrawalSplit.from_json(operation.params["split"])
         try:
@@ -137,38 +138,38 @@ class Withdrawals:
             if not operation.payouts():
                 failed = operation.closed(OperationStatus.FAILED, refused.detail, failure(refused))
                 await books.close(chain, wallet, owner, failed)
-                return failed
+                return failed, None
+            paid = self._paid(wallet, operation)
             retry = operation.closed(
                 OperationStatus.WAITING, f"fee transfer owed: {refused.detail}"
             )
-            retry = replace(retry, result=self._answer(wallet, operation), retry_at=self._later())
+            retry = replace(retry, result=paid.as_json(), retry_at=self._later())
             await books.close(chain, wallet, owner, retry)
-            return retry
-        closed = operation.closed(OperationStatus.COMPLETED, "", self._answer(wallet, operation))
+            return retry, paid
+        paid = self._paid(wallet, operation)
+        closed = operation.closed(OperationStatus.COMPLETED, "", paid.as_json())
         await books.close(chain, wallet, owner, closed)
-        return closed
+        return closed, paid
 
     async def resume_withdrawal(
         self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash or a due retry: pays what the stored split still owes."""
-        return await self._pay(chain, wallet, operation, owner)
+        ended, _ = await self._pay(chain, wallet, operation, owner)
+        return ended
 
-    def _answer(self, wallet: Wallet, operation: Operation) -> dict[str, Any]:
-        """The withdrawal's answer, from its (first) payout."""
+    def _paid(self, wallet: Wallet, operation: Operation) -> WithdrawalRecord:
+        """The withdrawal the operation's (first) payout made: what its call answers."""
         payout = operation.payouts()[0]
         assert payout.split is not None and payout.timestamp is not None
-        token = self._books.token_info(wallet)
-        received = float(Decimal(payout.split.to_user) / 10**token.decimals)
-        return WithdrawalRecord(
+        return WithdrawalRecord.priced(
             wallet.token,
             payout.split,
-            received,
-            received * token.price_usd,
+            self._books.token_info(wallet),
             payout.tx_hash,
             payout.block_number,
             moment_of(payout.timestamp),
-        ).as_json()
+        )
 
     @staticmethod
     def _take(wallet: Wallet, protocol: str, amount: int, valuation: Valuation) -> Step:
@@ -248,9 +249,11 @@ class Withdrawals:
             )
             deactivating = await books.close(chain, deactivating, owner, operation)
             ended = await self.drain(chain, deactivating, operation, owner)
-            return self._payout_of(ended)
+            return self._paid(deactivating, ended) if ended.payouts() else None
 
-    def _payout_of(self, operation: Operation) -> WithdrawalRecord | None:
+    @staticmethod
+    def _payout_of(operation: Operation) -> WithdrawalRecord | None:
+        """The payout a settled deactivation answered, as it stored it."""
         result = operation.result or {}
         return WithdrawalRecord.from_json(result) if "split" in result else None
 
@@ -280,7 +283,7 @@ class Withdrawals:
                     problems.append(refused.detail)
         operation = await books.recover_steps(chain, wallet, operation)
         left = (await value(chain, wallet)).positions
-        answer = self._answer(wallet, operation) if operation.payouts() else None
+        answer = self._paid(wallet, operation).as_json() if operation.payouts() else None
         if left or problems:
             stuck = ", ".join(
                 f"{amount} in {protocol}" for protocol, amount in sorted(left.items())
