@@ -376,7 +376,7 @@ def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
             w
             for c in chains
             for w in WalletStore(engine).wallets(c)
-            if w.allocation.get(args.name, 0) > 0
+            if w.positions.get(args.name, 0) > 0
         ]
         for wallet in holders:
             outcome = asyncio.run(agent.run(wallet.chain_id, wallet.address))

@@ -69,7 +69,7 @@ def wallet_id(engine: Engine, partner: tuple[Partner, str]) -> int:
         selected_protocols=("aave",),
         constraints=Constraints(),
         principal=0,
-        allocation={},
+        positions={},
         idle=0,
         current_apr=0.0,
         valued_at=T0,

@@ -46,7 +46,7 @@ def _new(store: WalletStore, partner_id: int, status: WalletStatus) -> Wallet:
         selected_protocols=("aave", "compound"),
         constraints=Constraints(),
         principal=10**9,
-        allocation={"aave": 10**9},
+        positions={"aave": 10**9},
         idle=0,
         current_apr=3.0,
         valued_at=T0,

@@ -76,7 +76,7 @@ def _wallet(
         selected_protocols=("aave", "compound", "morpho_gauntlet_usdc_prime"),
         constraints=CONSTRAINTS,
         principal=2**100 + 7,
-        allocation={"aave": 2**70 + 1, "compound": 5},
+        positions={"aave": 2**70 + 1, "compound": 5},
         idle=2**65 + 3,
         current_apr=3.25,
         valued_at=T0 + timedelta(hours=1, microseconds=123_456),
@@ -133,7 +133,7 @@ def test_create_then_get_round_trips(store: WalletStore, owner: int) -> None:
     assert stored == expected
     assert store.get_by_eoa(BASE, EOA) == expected
     assert stored is not None
-    assert stored.allocation == {"aave": 2**70 + 1, "compound": 5}
+    assert stored.positions == {"aave": 2**70 + 1, "compound": 5}
     assert stored.principal == 2**100 + 7
     assert stored.idle == 2**65 + 3
     assert stored.constraints == CONSTRAINTS
@@ -212,7 +212,7 @@ def test_commit_stores_the_new_state_and_its_records(store: WalletStore, wallet:
         wallet,
         status=WalletStatus.DEACTIVATED,
         principal=0,
-        allocation={},
+        positions={},
         idle=2**90,
         current_apr=0.0,
         is_staked=False,

@@ -145,7 +145,7 @@ async def rebalancing_wallet(
     """An activated wallet whose protocol list was just changed to ``protocols``: its
     next run has to move every unit held elsewhere."""
     wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=agent_id)
-    assert not set(wallet.allocation) & set(protocols), "the move must be required"
+    assert not set(wallet.positions) & set(protocols), "the move must be required"
     await lifecycle.update_protocols(owner.id, BASE, wallet.address, protocols)
     return stored(engine, wallet.address)
 

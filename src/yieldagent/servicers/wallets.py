@@ -67,7 +67,7 @@ def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
 def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
     """The proto of a wallet record."""
     wallet = view.wallet
-    current = [p for p, amount in sorted(wallet.allocation.items()) if amount > 0]
+    current = [p for p, amount in sorted(wallet.positions.items()) if amount > 0]
     message = wallets_pb2.Wallet(
         wallet=wallet.address,
         status=str(wallet.status),

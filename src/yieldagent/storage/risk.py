@@ -154,7 +154,7 @@ class RiskStore:
 
     def exposure(self, chain_id: int, token: str) -> Mapping[str, int]:
         """What the chain's wallets hold of ``token`` in each protocol, as the books' totals
-        have it (their allocations as last valued)."""
+        have it (their positions as last valued)."""
         totals = read_totals(self._engine, chain_id)
         return {
             protocol: placed.amount

@@ -165,7 +165,7 @@ def _wallet(row: Any) -> Wallet:
         selected_protocols=tuple(json.loads(row.selected_protocols)),
         constraints=Constraints.from_json(row.constraints),
         principal=row.principal,
-        allocation={k: int(v) for k, v in json.loads(row.allocation).items()},
+        positions={k: int(v) for k, v in json.loads(row.allocation).items()},
         idle=row.idle,
         current_apr=row.current_apr,
         valued_at=_utc(row.valued_at),

@@ -79,7 +79,7 @@ def idle_of(market: SimulatedMarket, address: str) -> int:
 def assert_valued(engine: Engine, market: SimulatedMarket, address: str) -> Wallet:
     """The stored wallet, checked to agree with the chain to the unit."""
     wallet = stored(engine, address)
-    assert wallet.allocation == positions(market, address)
+    assert wallet.positions == positions(market, address)
     assert wallet.idle == idle_of(market, address)
     return wallet
 
@@ -118,7 +118,7 @@ async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_th
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
     wallet = await rebalancing_wallet(lifecycle, engine, market, owner)
-    left = set(wallet.allocation)
+    left = set(wallet.positions)
     total = chain_value(market, wallet.address)
     history = all_transactions(engine, wallet.id)
 
@@ -322,7 +322,7 @@ async def test_a_paused_protocol_is_left_at_the_next_run_even_when_moving_does_n
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
     wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT)
-    held = sorted(wallet.allocation)
+    held = sorted(wallet.positions)
     paused = held[0]
     total = chain_value(market, wallet.address)
     runs = RunStore(engine)
@@ -341,7 +341,7 @@ async def test_a_paused_protocol_is_left_at_the_next_run_even_when_moving_does_n
     assert idle_of(market, wallet.address) == 0
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
     [exit_] = [m for m in runs_of(engine, wallet.id)[-1].moves if m.protocol == paused]
-    assert exit_ == Move(StepAction.WITHDRAW, paused, wallet.allocation[paused])
+    assert exit_ == Move(StepAction.WITHDRAW, paused, wallet.positions[paused])
     assert (await agent.run(BASE, wallet.address)).status == "no_action"
     assert paused not in positions(market, wallet.address)
 
@@ -382,8 +382,8 @@ async def test_every_wallet_in_a_paused_protocol_leaves_it_on_its_next_scheduled
         await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"pause-{n}")
         for n in range(2)
     ]
-    paused = sorted(wallets[0].allocation)[0]
-    assert all(paused in w.allocation for w in wallets)
+    paused = sorted(wallets[0].positions)[0]
+    assert all(paused in w.positions for w in wallets)
     totals = [chain_value(market, w.address) for w in wallets]
 
     RunStore(engine).pause(BASE, paused)
@@ -795,8 +795,8 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
     lifecycle = make_lifecycle(engine, chains)
     wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT)
     total = chain_value(market, wallet.address)
-    source = sorted(wallet.allocation)[0]
-    amount = wallet.allocation[source]
+    source = sorted(wallet.positions)[0]
+    amount = wallet.positions[source]
     plan = (
         Step(StepAction.WITHDRAW, BASE_USDC, amount, protocol=source),
         Step(StepAction.DEPOSIT, BASE_USDC, amount, protocol="aave"),
@@ -833,7 +833,7 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
     after = assert_valued(engine, market, wallet.address)
     assert after.status == WalletStatus.ACTIVATED
     assert after.idle == amount
-    assert source not in after.allocation
+    assert source not in after.positions
     assert chain_value(market, wallet.address) == total
 
     assert len(await agent.reconcile()) == 0

@@ -279,7 +279,7 @@ async def test_statistics(
 
     stats = make_reports(engine, chains).statistics(BASE)
 
-    balance = sum(w.idle + sum(w.allocation.values()) for w in held)
+    balance = sum(w.idle + sum(w.positions.values()) for w in held)
     assert stats.total_balance_usd == pytest.approx(balance / USDC)
     assert stats.total_deposits_usd == pytest.approx(401_000.0)
     assert stats.total_users == 2
@@ -290,7 +290,7 @@ async def test_statistics(
 
     by_protocol: dict[str, int] = {}
     for wallet in held:
-        for protocol, amount in wallet.allocation.items():
+        for protocol, amount in wallet.positions.items():
             by_protocol[protocol] = by_protocol.get(protocol, 0) + amount
     assert [p.protocol for p in stats.protocols] == sorted(by_protocol)
     assert len(stats.protocols) >= 2

@@ -267,7 +267,7 @@ async def test_concurrent_withdrawals_never_overdraw_and_the_ledger_agrees(
     left = chain_value(market, wallet.address)
     kept_by_pools = initial - withdrawn - left
     assert 0 <= kept_by_pools <= ROUNDING * len(pool_withdrawals)
-    assert saved.idle + sum(saved.allocation.values()) == left
+    assert saved.idle + sum(saved.positions.values()) == left
     flows = [p.flow for p in store.points(saved.id)]
     assert flows == [1000 * USDC] + [-AMOUNT] * len(successes)
 
@@ -332,4 +332,4 @@ async def test_a_rule_change_racing_a_withdrawal_keeps_the_withdrawals_bookkeepi
 
     saved = stored(engine, wallet.address)
     assert saved.principal == 1000 * USDC - result.split.principal
-    assert saved.idle + sum(saved.allocation.values()) == chain_value(market, wallet.address)
+    assert saved.idle + sum(saved.positions.values()) == chain_value(market, wallet.address)

@@ -89,7 +89,7 @@ async def test_activation_places_the_first_allocation(
     assert 0 <= funded.amount - sum(placed.values()) <= ROUNDING * len(placed)
     saved = stored(engine, funded.address)
     assert saved == wallet
-    assert saved.allocation == placed
+    assert saved.positions == placed
     assert saved.idle == idle
     assert saved.principal == funded.amount
     assert saved.selected_protocols == PROTOCOLS
@@ -348,7 +348,7 @@ async def test_withdrawal_splits_exactly(
     assert saved.principal == 1000 * USDC - split.principal
     left = chain_value(market, wallet.address)
     assert 0 <= value - amount - left <= ROUNDING
-    assert saved.idle + sum(saved.allocation.values()) == left
+    assert saved.idle + sum(saved.positions.values()) == left
     store = WalletStore(engine)
     (record,) = store.withdrawals(saved.id)
     assert (record.amount, record.principal, record.yield_, record.fee) == (
@@ -444,7 +444,7 @@ async def test_deactivation_with_transfer_returns_everything_less_the_fee(
     assert saved.last_deactivation_date == _now(market)
     assert saved.principal == 0
     assert saved.idle == 0
-    assert not any(saved.allocation.values())
+    assert not any(saved.positions.values())
     (record,) = WalletStore(engine).withdrawals(saved.id)
     assert record.amount == value
     assert record.fee == fee
@@ -493,7 +493,7 @@ async def test_top_up_credits_and_places_the_deposit(
     assert saved.principal == 1500 * USDC
     assert saved.status == WalletStatus.ACTIVATED
     assert market.balance(BASE, BASE_USDC, wallet.address) <= ROUNDING
-    assert saved.allocation == positions(market, wallet.address)
+    assert saved.positions == positions(market, wallet.address)
     assert 0 <= value + 500 * USDC - chain_value(market, wallet.address) <= ROUNDING
     store = WalletStore(engine)
     deposits = store.deposits(saved.id)
@@ -617,7 +617,7 @@ async def test_staked_rewards_are_swapped_and_supplied(
     assert market.balance(BASE, WELL, wallet.address) == 0
     saved = stored(engine, wallet.address)
     assert saved.is_staked is True
-    assert saved.allocation == {"moonwell": grown}
+    assert saved.positions == {"moonwell": grown}
     assert saved.principal == 1000 * USDC
     (record,), _ = WalletStore(engine).rewards(saved.id, PageRequest(1, 10, True))
     assert record.is_staked is True
@@ -700,7 +700,7 @@ async def test_update_protocols(
     assert saved.selected_protocols == ("moonwell", "aave")
     assert saved.status == WalletStatus.ACTIVATED
     assert saved.principal == wallet.principal
-    assert saved.allocation == wallet.allocation
+    assert saved.positions == wallet.positions
 
 
 # -- operator -------------------------------------------------------------------------------
@@ -733,7 +733,7 @@ async def test_operator_block_emergency_and_resume(
     saved = stored(engine, wallet.address)
     assert saved.status == WalletStatus.EMERGENCY
     assert saved.idle == idle
-    assert not any(saved.allocation.values())
+    assert not any(saved.positions.values())
     taken = [t for t in all_transactions(engine, saved.id) if t.action == "withdraw"]
     assert {t.protocol: t.amount for t in taken} == held
 
@@ -767,8 +767,8 @@ async def test_refresh_records_one_point_per_hour(
     saved = stored(engine, wallet.address)
     assert saved.valued_at == _now(market)
     assert saved.valued_at - wallet.valued_at == timedelta(hours=2)
-    assert saved.allocation == positions(market, wallet.address)
-    assert sum(saved.allocation.values()) > sum(wallet.allocation.values())
+    assert saved.positions == positions(market, wallet.address)
+    assert sum(saved.positions.values()) > sum(wallet.positions.values())
     assert store.points(wallet.id) == [
         *points,
         PerformancePoint(saved.valued_at, chain_value(market, wallet.address)),
@@ -829,4 +829,4 @@ async def test_ledger_agrees_with_the_chain(
             "transfer": record.amount - record.fee,
             "fee_transfer": record.fee,
         }
-    assert saved.idle + sum(saved.allocation.values()) == chain_value(market, wallet.address)
+    assert saved.idle + sum(saved.positions.values()) == chain_value(market, wallet.address)

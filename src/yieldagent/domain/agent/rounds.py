@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, Step
-from yieldagent.domain.books.wallet_states import transition
+from yieldagent.domain.books.wallet_states import WalletAction, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.errors import Conflict, YieldAgentError
 from yieldagent.domain.market.ports import MarketChain
@@ -80,7 +80,7 @@ async def execute(
     running = [
         replace(
             p.wallet,
-            status=transition(p.wallet.status, "run"),
+            status=transition(p.wallet.status, WalletAction.RUN),
             status_reason=p.moving_out,
         )
         for p in planned
@@ -100,7 +100,7 @@ async def execute(
             operation = operation.closed(OperationStatus.COMPLETED, planned[i].plan.reason)
         back = replace(
             running[i],
-            status=transition(running[i].status, "run_finished"),
+            status=transition(running[i].status, WalletAction.RUN_FINISHED),
             status_reason=planned[i].left_behind,
         )
         closing.append((back, operation))

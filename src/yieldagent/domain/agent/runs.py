@@ -36,7 +36,7 @@ from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.valuation import value
-from yieldagent.domain.books.wallet_states import allowed, transition
+from yieldagent.domain.books.wallet_states import WalletAction, allowed, transition
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import Conflict, YieldAgentError
@@ -116,9 +116,9 @@ class Agent:
         async with self._books.leases.hold(wallet.id, owner) as holder:
             current = self._books.reread(wallet)
             # The state is checked once the lease is held: a run in progress is waited for.
-            if not allowed(current.status, "run"):
+            if not allowed(current.status, WalletAction.RUN):
                 if partner_id is not None:
-                    transition(current.status, "run")
+                    transition(current.status, WalletAction.RUN)
                 return RunOutcome(
                     OperationStatus.NO_ACTION, f"the wallet is {current.status}", "", ran=False
                 )

@@ -27,7 +27,7 @@ from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.valuation import value_many
-from yieldagent.domain.books.wallet_states import allowed
+from yieldagent.domain.books.wallet_states import WalletAction, allowed
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import Conflict
@@ -168,7 +168,7 @@ class Scheduler:
         ran = 0
         runnable: list[Wallet] = []
         for wallet in wallets:
-            if allowed(wallet.status, "run"):
+            if allowed(wallet.status, WalletAction.RUN):
                 runnable.append(wallet)
             else:  # claimed wallets are activated; as ``run``, not a run otherwise
                 ends.append(RunEnd(wallet.id))

@@ -69,7 +69,7 @@ def valued(wallet: Wallet, valuation: Valuation) -> Wallet:
     return replace(
         wallet,
         idle=valuation.idle,
-        allocation=dict(valuation.positions),
+        positions=dict(valuation.positions),
         current_apr=valuation.apr(),
         valued_at=valuation.moment,
     )
@@ -318,7 +318,7 @@ class Books:
         due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
         if not journal.points and due:
             journal.points = [
-                PerformancePoint(after.valued_at, after.idle + sum(after.allocation.values()))
+                PerformancePoint(after.valued_at, after.idle + sum(after.positions.values()))
             ]
         if not (journal.deposits or journal.withdrawals or journal.transactions or due):
             return False

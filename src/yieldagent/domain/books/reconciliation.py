@@ -33,7 +33,7 @@ from typing import Any
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.leases import POLL_SECONDS
 from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, retryable
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.errors import Conflict, NotFound
 from yieldagent.domain.market.ports import MarketChain
@@ -218,7 +218,7 @@ async def recover_run(
     closed = operation.closed(OperationStatus.RECOVERED, reason)
     after = wallet
     if after.status == WalletStatus.RUNNING:
-        after = replace(after, status=transition(after.status, "run_finished"))
+        after = replace(after, status=transition(after.status, WalletAction.RUN_FINISHED))
     await books.close(chain, after, owner, closed)
     log.warning("run recovered", extra={"wallet": wallet.address, "recorded": operation.steps_done})
     return closed

@@ -40,7 +40,8 @@ class Wallet:
     selected_protocols: tuple[str, ...]
     constraints: Constraints
     principal: int
-    allocation: dict[str, int]
+    positions: dict[str, int]
+    """What the wallet holds in each protocol, by protocol, as of its last valuation."""
     idle: int
     current_apr: float
     valued_at: datetime

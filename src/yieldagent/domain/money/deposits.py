@@ -33,7 +33,7 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import moment_of, value
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
@@ -115,7 +115,7 @@ class Deposits:
             return await self._first_activation(partner_id, chain, request, token, key)
         async with books.leases.hold(existing.id) as owner:
             current = books.reread(existing)
-            transition(current.status, "activate")
+            transition(current.status, WalletAction.ACTIVATE)
             await self._check_funds(chain, current, token, request)
             head = await chain.head()
             operation = books.begin(
@@ -159,7 +159,7 @@ class Deposits:
             selected_protocols=request.protocols,
             constraints=request.constraints,
             principal=0,
-            allocation={},
+            positions={},
             idle=0,
             current_apr=0.0,
             valued_at=moment_of(head.timestamp),
@@ -242,7 +242,9 @@ class Deposits:
     async def _activated(
         self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str, reason: str
     ) -> Wallet:
-        activated = replace(wallet, status=transition(wallet.status, "activation_placed"))
+        activated = replace(
+            wallet, status=transition(wallet.status, WalletAction.ACTIVATION_PLACED)
+        )
         closed = operation.closed(OperationStatus.COMPLETED, reason, {"wallet": wallet.address})
         return await self._books.close(chain, activated, owner, closed)
 
@@ -316,12 +318,12 @@ class Deposits:
         if done is not None:  # a retry answers what the first call did, whatever came since
             outcome(done)
             return
-        transition(wallet.status, "top_up")
+        transition(wallet.status, WalletAction.TOP_UP)
         chain = books.chain(chain_id)
         token = books.token_info(wallet)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            transition(current.status, "top_up")
+            transition(current.status, WalletAction.TOP_UP)
             transfer = await _announced(chain, current.address, token, tx_hash)
             if books.wallets.deposit_known(chain_id, tx_hash):
                 if (await value(chain, current)).idle == 0:

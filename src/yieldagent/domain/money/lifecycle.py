@@ -27,7 +27,7 @@ from yieldagent.domain.books.books import Books, Policy
 from yieldagent.domain.books.operations import Operation, OperationKind
 from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.reconciliation import Reconciler, Repair, recover_run
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidInput
@@ -161,7 +161,7 @@ class Lifecycle:
         wallet = books.wallet(chain_id, address, partner_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            transition(current.status, "set_reward_staking")
+            transition(current.status, WalletAction.SET_REWARD_STAKING)
             books.commits.commit(Journal(replace(current, is_staked=is_staked), owner=owner))
 
     async def update_protocols(
@@ -175,18 +175,18 @@ class Lifecycle:
         books = self.books
         wallet = books.wallet(chain_id, address, partner_id)
         books.catalog.check_protocols(books.token_info(wallet), protocols)
-        transition(wallet.status, "update_protocols")
+        transition(wallet.status, WalletAction.UPDATE_PROTOCOLS)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
             updated = replace(
                 current,
-                status=transition(current.status, "update_protocols"),
+                status=transition(current.status, WalletAction.UPDATE_PROTOCOLS),
                 selected_protocols=tuple(dict.fromkeys(protocols)),
             )
             books.commits.commit(Journal(updated, owner=owner))
 
     async def operate(self, chain_id: int, address: str, action: str) -> Wallet:
-        """An operator action: block, unblock, emergency or resume.
+        """An operator action (a ``WalletAction``): block, unblock, emergency or resume.
 
         Emergency takes what each pool can give into the smart account and keeps it idle.
         """
@@ -195,7 +195,7 @@ class Lifecycle:
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            if action == "emergency":
+            if action == WalletAction.EMERGENCY:
                 return await self.withdrawals.emergency(chain, current, owner)
             updated = replace(current, status=transition(current.status, action))
             books.commits.commit(Journal(updated, owner=owner))
@@ -243,11 +243,13 @@ class Lifecycle:
         if reason is not None and wallet.status != WalletStatus.BLOCKED:
             changed = replace(
                 wallet,
-                status=transition(wallet.status, "block"),
+                status=transition(wallet.status, WalletAction.BLOCK),
                 status_reason=f"{REVOKED}: {reason}",
             )
         elif reason is None and wallet.status == WalletStatus.BLOCKED:
-            changed = replace(wallet, status=transition(wallet.status, "unblock"), status_reason="")
+            changed = replace(
+                wallet, status=transition(wallet.status, WalletAction.UNBLOCK), status_reason=""
+            )
         else:
             return False
         await self.books.close(chain, changed, owner)

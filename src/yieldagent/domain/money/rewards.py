@@ -26,7 +26,7 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import moment_of
-from yieldagent.domain.books.wallet_states import allowed
+from yieldagent.domain.books.wallet_states import WalletAction, allowed
 from yieldagent.domain.books.wallets import RewardRecord, Wallet
 from yieldagent.domain.errors import ChainUnavailable, Conflict, InvalidRequest, YieldAgentError
 from yieldagent.domain.market.ports import MarketChain
@@ -69,12 +69,12 @@ class Rewards:
         done = await self._settled(scoped(partner_id, OperationKind.CLAIM, key))
         if done is not None:
             return _claimed_of(outcome(done))
-        if not allowed(wallet.status, "claim_rewards"):
+        if not allowed(wallet.status, WalletAction.CLAIM_REWARDS):
             raise Conflict("Agent not active")
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            if not allowed(current.status, "claim_rewards"):
+            if not allowed(current.status, WalletAction.CLAIM_REWARDS):
                 raise Conflict("Agent not active")
             accrued = await chain.accrued_rewards(current.address)
             if not accrued:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from yieldagent.domain.books.accounting import (
-    Holding,
+    Source,
     WithdrawalSplit,
     plan_withdrawal,
     split_withdrawal,
@@ -46,7 +46,7 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import Valuation, moment_of, value
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Wallet, WithdrawalRecord
 from yieldagent.domain.errors import (
     ChainRejected,
@@ -57,14 +57,14 @@ from yieldagent.domain.errors import (
 from yieldagent.domain.market.ports import MarketChain
 
 
-def _holdings(valuation: Valuation, idle: bool = True) -> list[Holding]:
+def _sources(valuation: Valuation, idle: bool = True) -> list[Source]:
     """Where the wallet's funds sit, each with what its pool can give now."""
     positions = [
-        Holding(p, v, valuation.quotes[p].apr(), valuation.quotes[p].cash)
+        Source(p, v, valuation.quotes[p].apr(), valuation.quotes[p].cash)
         for p, v in valuation.positions.items()
         if p in valuation.quotes
     ]
-    return ([Holding(None, valuation.idle, 0.0, valuation.idle)] if idle else []) + positions
+    return ([Source(None, valuation.idle, 0.0, valuation.idle)] if idle else []) + positions
 
 
 class Withdrawals:
@@ -87,13 +87,13 @@ class Withdrawals:
         done = await self._settled(scoped(partner_id, OperationKind.WITHDRAW, key))
         if done is not None:
             return WithdrawalRecord.from_json(outcome(done))
-        transition(wallet.status, "withdraw")
+        transition(wallet.status, WalletAction.WITHDRAW)
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            transition(current.status, "withdraw")
+            transition(current.status, WalletAction.WITHDRAW)
             head = await chain.head()
-            plan_withdrawal(amount, _holdings(await value(chain, current)))  # or refuses
+            plan_withdrawal(amount, _sources(await value(chain, current)))  # or refuses
             current = await books.close(chain, current, owner)  # book what is new first
             valuation = await value(chain, current)
             split = split_withdrawal(
@@ -126,7 +126,7 @@ class Withdrawals:
                 valuation = await value(chain, wallet)
                 lacking = split.amount - valuation.idle
                 if lacking > 0:
-                    for protocol, part in plan_withdrawal(lacking, _holdings(valuation, False)):
+                    for protocol, part in plan_withdrawal(lacking, _sources(valuation, False)):
                         assert protocol is not None
                         operation = await books.perform(
                             chain, wallet, operation, self._take(wallet, protocol, part, valuation)
@@ -233,11 +233,13 @@ class Withdrawals:
         done = await self._settled(scoped(partner_id, OperationKind.DEACTIVATE, key))
         if done is not None:
             return self._payout_of(done)
-        transition(wallet.status, "deactivate")
+        transition(wallet.status, WalletAction.DEACTIVATE)
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            deactivating = replace(current, status=transition(current.status, "deactivate"))
+            deactivating = replace(
+                current, status=transition(current.status, WalletAction.DEACTIVATE)
+            )
             head = await chain.head()
             operation = books.begin(
                 current,
@@ -297,7 +299,7 @@ class Withdrawals:
         head = await chain.head()
         deactivated = replace(
             wallet,
-            status=transition(wallet.status, "deactivation_done"),
+            status=transition(wallet.status, WalletAction.DEACTIVATION_DONE),
             status_reason="",
             last_deactivation_date=moment_of(head.timestamp),
         )
@@ -310,13 +312,13 @@ class Withdrawals:
     ) -> Operation:
         """Takes what each pool can give of the wallet's positions into the account."""
         valuation = await value(chain, wallet)
-        for holding in _holdings(valuation, idle=False):
-            assert holding.protocol is not None
-            take = min(holding.value, holding.withdrawable)
+        for source in _sources(valuation, idle=False):
+            assert source.protocol is not None
+            take = min(source.value, source.withdrawable)
             if take <= 0:
                 continue
-            step = self._take(wallet, holding.protocol, take, valuation)
-            step = replace(step, whole=take == holding.value)
+            step = self._take(wallet, source.protocol, take, valuation)
+            step = replace(step, whole=take == source.value)
             try:
                 operation = await self._books.perform(chain, wallet, operation, step)
             except (ChainUnavailable, ChainRejected) as refused:
@@ -331,7 +333,7 @@ class Withdrawals:
         books = self._books
         head = await chain.head()
         operation = books.begin(wallet, OperationKind.EMERGENCY, head.number, owner)
-        emergency = replace(wallet, status=transition(wallet.status, "emergency"))
+        emergency = replace(wallet, status=transition(wallet.status, WalletAction.EMERGENCY))
         emergency = await books.close(chain, emergency, owner, operation)
         await self.exit_pools(chain, emergency, operation, owner)
         return books.reread(emergency)

@@ -30,11 +30,11 @@ QUIET = frozenset({WalletStatus.DEACTIVATED, WalletStatus.BLOCKED})
 
 
 def concerned(
-    status: str, allocation: Mapping[str, int], selected: Sequence[str], protocol: str
+    status: str, positions: Mapping[str, int], selected: Sequence[str], protocol: str
 ) -> bool:
-    """Whether a wallet in ``status``, holding ``allocation`` and having selected
+    """Whether a wallet in ``status``, holding ``positions`` and having selected
     ``selected``, hears of a change of ``protocol``'s pool (of the wallet's token)."""
-    if allocation.get(protocol, 0) > 0:
+    if positions.get(protocol, 0) > 0:
         return True
     return status not in QUIET and protocol in selected
 
