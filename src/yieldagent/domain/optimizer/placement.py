@@ -6,7 +6,7 @@ and the guards' view of a chain (``domain.risk.survey.RiskView``) answers it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from yieldagent.domain.books.operations import Move
@@ -34,7 +34,7 @@ class Guards(Protocol):
         rules: Constraints,
         candidates: Sequence[Candidate],
         total: int,
-        ours: Mapping[tuple[str, str], int] | None = None,
+        *,
         relax: bool = False,
     ) -> Constraints:
         """A wallet's ``rules`` with the guards' exclusions and caps added, for a wallet
@@ -43,30 +43,6 @@ class Guards(Protocol):
     def thresholds(self, wallet_id: int, thresholds: Thresholds) -> Thresholds:
         """``thresholds`` for this wallet now (no gain pays for a move while it must
         wait)."""
-
-
-class _Unguarded:
-    """``Guards`` under which every pool takes funds and no move waits."""
-
-    enabled = False
-
-    def constrain(
-        self,
-        token: str,
-        rules: Constraints,
-        candidates: Sequence[Candidate],
-        total: int,
-        ours: Mapping[tuple[str, str], int] | None = None,
-        relax: bool = False,
-    ) -> Constraints:
-        return rules
-
-    def thresholds(self, wallet_id: int, thresholds: Thresholds) -> Thresholds:
-        return thresholds
-
-
-UNGUARDED: Guards = _Unguarded()
-"""No guards: for a placement nobody guards."""
 
 
 async def moving_costs(chain: MarketChain, token: TokenInfo) -> Costs:
@@ -89,7 +65,7 @@ def placement(
     valuation: Valuation,
     costs: Costs,
     paused: frozenset[str] = frozenset(),
-    risk: Guards = UNGUARDED,
+    risk: Guards | None = None,
 ) -> list[Move]:
     """Where the wallet's idle funds go, as the optimizer plans within the risk guards
     (``risk``): where the best allocation wants more, or with a rebalance when the rules
@@ -99,6 +75,9 @@ def placement(
         return []
     protocols = [p for p in wallet.selected_protocols if p not in paused]
     found = candidates(valuation, protocols)
+    if risk is None:  # nobody guards this placement
+        rules = wallet.constraints
+        return list(optimize(valuation.positions, valuation.idle, found, rules, costs).moves)
     thresholds = risk.thresholds(wallet.id, Thresholds())
     try:
         rules = risk.constrain(wallet.token, wallet.constraints, found, valuation.total)
