@@ -58,8 +58,8 @@ from yieldagent.chain.simulated.pools import deposit, quote_of
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
-from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey

@@ -188,8 +188,8 @@ def full_scan_statistics(store: WalletStore, catalog: Catalog, chain_id: int) ->
     current: dict[str, int] = defaultdict(int)
     by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for wallet in held:
-        current[wallet.token] += wallet.idle + sum(wallet.allocation.values())
-        for protocol, amount in wallet.allocation.items():
+        current[wallet.token] += wallet.idle + sum(wallet.positions.values())
+        for protocol, amount in wallet.positions.items():
             by_protocol[protocol][wallet.token] += amount
 
     def shares(amounts: Mapping[str, int]) -> list[Share]:
@@ -272,7 +272,7 @@ def commit_costs(
                 for wallet in loaded:
                     assert wallet is not None
                     wallet.idle += 1
-                    wallet.allocation = {"aave": rng.randint(0, 10**12), "compound": 5}
+                    wallet.positions = {"aave": rng.randint(0, 10**12), "compound": 5}
                     wallet.current_apr = rng.uniform(0, 12)
                     record = TransactionRecord(
                         "deposit", USDC, 1, f"0x{rng.getrandbits(256):064x}", T0

@@ -65,10 +65,10 @@ from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import (
     DEFAULT_AGENT_ID,
     AccountKey,
-    Provider,
     SafeChains,
     open_account,
 )
+from yieldagent.domain.ports.accounts import Provider
 from yieldagent.service.compose import build_agent, build_lifecycle
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore

@@ -23,10 +23,10 @@ from itertools import combinations
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import PoolState, copy_pool, deposit, quote_of
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.constraints import Constraints, Thresholds
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, optimize
 from yieldagent.domain.optimizer.search import allocate
 
 GENESIS = 1_767_225_600

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from yieldagent.domain.partners.partners import PERMISSIONS
-from yieldagent.domain.partners.smart_accounts import SmartAccount, smart_account_address
+from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore

@@ -21,8 +21,9 @@ from support.wallet_setup import BASE, make_lifecycle
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore
@@ -80,7 +81,7 @@ def market(engine: Engine) -> SimulatedMarket:
 
 
 @pytest.fixture
-def chains(market: SimulatedMarket) -> dict[int, ChainPort]:
+def chains(market: SimulatedMarket) -> dict[int, MarketChain]:
     """A chain port per catalog chain, on the simulated market."""
     return simulated_chains(market, load_catalog())
 

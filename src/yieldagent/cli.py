@@ -84,7 +84,8 @@ from yieldagent.domain.errors import (
     YieldAgentError,
 )
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import configure_logging
 from yieldagent.service import runtime
 from yieldagent.service.clock import SYSTEM_CLOCK
@@ -375,7 +376,7 @@ def _cmd_protocol(settings: Settings, args: argparse.Namespace) -> None:
             w
             for c in chains
             for w in WalletStore(engine).wallets(c)
-            if w.allocation.get(args.name, 0) > 0
+            if w.positions.get(args.name, 0) > 0
         ]
         for wallet in holders:
             outcome = asyncio.run(agent.run(wallet.chain_id, wallet.address))

@@ -268,7 +268,7 @@ def test_the_cycle_after_a_kill_runs_every_wallet_the_killed_one_did_not(
     try:
         lifecycle = make_lifecycle(world.engine, simulated_chains(world.market, load_catalog()))
         wallets = asyncio.run(_activate(lifecycle, world, [100_000 * USDC] * 8))
-        held = {p for w in wallets for p in w.allocation}
+        held = {p for w in wallets for p in w.positions}
         assert held < set(PROTOCOLS)
         runs = RunStore(world.engine)
         for protocol in held:  # every run must move the wallet's funds elsewhere

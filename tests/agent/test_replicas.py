@@ -38,8 +38,8 @@ from support.wallet_setup import USDC, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
@@ -113,7 +113,7 @@ class _AnotherReplicaAfterEachRelease(RunStore):
     next run set and their leases released, in one statement), another replica runs its
     own cycle: what happens when that replica's claim comes at this moment."""
 
-    def __init__(self, engine: Engine, chains: dict[int, ChainPort]) -> None:
+    def __init__(self, engine: Engine, chains: dict[int, MarketChain]) -> None:
         super().__init__(engine)
         self.other = Agent(
             make_lifecycle(engine, chains),
@@ -133,7 +133,7 @@ class _AnotherReplicaAfterEachRelease(RunStore):
 async def test_a_wallet_that_just_ran_is_not_run_again_by_another_replica(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     """The moment a run ends is the riskiest for a second claim: the wallet is activated

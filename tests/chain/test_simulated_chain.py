@@ -9,9 +9,9 @@ import pytest
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS, TIMING
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.ports.chain import (
     Block,
-    ChainPort,
     ClaimReceipt,
     Position,
     RewardAmount,
@@ -35,23 +35,23 @@ BASE_PROTOCOLS = ["aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime"]
 
 
 @pytest.fixture
-def base(chains: dict[int, ChainPort]) -> ChainPort:
+def base(chains: dict[int, MarketChain]) -> MarketChain:
     return chains[BASE]
 
 
-async def _mined_now(chain: ChainPort, receipt: TxReceipt) -> None:
+async def _mined_now(chain: MarketChain, receipt: TxReceipt) -> None:
     assert TX_HASH.fullmatch(receipt.tx_hash)
     head = await chain.head()
     assert (receipt.block_number, receipt.timestamp) == (head.number, head.timestamp)
 
 
-def test_there_is_a_port_per_catalog_chain(chains: dict[int, ChainPort]) -> None:
+def test_there_is_a_port_per_catalog_chain(chains: dict[int, MarketChain]) -> None:
     assert sorted(chains) == load_catalog().chain_ids()
     assert all(chain.chain_id == chain_id for chain_id, chain in chains.items())
 
 
 async def test_head_follows_the_simulated_clock(
-    chains: dict[int, ChainPort], market: SimulatedMarket
+    chains: dict[int, MarketChain], market: SimulatedMarket
 ) -> None:
     assert await chains[BASE].head() == Block(TIMING[BASE].genesis_block, GENESIS)
     assert await chains[ETHEREUM].head() == Block(TIMING[ETHEREUM].genesis_block, GENESIS)
@@ -62,7 +62,7 @@ async def test_head_follows_the_simulated_clock(
     )
 
 
-async def test_balances_and_positions(base: ChainPort, market: SimulatedMarket) -> None:
+async def test_balances_and_positions(base: MarketChain, market: SimulatedMarket) -> None:
     assert await base.token_balance(USDC, ALICE) == 0
     assert await base.positions(ALICE, USDC) == []
     market.deposit_from(BASE, USDC, USER, ALICE, 500 * UNIT)
@@ -78,7 +78,7 @@ async def test_balances_and_positions(base: ChainPort, market: SimulatedMarket) 
 
 
 async def test_find_transfer(
-    chains: dict[int, ChainPort], base: ChainPort, market: SimulatedMarket
+    chains: dict[int, MarketChain], base: MarketChain, market: SimulatedMarket
 ) -> None:
     deposit = market.deposit_from(BASE, USDC, USER, ALICE, 42 * UNIT)
     assert await base.find_transfer(deposit.tx_hash) == Transfer(
@@ -94,7 +94,7 @@ async def test_find_transfer(
     assert (found.sender, found.recipient, found.amount) == (ALICE, BOB, 5 * UNIT)
 
 
-async def test_quotes_one_per_protocol_with_our_rate_impact(base: ChainPort) -> None:
+async def test_quotes_one_per_protocol_with_our_rate_impact(base: MarketChain) -> None:
     quotes = await base.quotes(USDC, BASE_PROTOCOLS)
     assert sorted(q.protocol for q in quotes) == BASE_PROTOCOLS
     for quote in quotes:
@@ -109,7 +109,7 @@ async def test_quotes_one_per_protocol_with_our_rate_impact(base: ChainPort) -> 
 
 
 async def test_supply_withdraw_transfer_and_swap_return_receipts(
-    base: ChainPort, market: SimulatedMarket
+    base: MarketChain, market: SimulatedMarket
 ) -> None:
     market.deposit_from(BASE, USDC, USER, ALICE, 100 * UNIT)
     receipts = [
@@ -129,7 +129,7 @@ async def test_supply_withdraw_transfer_and_swap_return_receipts(
     assert await base.positions(ALICE, USDC) == [Position("compound", USDC, 40 * UNIT)]
 
 
-async def test_rewards_are_accrued_and_claimed(base: ChainPort, market: SimulatedMarket) -> None:
+async def test_rewards_are_accrued_and_claimed(base: MarketChain, market: SimulatedMarket) -> None:
     nothing = await base.claim_rewards(ALICE)
     head = await base.head()
     assert nothing == ClaimReceipt(TxReceipt("", head.number, head.timestamp), ())
@@ -147,7 +147,7 @@ async def test_rewards_are_accrued_and_claimed(base: ChainPort, market: Simulate
     assert await base.accrued_rewards(ALICE) == []
 
 
-async def test_gas_costs_are_positive_and_cheaper_on_base(chains: dict[int, ChainPort]) -> None:
+async def test_gas_costs_are_positive_and_cheaper_on_base(chains: dict[int, MarketChain]) -> None:
     for action in ACTIONS:
         on_base = await chains[BASE].gas_cost(action)
         on_ethereum = await chains[ETHEREUM].gas_cost(action)

@@ -29,7 +29,7 @@ from yieldagent.chain.simulated.pools import (
     value_of,
     withdraw,
 )
-from yieldagent.domain.optimizer.rate_models import (
+from yieldagent.domain.market.rate_models import (
     MAX_RATE_AT_TARGET,
     MIN_RATE_AT_TARGET,
     RAY,

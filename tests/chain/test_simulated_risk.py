@@ -22,7 +22,7 @@ from yieldagent.chain.simulated.pools import (
     withdraw,
 )
 from yieldagent.chain.simulated.risk import collateral_of, readings
-from yieldagent.domain.risk.history import MAX_SNAPSHOTS
+from yieldagent.domain.market.history import MAX_SNAPSHOTS
 
 BASE = 8453
 GENESIS = 1_767_225_600

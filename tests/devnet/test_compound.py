@@ -12,7 +12,7 @@ from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.compound import RATES
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.domain.optimizer.rate_models import SECONDS_PER_YEAR, CompoundV3
+from yieldagent.domain.market.rate_models import SECONDS_PER_YEAR, CompoundV3
 
 pytestmark = pytest.mark.evm
 

@@ -13,7 +13,7 @@ from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.moonwell import JUMP_MULTIPLIER, KINK, MULTIPLIER, RESERVE_FACTOR
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.domain.optimizer.rate_models import SECONDS_PER_YEAR, Moonwell
+from yieldagent.domain.market.rate_models import SECONDS_PER_YEAR, Moonwell
 
 pytestmark = pytest.mark.evm
 

@@ -15,7 +15,7 @@ from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.morpho import SEED_ASSETS, SEED_SPLIT, VAULT_NAME
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.domain.optimizer.rate_models import RAY, SECONDS_PER_YEAR, MorphoBlue
+from yieldagent.domain.market.rate_models import RAY, SECONDS_PER_YEAR, MorphoBlue
 
 pytestmark = pytest.mark.evm
 

@@ -36,8 +36,9 @@ from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.money.deposits import ActivationRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
-from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, Provider, account_key
+from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, account_key
 from yieldagent.domain.partners.smart_accounts import open_account as open_smart_account
+from yieldagent.domain.ports.accounts import Provider
 from yieldagent.service.compose import build_agent, build_lifecycle, load_operator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.storage.db import create_db_engine, migrate

@@ -11,7 +11,7 @@ from support.wallet_setup import BASE, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.observability.agent_metrics import RunMetrics
 from yieldagent.observability.metrics import REGISTRY
 from yieldagent.storage.runs import RunStore
@@ -25,7 +25,7 @@ def _runs(outcome: str) -> float:
 
 
 async def test_runs_that_move_nothing_are_counted_and_a_wallet_that_may_not_run_is_not(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)

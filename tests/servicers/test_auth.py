@@ -11,12 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yieldagent.domain.errors import AccessDenied, AuthenticationFailed
-from yieldagent.domain.partners.partners import (
-    Partner,
-    StoredCredentials,
-    authenticate,
-    key_digest,
-)
+from yieldagent.domain.partners.partners import authenticate, key_digest
+from yieldagent.domain.ports.credentials import Partner, StoredCredentials
 from yieldagent.servicers.auth import Authenticator, RefusedCredentials
 
 KEY = "ya_the-right-key"

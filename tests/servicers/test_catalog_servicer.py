@@ -11,7 +11,7 @@ from support.grpc_testing_harness import call, serve
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import Scenarios
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.servicers.catalog import CatalogServicer
@@ -24,7 +24,7 @@ BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
 
 @pytest.fixture
-def server(chains: dict[int, ChainPort]) -> grpc_testing.Server:
+def server(chains: dict[int, MarketChain]) -> grpc_testing.Server:
     return serve(CatalogServicer(load_catalog(), chains), SERVICE)
 
 
@@ -119,7 +119,7 @@ def test_list_protocols_for_a_token_the_chain_does_not_have(
 
 
 def test_a_pool_the_risk_guards_exit_is_listed_inactive_with_its_reasons(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort]
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain]
 ) -> None:
     survey = RiskSurvey(RiskStore(engine), RiskSettings())
     server = serve(CatalogServicer(load_catalog(), chains, risk=survey), SERVICE)

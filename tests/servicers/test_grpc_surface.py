@@ -26,9 +26,9 @@ from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.compose import build_server
 from yieldagent.service.grpc_server import ApiServer, mark_serving
@@ -53,7 +53,7 @@ OPERATOR = LocalKeySigner("0x" + "0a" * 32)
 
 @pytest.fixture
 async def served(
-    engine: Engine, chains: dict[int, ChainPort]
+    engine: Engine, chains: dict[int, MarketChain]
 ) -> AsyncIterator[tuple[ApiServer, grpc.aio.Channel]]:
     lifecycle = Lifecycle(
         WalletStore(engine),

@@ -20,7 +20,8 @@ from grpc_status import rpc_status
 from sqlalchemy import Engine
 
 from yieldagent.domain.errors import Conflict, InvalidInput, InvalidRequest
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.domain.ports.storage import COMPLETED
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.idempotency import Idempotency, current_idempotency_key, fingerprint

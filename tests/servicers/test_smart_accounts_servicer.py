@@ -9,8 +9,9 @@ from sqlalchemy import Engine
 
 from support.grpc_testing_harness import Termination, call, serve
 from yieldagent.catalog import load_catalog
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from yieldagent.domain.errors import RateLimited
-from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.servicers.streams import OpenStreams, until_ended
 
 ACME = Partner(1, "acme", True, frozenset({"wallets"}))

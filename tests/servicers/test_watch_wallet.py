@@ -25,9 +25,10 @@ from support.wallet_setup import (
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import Scenarios
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.metrics import REGISTRY
@@ -44,7 +45,7 @@ PartnerKey = tuple[Partner, str]
 
 @pytest.fixture
 async def served(
-    engine: Engine, chains: dict[int, ChainPort]
+    engine: Engine, chains: dict[int, MarketChain]
 ) -> AsyncIterator[tuple[Lifecycle, wallets_pb2_grpc.WalletServiceStub, EventStore]]:
     lifecycle = make_lifecycle(engine, chains)
     agent = make_agent(engine, lifecycle)
@@ -204,7 +205,7 @@ async def test_a_stream_is_counted_by_its_final_code_and_gets_a_request_id(
 
 @pytest.fixture
 async def guarded(
-    engine: Engine, chains: dict[int, ChainPort]
+    engine: Engine, chains: dict[int, MarketChain]
 ) -> AsyncIterator[tuple[Lifecycle, wallets_pb2_grpc.WalletServiceStub]]:
     """A server whose streams' credentials are checked every 50 ms, two per partner."""
     lifecycle = make_lifecycle(engine, chains)

@@ -35,8 +35,8 @@ from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.db import alembic_config, create_db_engine
 from yieldagent.storage.tables import ChainTotalsRow
@@ -63,7 +63,7 @@ def _new_wallet(partner_id: int, token: str = USDC) -> Wallet:
         selected_protocols=PROTOCOLS,
         constraints=Constraints(),
         principal=0,
-        allocation={},
+        positions={},
         idle=0,
         current_apr=0.0,
         valued_at=T0,
@@ -104,7 +104,7 @@ steps = st.fixed_dictionaries(
 def _journal(wallet: Wallet, step: dict[str, Any]) -> Journal:
     wallet.status = step["status"]
     wallet.idle = step["idle"]
-    wallet.allocation = dict(step["allocation"])
+    wallet.positions = dict(step["allocation"])
     wallet.current_apr = step["apr"]
     return Journal(
         wallet,
@@ -144,8 +144,8 @@ def _slow_statistics(store: WalletStore, chain_id: int) -> Statistics:
     current: dict[str, int] = defaultdict(int)
     by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for wallet in held:
-        current[wallet.token] += wallet.idle + sum(wallet.allocation.values())
-        for protocol, amount in wallet.allocation.items():
+        current[wallet.token] += wallet.idle + sum(wallet.positions.values())
+        for protocol, amount in wallet.positions.items():
             by_protocol[protocol][wallet.token] += amount
 
     def shares(amounts: dict[str, int]) -> list[Share]:
@@ -274,7 +274,7 @@ def test_the_migration_backfills_what_the_commits_keep(
             Journal(wallet, deposits=[DepositRecord(10**6 * (n + 1), USDC, _tx(), 1, T0)])
         )
         wallet.status = WalletStatus.DEACTIVATED if n % 4 == 0 else WalletStatus.ACTIVATED
-        wallet.allocation = {"aave": 10**6 * n, "compound": 0}
+        wallet.positions = {"aave": 10**6 * n, "compound": 0}
         wallet.current_apr = 4.2 + n / 7
         committing(engine).commit(
             Journal(wallet, transactions=[TransactionRecord("deposit", USDC, 1, _tx(), T0)])
@@ -312,7 +312,7 @@ def test_concurrent_commits_from_two_engines_keep_the_totals_exact(
                         wallet = store.get_by_id(wallet_id)
                         assert wallet is not None
                         wallet.idle += 2**70 + seed
-                        wallet.allocation = {"aave": round_ * 1000 + seed, "moonwell": 1}
+                        wallet.positions = {"aave": round_ * 1000 + seed, "moonwell": 1}
                         wallet.current_apr = 0.1 * (round_ + seed)
                         journal = Journal(
                             wallet,

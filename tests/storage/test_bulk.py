@@ -13,7 +13,7 @@ from sqlalchemy import Engine, delete, select
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.bulk import insert_many, update_many
 from yieldagent.storage.tables import OperationRow, SimBalanceRow
 from yieldagent.storage.wallets import WalletStore
@@ -69,7 +69,7 @@ def wallet_id(engine: Engine, partner: tuple[Partner, str]) -> int:
         selected_protocols=("aave",),
         constraints=Constraints(),
         principal=0,
-        allocation={},
+        positions={},
         idle=0,
         current_apr=0.0,
         valued_at=T0,

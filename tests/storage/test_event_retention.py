@@ -13,8 +13,8 @@ from support.wallet_setup import USDC, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.metrics import REGISTRY
 from yieldagent.service.compose import PRUNE_BATCHES_PER_RUN, event_pruning
 from yieldagent.storage.events import EventStore, Pruned, record_events
@@ -29,7 +29,7 @@ RETENTION = timedelta(days=30)
 
 
 async def hooked_wallet(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], owner: Partner
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], owner: Partner
 ) -> Wallet:
     """An activated wallet whose partner has a webhook (its events get deliveries)."""
     WebhookStore(engine).set(owner.id, "https://partner.example/hook", "sealed")
@@ -70,7 +70,7 @@ def count(engine: Engine, table: Table) -> int:
 async def test_old_events_go_with_their_deliveries_a_batch_at_a_time(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     wallet = await hooked_wallet(engine, market, chains, partner[0])
@@ -91,7 +91,7 @@ async def test_old_events_go_with_their_deliveries_a_batch_at_a_time(
 async def test_a_cursor_from_before_the_retention_resumes_at_the_oldest_event_kept(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     """A client away longer than the retention reconnects with its last id: the stream
@@ -123,7 +123,7 @@ async def test_a_cursor_from_before_the_retention_resumes_at_the_oldest_event_ke
 async def test_the_pruning_job_works_a_backlog_off_in_bounded_runs(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     wallet = await hooked_wallet(engine, market, chains, partner[0])

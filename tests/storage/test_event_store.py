@@ -32,14 +32,14 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.events import EventDraft, WalletEvent
 from yieldagent.domain.books.wallets import Journal
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage import wallets as wallet_storage
 from yieldagent.storage.events import EventSignal, EventStore, event_of, record_events
 from yieldagent.storage.tables import WalletEventRow
 from yieldagent.storage.wallets import WalletStore
 
-Chains = dict[int, ChainPort]
+Chains = dict[int, MarketChain]
 PartnerKey = tuple[Partner, str]
 
 

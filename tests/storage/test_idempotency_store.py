@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine
 
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.domain.ports.storage import COMPLETED, IN_PROGRESS, KeyRecord, StoredError
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.partners import PartnerStore

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -16,6 +20,7 @@ from sqlmodel import SQLModel
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.storage.db import alembic_config, create_db_engine, migrate, migration_lock
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.types import TokenAmount, UtcDateTime
 
 HEAD = "0017"
 TABLES = {
@@ -170,4 +175,140 @@ def test_a_second_process_waits_while_one_migrates(database_url: str, engine: En
         assert _revision(engine) is None
     _, errors = other.communicate(timeout=60)
     assert other.returncode == 0, errors
+    assert _revision(engine) == HEAD
+
+
+_USDC, _USDT = "0x" + "a" * 40, "0x" + "b" * 40
+
+
+def _ledger_of_revision_0009(engine: Engine) -> None:
+    """Three wallets of one chain as revision 0009 stores them: an active one holding idle
+    funds and two positions (one empty), a deactivated one, a blocked one."""
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    partners = sa.table(
+        "partners",
+        *(sa.column(n) for n in ("id", "name", "api_key_digest", "active", "permissions")),
+        sa.column("created_at", UtcDateTime()),
+        sa.column("updated_at", UtcDateTime()),
+    )
+    wallets = sa.table(
+        "wallets",
+        *(sa.column(n) for n in ("id", "chain_id", "address", "eoa", "partner_id", "status")),
+        *(sa.column(n) for n in ("token", "selected_protocols", "constraints", "allocation")),
+        *(sa.column(n) for n in ("current_apr", "is_staked", "version")),
+        *(sa.column(n, TokenAmount()) for n in ("principal", "idle")),
+        *(sa.column(n, UtcDateTime()) for n in ("valued_at", "activation_date")),
+        *(sa.column(n, UtcDateTime()) for n in ("created_at", "updated_at")),
+    )
+    deposits = sa.table(
+        "wallet_deposits",
+        *(sa.column(n) for n in ("id", "wallet_id", "chain_id", "token", "tx_hash")),
+        sa.column("amount", TokenAmount()),
+        sa.column("date", UtcDateTime()),
+    )
+    transactions = sa.table(
+        "wallet_transactions",
+        *(sa.column(n) for n in ("wallet_id", "action", "status", "token", "tx_hash")),
+        sa.column("protocol"),
+        sa.column("amount", TokenAmount()),
+        sa.column("date", UtcDateTime()),
+    )
+    stamps = {"created_at": moment, "updated_at": moment}
+
+    def wallet(wallet_id: int, status: str, idle: int, held: dict[str, int], apr: float) -> Any:
+        return {
+            "id": wallet_id,
+            "chain_id": 8453,
+            "address": f"0x{wallet_id:040x}",
+            "eoa": f"0x{wallet_id + 100:040x}",
+            "partner_id": 1,
+            "status": status,
+            "token": _USDC,
+            "selected_protocols": "[]",
+            "constraints": "{}",
+            "allocation": json.dumps({k: str(v) for k, v in held.items()}),
+            "current_apr": apr,
+            "is_staked": False,
+            "version": 0,
+            "principal": 0,
+            "idle": idle,
+            "valued_at": moment,
+            "activation_date": moment,
+        } | stamps
+
+    def day(n: int) -> datetime:
+        return moment.replace(day=n)
+
+    with engine.begin() as connection:
+        acme = {"id": 1, "name": "acme", "api_key_digest": "0" * 64, "active": True}
+        connection.execute(partners.insert(), [acme | {"permissions": "wallets"} | stamps])
+        connection.execute(
+            wallets.insert(),
+            [
+                wallet(1, "activated", 5, {"aave": 2**200, "compound": 0}, 2.5),
+                wallet(2, "deactivated", 0, {"aave": 50}, 1.0),
+                wallet(9, "blocked", 1, {}, 0.0),
+            ],
+        )
+        connection.execute(
+            deposits.insert(),
+            [
+                {"id": n, "wallet_id": w, "chain_id": 8453, "token": token, "amount": amount}
+                | {"tx_hash": f"0x{n:064x}", "date": day(d)}
+                for n, w, token, amount, d in (
+                    (1, 1, _USDT, 7, 2),
+                    (2, 1, _USDC, 2**200, 1),
+                    (3, 2, _USDC, 30, 1),
+                )
+            ],
+        )
+        connection.execute(
+            transactions.insert(),
+            [
+                {"wallet_id": w, "action": "deposit", "status": "approved", "token": _USDC}
+                | {"tx_hash": f"0x{n:064x}", "protocol": "", "amount": 1, "date": moment}
+                for n, w in ((1, 1), (2, 1), (3, 2))
+            ],
+        )
+
+
+def test_the_totals_backfill_counts_the_ledger_of_its_revision(
+    database_url: str, engine: Engine
+) -> None:
+    """0010 carries its own recomputation: the totals of a ledger written at 0009, by
+    stripe (wallet id % 8), each key's figures as the books counted them then."""
+    engine.dispose()
+    _empty(engine)
+    config = alembic_config(engine)
+    command.upgrade(config, "0009")
+    _ledger_of_revision_0009(engine)
+    command.upgrade(config, "0010")
+    totals = sa.table(
+        "chain_totals",
+        *(sa.column(n) for n in ("chain_id", "token", "protocol", "stripe", "wallets")),
+        *(sa.column(n) for n in ("active_wallets", "first_wallets", "transactions")),
+        *(sa.column(n, TokenAmount()) for n in ("amount", "apr_units", "deposited")),
+        sa.column("first_deposited", TokenAmount()),
+    )
+    figures = (
+        "stripe", "token", "protocol", "wallets", "amount", "active_wallets", "apr_units",
+        "deposited", "first_wallets", "first_deposited", "transactions",
+    )  # fmt: skip
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(*(totals.c[n] for n in figures)).order_by(
+                totals.c.stripe, totals.c.token, totals.c.protocol
+            )
+        ).all()
+    apr = 5 * 2**127  # 2.5 percent in units of 2**-128
+    assert [tuple(row) for row in rows] == [
+        # stripe 1: the active wallet 1 and the blocked wallet 9 hold; 1 is a user
+        (1, _USDC, "", 2, 5 + 2**200 + 1, 1, apr, 2**200, 1, 2**200, 2),
+        (1, _USDC, "aave", 1, 2**200, 0, 0, 0, 0, 0, 0),
+        (1, _USDC, "compound", 1, 0, 0, 0, 0, 0, 0, 0),
+        (1, _USDT, "", 0, 0, 0, 0, 7, 0, 0, 0),
+        # stripe 2: the deactivated wallet 2 holds nothing, its history still counts
+        (2, _USDC, "", 0, 0, 0, 0, 30, 1, 30, 1),
+    ]
+    command.upgrade(config, "head")
     assert _revision(engine) == HEAD

@@ -6,7 +6,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from yieldagent.domain.errors import AuthenticationFailed, InvalidRequest, NotFound
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner, key_digest
+from yieldagent.domain.partners.partners import PERMISSIONS, key_digest
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.storage.partners import PartnerStore
 

@@ -8,8 +8,9 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
-from yieldagent.domain.ports.storage import RiskRecord
-from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.books.ports import RiskChange
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.ports import RiskRecord
 from yieldagent.storage.risk import RiskStore
 
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
@@ -63,3 +64,15 @@ def test_a_first_record_another_process_stored_meanwhile_is_updated(
     monkeypatch.setattr(store, "_save", racing)
     store.save(8453, [RiskRecord("aave", TOKEN, state="exit", reasons=("TVL fell",))])
     assert store.records(8453) == [RiskRecord("aave", TOKEN, state="exit", reasons=("TVL fell",))]
+
+
+def test_a_change_judged_from_a_state_no_longer_stored_is_handed_back(engine: Engine) -> None:
+    store = RiskStore(engine)
+    full = RiskRecord("aave", TOKEN, state="no_new_funds", reasons=("full",))
+    store.save(8453, [full])
+    late = RiskChange(RiskRecord("aave", TOKEN, state="exit", reasons=("TVL fell",)), "ok")
+    assert store.save_changes(8453, [late]) == [late]
+    assert store.records(8453) == [full]  # nothing of a stale change is stored
+    current = RiskChange(late.record, "no_new_funds")
+    assert store.save_changes(8453, [current]) == []
+    assert store.records(8453) == [late.record]

@@ -20,8 +20,8 @@ from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.db import alembic_config
 from yieldagent.storage.runs import RunStore
@@ -46,7 +46,7 @@ def _new(store: WalletStore, partner_id: int, status: WalletStatus) -> Wallet:
         selected_protocols=("aave", "compound"),
         constraints=Constraints(),
         principal=10**9,
-        allocation={"aave": 10**9},
+        positions={"aave": 10**9},
         idle=0,
         current_apr=3.0,
         valued_at=T0,

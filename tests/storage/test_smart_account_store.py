@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import Engine, insert, text
 from sqlalchemy.exc import IntegrityError
 
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
-from yieldagent.domain.partners.smart_accounts import SmartAccount, smart_account_address
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.accounts import SmartAccount
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.tables import SmartAccountRow

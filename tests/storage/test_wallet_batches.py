@@ -45,8 +45,8 @@ from yieldagent.domain.books.wallets import (
 )
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.tables import (
     ChainTotalsRow,
@@ -84,7 +84,7 @@ def _wallet(partner_id: int, chain_id: int, n: int, status: WalletStatus) -> Wal
         selected_protocols=PROTOCOLS,
         constraints=Constraints(),
         principal=0,
-        allocation={},
+        positions={},
         idle=0,
         current_apr=0.0,
         valued_at=T0,
@@ -223,7 +223,7 @@ class Side:
             stored,
             status=step["status"],
             idle=step["idle"],
-            allocation=dict(step["allocation"]),
+            positions=dict(step["allocation"]),
             current_apr=step["apr"],
             version=stored.version + earlier + step["version"],
         )

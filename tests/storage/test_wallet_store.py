@@ -22,8 +22,9 @@ from yieldagent.domain.books.wallets import (
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.partners.smart_accounts import SmartAccount, smart_account_address
+from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.accounts import SmartAccount
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -75,7 +76,7 @@ def _wallet(
         selected_protocols=("aave", "compound", "morpho_gauntlet_usdc_prime"),
         constraints=CONSTRAINTS,
         principal=2**100 + 7,
-        allocation={"aave": 2**70 + 1, "compound": 5},
+        positions={"aave": 2**70 + 1, "compound": 5},
         idle=2**65 + 3,
         current_apr=3.25,
         valued_at=T0 + timedelta(hours=1, microseconds=123_456),
@@ -132,7 +133,7 @@ def test_create_then_get_round_trips(store: WalletStore, owner: int) -> None:
     assert stored == expected
     assert store.get_by_eoa(BASE, EOA) == expected
     assert stored is not None
-    assert stored.allocation == {"aave": 2**70 + 1, "compound": 5}
+    assert stored.positions == {"aave": 2**70 + 1, "compound": 5}
     assert stored.principal == 2**100 + 7
     assert stored.idle == 2**65 + 3
     assert stored.constraints == CONSTRAINTS
@@ -211,7 +212,7 @@ def test_commit_stores_the_new_state_and_its_records(store: WalletStore, wallet:
         wallet,
         status=WalletStatus.DEACTIVATED,
         principal=0,
-        allocation={},
+        positions={},
         idle=2**90,
         current_apr=0.0,
         is_staked=False,

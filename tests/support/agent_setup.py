@@ -24,10 +24,11 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.operations import Operation, OperationKind
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
+from yieldagent.domain.constraints import Thresholds
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.rebalance import Thresholds
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort, Send, TxReceipt
+from yieldagent.domain.ports.chain import Send, TxReceipt
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import OperationRow, WalletScheduleRow
@@ -91,7 +92,7 @@ class WatchedChain(SimulatedChain):
         return await one_by_one(self, sends)
 
 
-async def one_by_one(chain: ChainPort, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+async def one_by_one(chain: MarketChain, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
     """``sends`` through the chain's single ``supply`` and ``withdraw``, in order: what
     ``BatchWrites.send_many`` answers for them (a refusal is its exception)."""
     done: list[TxReceipt | Exception] = []
@@ -144,7 +145,7 @@ async def rebalancing_wallet(
     """An activated wallet whose protocol list was just changed to ``protocols``: its
     next run has to move every unit held elsewhere."""
     wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=agent_id)
-    assert not set(wallet.allocation) & set(protocols), "the move must be required"
+    assert not set(wallet.positions) & set(protocols), "the move must be required"
     await lifecycle.update_protocols(owner.id, BASE, wallet.address, protocols)
     return stored(engine, wallet.address)
 
@@ -152,7 +153,7 @@ async def rebalancing_wallet(
 async def rebalancing_wallets(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     owner: Partner,
     name: str,
 ) -> list[Wallet]:

@@ -38,7 +38,7 @@ from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
@@ -513,10 +513,10 @@ def ledger_disagreements(
                 problems.append(f"{name} is {row.status}, leased by {lease.lease_owner}")
             positions = dict(market.positions(BASE, BASE_USDC, wallet.address))
             idle = market.balance(BASE, BASE_USDC, wallet.address)
-            allocation = {p: a for p, a in stored.allocation.items() if a}
-            if allocation != positions or stored.idle != idle:
+            stored_positions = {p: a for p, a in stored.positions.items() if a}
+            if stored_positions != positions or stored.idle != idle:
                 problems.append(
-                    f"{name} stores {allocation} + {stored.idle} idle, "
+                    f"{name} stores {stored_positions} + {stored.idle} idle, "
                     f"the chain holds {positions} + {idle} idle"
                 )
             chain = session.exec(

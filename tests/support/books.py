@@ -205,11 +205,11 @@ def recomputed_totals(store: WalletStore, chain_id: int) -> Totals:
         if wallet.status == WalletStatus.DEACTIVATED:
             continue
         token.held_wallets += 1
-        token.held += wallet.idle + sum(wallet.allocation.values())
+        token.held += wallet.idle + sum(wallet.positions.values())
         if wallet.status in ACTIVE:
             token.active_wallets += 1
             token.apr_units += apr_units(wallet.current_apr)
-        for protocol, amount in wallet.allocation.items():
+        for protocol, amount in wallet.positions.items():
             placed = totals.protocol(protocol, wallet.token)
             placed.wallets += 1
             placed.amount += amount

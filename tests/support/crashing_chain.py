@@ -32,11 +32,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
-    ChainPort,
     ChainTx,
     ClaimReceipt,
     ContractCall,
@@ -86,7 +86,7 @@ class CallLog:
 class CrashingChain:
     """A chain port over ``inner`` that crashes, fails or runs a hook at chosen calls."""
 
-    def __init__(self, inner: ChainPort) -> None:
+    def __init__(self, inner: MarketChain) -> None:
         self._inner = inner
         self.chain_id = inner.chain_id
         self._triggers: list[_Trigger] = []
@@ -257,6 +257,6 @@ def to(recipient: str) -> Callable[[Arguments], bool]:
     return lambda arguments: arguments.get("recipient") == recipient
 
 
-def with_chain(chains: Mapping[int, ChainPort], chain: CrashingChain) -> dict[int, ChainPort]:
+def with_chain(chains: Mapping[int, MarketChain], chain: CrashingChain) -> dict[int, MarketChain]:
     """``chains`` with ``chain`` in place of the port of its chain id."""
     return {**chains, chain.chain_id: chain}

@@ -19,7 +19,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
 from yieldagent.domain.errors import YieldAgentError
-from yieldagent.domain.partners.partners import Partner
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.errors import status_of
 

@@ -15,14 +15,11 @@ from yieldagent.domain.books.effects import Commits
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
 from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle, Policy
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.smart_accounts import (
-    DEFAULT_AGENT_ID,
-    SmartAccount,
-    smart_account_address,
-)
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
@@ -50,7 +47,7 @@ def policy(**overrides: Any) -> Policy:
 
 
 def make_lifecycle(
-    engine: Engine, chains: Mapping[int, ChainPort], rules: Policy | None = None
+    engine: Engine, chains: Mapping[int, MarketChain], rules: Policy | None = None
 ) -> Lifecycle:
     """The lifecycle use cases on ``engine``."""
     return Lifecycle(
@@ -63,7 +60,7 @@ def make_lifecycle(
     )
 
 
-def make_reports(engine: Engine, chains: Mapping[int, ChainPort]) -> Reports:
+def make_reports(engine: Engine, chains: Mapping[int, MarketChain]) -> Reports:
     """The read-only reports on ``engine``."""
     return Reports(WalletStore(engine), chains, load_catalog())
 

@@ -28,7 +28,7 @@ from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.usdc import ONE_USDC, mint
 from yieldagent.domain.partners.safe_accounts import safe_account_address
-from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
+from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.nonces import NonceStore
 

@@ -25,8 +25,8 @@ from support.webhook_delivery import LOCAL, START, Clock, deliverer
 from support.webhook_receiver import HANG, Received, Receiver
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.webhooks import WebhookStore
@@ -39,7 +39,7 @@ PartnerKey = tuple[Partner, str]
 
 
 async def flows(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], owner: Partner
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], owner: Partner
 ) -> list[Wallet]:
     """Two wallets with a few events each: activation, a top-up, a run, a withdrawal."""
     lifecycle = make_lifecycle(engine, chains)
@@ -79,7 +79,7 @@ def by_wallet(received: list[Received]) -> dict[str, list[dict[str, object]]]:
 async def test_every_event_arrives_once_signed_and_in_order_per_wallet(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -125,7 +125,7 @@ async def test_every_event_arrives_once_signed_and_in_order_per_wallet(
 async def test_a_failing_receiver_is_retried_with_backoff_and_holds_back_the_wallets_later_events(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -173,7 +173,7 @@ async def test_a_failing_receiver_is_retried_with_backoff_and_holds_back_the_wal
 async def test_a_receiver_that_is_down_gets_the_events_once_it_is_back(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -204,7 +204,7 @@ async def test_a_deliverer_that_dies_mid_post_loses_nothing(
     engine: Engine,
     database_url: str,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -250,7 +250,7 @@ async def test_a_deliverer_that_dies_mid_post_loses_nothing(
 async def test_a_new_secret_and_url_apply_to_what_is_still_undelivered(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -275,7 +275,7 @@ async def test_two_deliverers_at_once_post_each_event_once_in_order(
     engine: Engine,
     database_url: str,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,

@@ -14,8 +14,8 @@ from support.wallet_setup import USDC, activated, make_lifecycle
 from support.webhook_delivery import LOCAL, Clock, deliverer
 from support.webhook_receiver import ENDLESS, Receiver
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.metrics import REGISTRY
 from yieldagent.service.compose import count_delivery
 from yieldagent.storage.events import EventStore
@@ -30,7 +30,7 @@ PartnerKey = tuple[Partner, str]
 
 
 async def one_wallet(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], owner: Partner
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], owner: Partner
 ) -> list[int]:
     """A wallet activated: its two events' ids."""
     wallet = await activated(make_lifecycle(engine, chains), engine, market, owner.id, USDC)
@@ -49,7 +49,7 @@ async def one_wallet(
 async def test_a_refused_destination_is_never_posted_to(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -81,7 +81,7 @@ async def test_a_refused_destination_is_never_posted_to(
 async def test_an_answer_is_read_to_a_bound(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -107,7 +107,7 @@ async def test_an_answer_is_read_to_a_bound(
 async def test_a_disabled_partner_gets_no_deliveries_until_enabled(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,
@@ -131,7 +131,7 @@ async def test_a_disabled_partner_gets_no_deliveries_until_enabled(
 async def test_a_delivery_failing_past_the_dead_letter_time_ends_dead(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     receiver: Receiver,
     box: SecretBox,

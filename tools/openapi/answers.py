@@ -58,12 +58,8 @@ from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, UNCONFIRMED_RETR
 from yieldagent.domain.pagination import page_request
 from yieldagent.domain.partners.partners import INVALID_KEY
 from yieldagent.domain.partners.rate_limits import RateLimiter
-from yieldagent.domain.partners.smart_accounts import (
-    SafeChains,
-    SmartAccount,
-    account_key,
-    check_owner,
-)
+from yieldagent.domain.partners.smart_accounts import SafeChains, account_key, check_owner
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.servicers import errors
 from yieldagent.servicers.idempotency import reused
 from yieldagent.servicers.method_policy import MethodPolicy

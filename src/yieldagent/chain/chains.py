@@ -22,6 +22,7 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings
 from yieldagent.domain.catalog import Catalog, relocate
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.partners.safe_accounts import (
     COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
     SAFE_L2_1_4_1,
@@ -29,7 +30,6 @@ from yieldagent.domain.partners.safe_accounts import (
     SafeAccountConstants,
 )
 from yieldagent.domain.partners.smart_accounts import SafeChains
-from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.storage.simulation import SimulationStore
 
@@ -48,7 +48,7 @@ def simulated_market(
     return market
 
 
-def simulated_chains(market: SimulatedMarket, catalog: Catalog) -> dict[int, ChainPort]:
+def simulated_chains(market: SimulatedMarket, catalog: Catalog) -> dict[int, MarketChain]:
     """A chain port for every catalog chain, on the simulated market."""
     return {chain_id: SimulatedChain(market, chain_id) for chain_id in catalog.chain_ids()}
 
@@ -75,7 +75,7 @@ def build_chains(
     market: SimulatedMarket,
     catalog: Catalog,
     operator: Signer,
-) -> dict[int, ChainPort]:
+) -> dict[int, MarketChain]:
     """A port for every chain of ``catalog`` (the served one): web3 where an RPC URL is
     set, the simulated market elsewhere. Web3 ports belong to the event loop that first
     uses them: build one set per loop."""
@@ -87,7 +87,7 @@ def build_chains(
 
 def _web3_chain(
     settings: Settings, engine: Engine, operator: Signer, chain_id: int, url: str
-) -> ChainPort:
+) -> MarketChain:
     from yieldagent.chain.web3.adapter import Web3Chain
     from yieldagent.chain.web3.config import CollateralFeedConfig, Web3ChainConfig
     from yieldagent.chain.web3.transactions import SendSettings

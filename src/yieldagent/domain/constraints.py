@@ -9,7 +9,9 @@ max_amount_per_protocol              protocol, max_ratio 0–1
 min_amount                           min_amount ≥ 0: no position smaller than this
 min_allocation_amount_per_protocol   protocol, min_amount ≥ 0
 
-``position_bounds`` says what they let one protocol hold of a wallet's total.
+``position_bounds`` says what they let one protocol hold of a wallet's total. The
+service's own ``Thresholds`` (when a rebalance is worth its cost) are the other rule a plan
+keeps; the optimizer plans within both, and the risk guards tighten both.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "min_allocation_amount_per_protocol": ("protocol", "min_amount"),
 }
 KINDS = tuple(_PARAMS)
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """When a rebalance is worth its cost (``domain.optimizer.rebalance`` explains each)."""
+
+    horizon_days: float = 30.0
+    min_apr_gain: float = 0.25
+    max_break_even_days: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ that rule."""
 
 from __future__ import annotations
 
-from yieldagent.domain.risk.guards import RiskState, Verdict
+from yieldagent.domain.market.readings import RiskState
+from yieldagent.domain.risk.guards import Verdict
 from yieldagent.observability.metrics import record_move_refused, record_risk
 
 _LEVEL = {RiskState.OK: 0, RiskState.NO_NEW_FUNDS: 1, RiskState.EXIT: 2}

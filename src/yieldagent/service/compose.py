@@ -34,12 +34,13 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.catalog import Catalog
+from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
-from yieldagent.domain.optimizer.rebalance import Thresholds
+from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.partners.smart_accounts import SafeChains
-from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
@@ -113,7 +114,7 @@ def market_settle(market: SimulatedMarket) -> Job:
 def build_lifecycle(
     settings: Settings,
     engine: Engine,
-    chains: Mapping[int, ChainPort],
+    chains: Mapping[int, MarketChain],
     catalog: Catalog,
     operator_address: str,
 ) -> Lifecycle:
@@ -169,7 +170,7 @@ async def load_operator(settings: Settings) -> Signer:
 def build_server(
     engine: Engine,
     operator: Signer,
-    chains: Mapping[int, ChainPort],
+    chains: Mapping[int, MarketChain],
     lifecycle: Lifecycle,
     agent: Agent,
     address: str,
@@ -225,7 +226,7 @@ def build_server(
         (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,
-            OptimizerServicer(catalog, chains, agent.thresholds),
+            OptimizerServicer(Optimizer(catalog, chains, agent.thresholds)),
         ),
     ]
     return api_server(registrations, interceptor, address, tls, reflect)

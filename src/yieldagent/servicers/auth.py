@@ -16,13 +16,8 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 
 from yieldagent.domain.errors import AuthenticationFailed
-from yieldagent.domain.partners.partners import (
-    INVALID_KEY,
-    Partner,
-    authenticate,
-    key_digest,
-)
-from yieldagent.domain.ports.storage import PartnerCredentials
+from yieldagent.domain.partners.partners import INVALID_KEY, authenticate, key_digest
+from yieldagent.domain.ports.credentials import Partner, PartnerCredentials
 
 PARTNER_NAME_HEADER = "x-partner-name"
 API_KEY_HEADER = "x-partner-api-key"

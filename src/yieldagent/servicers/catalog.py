@@ -11,8 +11,8 @@ import grpc
 
 from yieldagent.domain.addresses import parse_address
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.risk.guards import OK, Verdict
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
@@ -56,7 +56,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     def __init__(
         self,
         catalog: Catalog,
-        chains: Mapping[int, ChainPort],
+        chains: Mapping[int, MarketChain],
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
         holdings: Callable[[int], Mapping[str, int]] = lambda chain_id: {},
         risk: RiskSurvey | None = None,

@@ -15,9 +15,11 @@ For each ``yieldagent.v1`` call it:
 4. on calls from the REST edge, words a refusal for REST (status and body, in trailing
    metadata); the hints of a success (status, JSON integers and nulls) are constant per
    method, and Envoy has them from the request schema it is rendered with;
-5. sends a unary reply that the servicer serialized itself (``bytes``) as it is, and
-   renders a REST reply of a method served as JSON (``servicers.rest_json``) that the
-   servicer left a message;
+5. sends a unary reply that the servicer serialized itself (``bytes``) as it is; of a
+   reply the servicer offers in both kinds (``servicers.replies.Reply``), sends the
+   contract's JSON to a REST caller and the message to a gRPC one; and renders a REST
+   reply of a method served as JSON (``servicers.rest_json``) that the servicer left a
+   message;
 6. counts the call by status code and times it (``metrics.MethodMetrics``, bound once
    per method).
 Servicers therefore only translate messages and call the domain.
@@ -36,15 +38,16 @@ from typing import Any
 import grpc
 
 from yieldagent.domain.errors import NotImplementedYet, RateLimited, YieldAgentError
-from yieldagent.domain.partners.partners import Partner
 from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import bind_request_id, unbind_request_id
 from yieldagent.observability.metrics import RATE_LIMITED, MethodMetrics
 from yieldagent.servicers import errors
 from yieldagent.servicers.auth import Authenticator, presented_digest
 from yieldagent.servicers.idempotency import Idempotency, key_of
 from yieldagent.servicers.method_policy import Metadata, MethodPolicy
-from yieldagent.servicers.rest_json import Renderer, bind_serving_json, unbind_serving_json
+from yieldagent.servicers.replies import Reply
+from yieldagent.servicers.rest_json import Renderer
 from yieldagent.servicers.streams import OpenStreams, until_ended
 
 log = logging.getLogger(__name__)
@@ -147,7 +150,6 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     request_id = value
             request_id, echo = _resolve_request_id(request_id, rest)
             request_token = bind_request_id(request_id)
-            json_token = bind_serving_json(rest) if render is not None else None
             code = ok
             token = None
             replayed: Metadata = ()
@@ -161,7 +163,9 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                         )
                     else:
                         response = await behavior(request, context)
-                    if rest and render is not None and type(response) is not bytes:
+                    if type(response) is Reply:
+                        response = response.rest_json() if rest else response.message()
+                    elif rest and render is not None and type(response) is not bytes:
                         response = render(response)
                 except grpc.aio.AbortError:
                     code = context.code() or grpc.StatusCode.UNKNOWN
@@ -184,8 +188,6 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             finally:
                 measured.observe(code, clock() - started)
                 unbind_request_id(request_token)
-                if json_token is not None:
-                    unbind_serving_json(json_token)
 
         return guarded
 

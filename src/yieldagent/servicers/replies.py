@@ -5,11 +5,17 @@ A caller checks the version first (one indexed read), so a kept reply is never o
 the stored record: correct on any replica, with no window. The store is an LRU bounded by
 entries and by bytes, keyed by the record's id, so neither a large fleet nor long histories
 grow it without end.
+
+A read served in two kinds (the method's message to gRPC callers, the contract's JSON to
+REST ones: ``servicers.rest_json``) answers a ``Reply``, which builds either on demand;
+the interceptor asks for the kind its caller takes.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 MAX_ENTRIES = 10_000
 """Replies kept at most: a fleet poll of this many wallets is answered without building."""
@@ -58,3 +64,13 @@ class VersionedReplies:
     def size_bytes(self) -> int:
         """Bytes of replies kept now."""
         return self._bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A read's reply in both of its kinds, each serialized when asked for: the method's
+    message (gRPC callers) and the contract's JSON in a ``google.api.HttpBody`` (REST
+    callers of a method served as JSON)."""
+
+    message: Callable[[], bytes]
+    rest_json: Callable[[], bytes]

@@ -6,8 +6,9 @@ printed) shaped as envoy/rest.lua shapes that: the decimal strings at the method
 paths as JSON integers, and the unset fields at its null paths as ``null``. It travels in a
 ``google.api.HttpBody``: Envoy's transcoder is rendered with a descriptor set in which these
 methods answer one (``service.edge``), and passes its bytes to the client as they are. gRPC
-callers get the method's own message; the interceptor says which a call wants
-(``serving_json``).
+callers get the method's own message; a servicer that keeps its replies answers both
+kinds (``servicers.replies.Reply``), and the interceptor, which knows the caller, sends
+one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from contextvars import ContextVar
 from typing import Any, cast
 
 from google.api import httpbody_pb2
@@ -28,27 +28,10 @@ from yieldagent.servicers.method_policy import MethodPolicy
 CONTENT_TYPE = "application/json"
 
 _INTEGER = re.compile(r"-?[0-9]+")
-_serving_json: ContextVar[bool] = ContextVar("serving_json", default=False)
 
 Shape = dict[str, Any]
 """A JSON path tree: each key maps to its children's tree, or to the leaf's rules (a set
 of ``"integer"`` and ``"null"``)."""
-
-
-def serving_json() -> bool:
-    """Whether the current call is a REST call of a method served as JSON: its reply is
-    the ``HttpBody`` of ``Renderer``, not the method's message."""
-    return _serving_json.get()
-
-
-def bind_serving_json(value: bool) -> object:
-    """Marks the current call (the interceptor's); returns the token that unbinds it."""
-    return _serving_json.set(value)
-
-
-def unbind_serving_json(token: object) -> None:
-    """Ends ``bind_serving_json``'s mark."""
-    _serving_json.reset(token)  # type: ignore[arg-type]
 
 
 class Renderer:

@@ -6,13 +6,12 @@ import grpc
 
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.partners.smart_accounts import (
-    Provider,
     SafeChains,
     account_key,
     find_account,
     open_account,
 )
-from yieldagent.domain.ports.storage import SmartAccountRepository
+from yieldagent.domain.ports.accounts import Provider, SmartAccountRepository
 from yieldagent.servicers.auth import current_partner
 from yieldagent.v1 import smart_accounts_pb2 as pb
 from yieldagent.v1 import smart_accounts_pb2_grpc

@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
 from yieldagent.domain.errors import AccessDenied, AuthenticationFailed, RateLimited
-from yieldagent.domain.partners.partners import Partner, StoredCredentials, check_credentials
-from yieldagent.domain.ports.storage import PartnerCredentials
+from yieldagent.domain.partners.partners import check_credentials
+from yieldagent.domain.ports.credentials import Partner, PartnerCredentials, StoredCredentials
 
 T = TypeVar("T")
 

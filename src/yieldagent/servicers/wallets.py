@@ -3,10 +3,11 @@ protocols, transaction history and APR (/api/v1/{chain_id}/wallets/...)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import TypeAlias
 
 import grpc
+from google.protobuf.message import Message
 
 from yieldagent.domain.addresses import (
     parse_address,
@@ -16,64 +17,27 @@ from yieldagent.domain.addresses import (
 )
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.books.history import Reports, WalletView
-from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
+from yieldagent.domain.books.ports import EventFeed
+from yieldagent.domain.books.wallets import TransactionRecord
 from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.constraints import RawConstraint, parse_constraints
+from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle
-from yieldagent.domain.ports.storage import EventFeed
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.constraints import raw_constraints
 from yieldagent.servicers.events import wallet_event
 from yieldagent.servicers.idempotency import current_idempotency_key
 from yieldagent.servicers.method_policy import policy_for
 from yieldagent.servicers.paging import pagination_message, requested_page
-from yieldagent.servicers.replies import VersionedReplies
-from yieldagent.servicers.rest_json import Renderer, serving_json
-from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
+from yieldagent.servicers.replies import Reply, VersionedReplies
+from yieldagent.servicers.rest_json import Renderer
+from yieldagent.servicers.withdrawals import withdraw_detail, withdraw_response
+from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
 _GET_WALLET = wallets_pb2.DESCRIPTOR.services_by_name["WalletService"].methods_by_name["GetWallet"]
-
-_PARAM_FIELDS = (
-    "min_protocols",
-    "min_fraction_per_protocol",
-    "protocol",
-    "max_amount",
-    "max_ratio",
-    "min_amount",
-)
-
-
-def raw_constraints(constraints: Sequence[types_pb2.Constraint]) -> list[RawConstraint]:
-    """Constraints as received: the parameters that were set."""
-    return [
-        RawConstraint(
-            c.kind,
-            {name: getattr(c.params, name) for name in _PARAM_FIELDS if c.params.HasField(name)},
-        )
-        for c in constraints
-    ]
-
-
-def withdraw_detail(record: WithdrawalRecord) -> types_pb2.WithdrawDetail:
-    """The proto of one withdrawal."""
-    detail = types_pb2.WithdrawDetail(
-        token=record.token,
-        amount=str(record.amount),
-        value=record.value,
-        value_in_usd=record.value_in_usd,
-        principal_amount=str(record.principal),
-        yield_amount=str(record.yield_),
-        fee_amount=str(record.fee),
-        date=iso(record.date),
-    )
-    if record.tx_hash is not None:
-        detail.tx_hash = record.tx_hash
-    if record.block_number is not None:
-        detail.block_number = record.block_number
-    return detail
 
 
 def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
@@ -103,7 +67,7 @@ def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
 def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
     """The proto of a wallet record."""
     wallet = view.wallet
-    current = [p for p, amount in sorted(wallet.allocation.items()) if amount > 0]
+    current = [p for p, amount in sorted(wallet.positions.items()) if amount > 0]
     message = wallets_pb2.Wallet(
         wallet=wallet.address,
         status=str(wallet.status),
@@ -131,6 +95,11 @@ def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
     if wallet.last_reactivation_date:
         message.last_reactivation_date = iso(wallet.last_reactivation_date)
     return message
+
+
+def _serialized(message: Message) -> bytes:
+    serialized: bytes = message.SerializeToString()
+    return serialized
 
 
 class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
@@ -181,24 +150,25 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
             message="Agent activated successfully", wallet=wallet.address
         )
 
-    async def GetWallet(
-        self, request: wallets_pb2.GetWalletRequest, context: Context
-    ) -> wallets_pb2.Wallet | bytes:
-        """The wallet record, serialized (as the contract's JSON to REST callers). A reply
-        built at the wallet's current version is answered as it was kept: the record's cost
-        does not grow with its history."""
+    async def GetWallet(self, request: wallets_pb2.GetWalletRequest, context: Context) -> Reply:
+        """The wallet record, in both its kinds: the ``Wallet`` message and the contract's
+        JSON. Each is answered as it was kept when built at the wallet's current version:
+        the record's cost does not grow with its history."""
         address = parse_address(request.wallet, ("wallet",))
         wallet_id, version = self._reports.wallet_stamp(request.chain_id, address, request.eoa)
-        as_json = serving_json()
-        replies = self._json_replies if as_json else self._replies
-        kept = replies.get(wallet_id, version)
-        if kept is not None:
-            return kept
-        view = self._reports.wallet_view(request.chain_id, address, request.eoa)
-        message = wallet_message(view)
-        reply = self._render_json(message) if as_json else message.SerializeToString()
-        replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
-        return reply
+
+        def kept(replies: VersionedReplies, serialize: Callable[[Message], bytes]) -> bytes:
+            reply = replies.get(wallet_id, version)
+            if reply is None:
+                view = self._reports.wallet_view(request.chain_id, address, request.eoa)
+                reply = serialize(wallet_message(view))
+                replies.put(view.wallet.id or wallet_id, view.wallet.version, reply)
+            return reply
+
+        return Reply(
+            message=lambda: kept(self._replies, _serialized),
+            rest_json=lambda: kept(self._json_replies, self._render_json),
+        )
 
     async def DeactivateWallet(
         self, request: wallets_pb2.DeactivateWalletRequest, context: Context
@@ -218,12 +188,7 @@ class WalletServicer(wallets_pb2_grpc.WalletServiceServicer):
         record = await self._lifecycle.withdraw(
             current_partner().id, request.chain_id, address, amount, current_idempotency_key()
         )
-        return wallets_pb2.WithdrawResponse(
-            date=iso(record.date),
-            total_value=record.value,
-            total_value_in_usd=record.value_in_usd,
-            withdraw_details=[withdraw_detail(record)],
-        )
+        return withdraw_response(record)
 
     async def RunAgent(
         self, request: wallets_pb2.RunAgentRequest, context: Context

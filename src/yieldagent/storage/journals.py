@@ -135,7 +135,7 @@ def wallet_values(wallet: Wallet) -> dict[str, Any]:
         "selected_protocols": json.dumps(list(wallet.selected_protocols)),
         "constraints": wallet.constraints.to_json(),
         "principal": wallet.principal,
-        "allocation": json.dumps({k: str(v) for k, v in wallet.allocation.items()}),
+        "allocation": json.dumps({k: str(v) for k, v in wallet.positions.items()}),
         "idle": wallet.idle,
         "current_apr": wallet.current_apr,
         "valued_at": wallet.valued_at,

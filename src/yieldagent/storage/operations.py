@@ -45,11 +45,7 @@ _OPEN_ON = (
 
 
 def _split(data: dict[str, str] | None) -> WithdrawalSplit | None:
-    if data is None:
-        return None
-    return WithdrawalSplit(
-        int(data["amount"]), int(data["principal"]), int(data["yield"]), int(data["fee"])
-    )
+    return None if data is None else WithdrawalSplit.from_json(data)
 
 
 def _step(data: dict[str, Any]) -> Step:
@@ -89,13 +85,7 @@ def _step_json(step: Step) -> dict[str, Any]:
     }
     data.update({name: value for name, value in optional.items() if value})
     if step.split is not None:
-        split = step.split
-        data["split"] = {
-            "amount": str(split.amount),
-            "principal": str(split.principal),
-            "yield": str(split.yield_),
-            "fee": str(split.fee),
-        }
+        data["split"] = step.split.as_json()
     return data
 
 

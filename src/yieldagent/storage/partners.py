@@ -13,14 +13,13 @@ from sqlmodel import Session, select
 
 from yieldagent.domain.errors import InvalidRequest, NotFound
 from yieldagent.domain.partners.partners import (
-    Partner,
-    StoredCredentials,
     check_partner_name,
     check_permissions,
     key_digest,
     new_api_key,
     rotation,
 )
+from yieldagent.domain.ports.credentials import Partner, StoredCredentials
 from yieldagent.storage.tables import PartnerRow
 
 _partners = PartnerRow.__table__  # type: ignore[attr-defined]

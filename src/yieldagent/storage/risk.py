@@ -2,27 +2,28 @@
 JSON list), what the service holds in each pool (the chain totals the books keep), and
 when wallets last moved funds (the schedule).
 
-A record whose state differs from the stored one is also an event (``protocol.risk_changed``)
-for each wallet the change concerns (``domain.risk.notices``), recorded in the same
-transaction as the record: the state and its events are stored together or not at all. The
-stored row is read for update, so two processes judging a pool at once tell of one change
-once."""
+A change of a pool's state comes with its events (``protocol.risk_changed``), which the
+domain derived for the wallets it concerns (``domain.risk.notices``, from ``wallets_of``);
+they are recorded in the same transaction as the record, so the state and its events are
+stored together or not at all. The stored row is read for update and must still be at the
+state the change was judged from, so two processes judging a pool at once tell of one
+change once: the later one's change is handed back, to be derived again."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import Connection, Engine, bindparam, select
+from sqlalchemy import Engine, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 from sqlmodel import select as orm_select
 
 from yieldagent.domain.books.events import EventDraft
-from yieldagent.domain.ports.storage import RiskRecord
-from yieldagent.domain.risk.guards import RiskState
-from yieldagent.domain.risk.history import Snapshot
-from yieldagent.domain.risk.notices import changed, concerned, risk_changed
+from yieldagent.domain.books.ports import PoolWallet, RiskChange
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.ports import RiskRecord
 from yieldagent.storage.aggregates import read_totals
 from yieldagent.storage.db import chunks
 from yieldagent.storage.events import record_events, signal_for
@@ -90,45 +91,70 @@ class RiskStore:
             return sorted((_record(row) for row in rows), key=lambda r: (r.protocol, r.token))
 
     def save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
-        """Stores ``records``, each replacing its pool's, in one transaction. Two processes
-        may store a pool's first record at once (a listing and a batch): the one that loses
-        the insert stores its records again, now as updates. A changed state is recorded
-        as events with the records."""
+        """Stores ``records``, each replacing its pool's, in one transaction, with no
+        events (``save_changes`` keeps those). Two processes may store a pool's first
+        record at once (a listing and a batch): the one that loses the insert stores its
+        records again, now as updates."""
         try:
-            told = self._save(chain_id, records)
+            self._save(chain_id, records)
         except IntegrityError:
-            told = self._save(chain_id, records)
+            self._save(chain_id, records)
+
+    def _save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
+        with Session(self._engine) as session:
+            for record in records:
+                _write(session, _row(session, chain_id, record), record)
+            session.commit()
+
+    def save_changes(self, chain_id: int, changes: Sequence[RiskChange]) -> list[RiskChange]:
+        """Stores each change whose pool is still at the state it was judged from, with
+        its events, in one transaction; returns the others, nothing of them stored. A
+        first record another process inserted meanwhile is met as ``save`` meets it."""
+        try:
+            stale, told = self._save_changes(chain_id, changes)
+        except IntegrityError:
+            stale, told = self._save_changes(chain_id, changes)
         if told:
             signal_for(self._engine).notify()
+        return stale
 
-    def _save(self, chain_id: int, records: Sequence[RiskRecord]) -> int:
+    def _save_changes(
+        self, chain_id: int, changes: Sequence[RiskChange]
+    ) -> tuple[list[RiskChange], int]:
         with Session(self._engine) as session:
+            stale: list[RiskChange] = []
             drafts: list[EventDraft] = []
-            for record in records:
-                key = (chain_id, record.protocol, record.token)
-                row = session.get(PoolRiskRow, key, with_for_update=True)
-                previous = str(RiskState.OK) if row is None else row.state
-                if row is None:
-                    row = PoolRiskRow(
-                        chain_id=chain_id, protocol=record.protocol, token=record.token
-                    )
-                if changed(previous, record):
-                    drafts.extend(_notices(session.connection(), chain_id, previous, record))
-                row.loss_excluded = record.loss_excluded
-                row.cleared_at = record.cleared_at
-                row.state = record.state
-                row.reasons = json.dumps(list(record.reasons))
-                row.peak_share_price = record.peak_share_price
-                row.history = _history(record.history)
-                session.add(row)
+            for change in changes:
+                row = _row(session, chain_id, change.record)
+                if row.state != change.previous:
+                    stale.append(change)
+                    continue
+                drafts.extend(change.events)
+                _write(session, row, change.record)
             session.flush()
             told = record_events(session, drafts)
             session.commit()
-            return told
+            return stale, told
+
+    def wallets_of(self, chain_id: int, token: str) -> list[PoolWallet]:
+        """The wallets of ``token`` on ``chain_id``, as a change of a pool reaches them."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(_OF_TOKEN, {"chain_id": chain_id, "token": token})
+            return [
+                PoolWallet(
+                    row.id,
+                    row.partner_id,
+                    row.address,
+                    WalletStatus(row.status),
+                    {k: int(v) for k, v in json.loads(row.allocation).items()},
+                    tuple(json.loads(row.selected_protocols)),
+                )
+                for row in rows
+            ]
 
     def exposure(self, chain_id: int, token: str) -> Mapping[str, int]:
         """What the chain's wallets hold of ``token`` in each protocol, as the books' totals
-        have it (their allocations as last valued)."""
+        have it (their positions as last valued)."""
         totals = read_totals(self._engine, chain_id)
         return {
             protocol: placed.amount
@@ -151,19 +177,19 @@ class RiskStore:
         return found
 
 
-def _notices(
-    connection: Connection, chain_id: int, previous: str, record: RiskRecord
-) -> list[EventDraft]:
-    """The events telling the wallets of the pool's token on ``chain_id`` that ``record``'s
-    pool changed from ``previous``, for those it concerns."""
-    rows = connection.execute(_OF_TOKEN, {"chain_id": chain_id, "token": record.token})
-    return [
-        risk_changed(chain_id, row.id, row.partner_id, row.address, previous, record)
-        for row in rows
-        if concerned(
-            row.status,
-            {k: int(v) for k, v in json.loads(row.allocation).items()},
-            json.loads(row.selected_protocols),
-            record.protocol,
-        )
-    ]
+def _row(session: Session, chain_id: int, record: RiskRecord) -> PoolRiskRow:
+    """The pool's stored row, read for update; a new one (at ``ok``) when there is none."""
+    row = session.get(PoolRiskRow, (chain_id, record.protocol, record.token), with_for_update=True)
+    if row is None:
+        row = PoolRiskRow(chain_id=chain_id, protocol=record.protocol, token=record.token)
+    return row
+
+
+def _write(session: Session, row: PoolRiskRow, record: RiskRecord) -> None:
+    row.loss_excluded = record.loss_excluded
+    row.cleared_at = record.cleared_at
+    row.state = record.state
+    row.reasons = json.dumps(list(record.reasons))
+    row.peak_share_price = record.peak_share_price
+    row.history = _history(record.history)
+    session.add(row)

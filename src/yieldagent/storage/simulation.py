@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 
 from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
-from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.market.history import Snapshot
 from yieldagent.storage.bulk import insert_many, update_many
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import (

@@ -10,7 +10,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
+from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.storage.tables import SmartAccountRow
 
 _accounts = SmartAccountRow.__table__  # type: ignore[attr-defined]

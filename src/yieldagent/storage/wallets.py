@@ -23,12 +23,13 @@ from yieldagent.domain.books.wallets import (
     RewardRecord,
     TransactionRecord,
     Wallet,
+    WithdrawalKind,
     WithdrawalRecord,
 )
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.storage import schedule
 from yieldagent.storage.aggregates import (
     first_deposits,
@@ -143,7 +144,7 @@ def _withdrawal(r: Any) -> WithdrawalRecord:
         r.block_number,
         _utc(r.date),
         r.log_index,
-        r.kind,
+        WithdrawalKind(r.kind),
     )
 
 
@@ -164,7 +165,7 @@ def _wallet(row: Any) -> Wallet:
         selected_protocols=tuple(json.loads(row.selected_protocols)),
         constraints=Constraints.from_json(row.constraints),
         principal=row.principal,
-        allocation={k: int(v) for k, v in json.loads(row.allocation).items()},
+        positions={k: int(v) for k, v in json.loads(row.allocation).items()},
         idle=row.idle,
         current_apr=row.current_apr,
         valued_at=_utc(row.valued_at),

@@ -1,4 +1,4 @@
-"""Every ChainPort method of the web3 adapter, against the devnet's real contracts."""
+"""Every MarketChain method of the web3 adapter, against the devnet's real contracts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from support.web3_chain import ChainEnv
 from yieldagent.chain.web3.abis import MODULE_EXECUTE, TRANSFER, custom_error_named
 from yieldagent.devnet.usdc import ONE_USDC
 from yieldagent.domain.errors import ChainRejected
-from yieldagent.domain.ports.chain import ChainPort, ChainTx, TxReceipt
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.chain import ChainTx, TxReceipt
 
 pytestmark = pytest.mark.evm
 
@@ -21,7 +22,7 @@ def _kinds(events: list[ChainTx], since: int) -> list[tuple[str, str, str, int]]
 
 
 async def test_head_and_balances(env: ChainEnv) -> None:
-    port: ChainPort = env.chain  # mypy checks that the adapter is a ChainPort
+    port: MarketChain = env.chain  # mypy checks that the adapter is a MarketChain
     head = await port.head()
     assert head.number > env.devnet.manifest.deployed_block
     assert head.timestamp > 0

@@ -15,7 +15,7 @@ from yieldagent.chain.web3.protocols.onchain_models import (
     JumpRateModel,
     annual,
 )
-from yieldagent.domain.optimizer.rate_models import (
+from yieldagent.domain.market.rate_models import (
     CompoundV3,
     Moonwell,
     MorphoBlue,

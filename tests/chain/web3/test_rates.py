@@ -16,7 +16,7 @@ import pytest
 
 from support.web3_chain import ChainEnv
 from yieldagent.devnet.usdc import ONE_USDC
-from yieldagent.domain.optimizer.rate_models import apr_percent
+from yieldagent.domain.market.rate_models import apr_percent
 
 pytestmark = pytest.mark.evm
 

@@ -19,7 +19,8 @@ from yieldagent.devnet.morpho import FEED_DECIMALS, PEGGED_SYMBOL
 from yieldagent.devnet.switches import morpho_bad_debt
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
 from yieldagent.devnet.usdc import ONE_USDC, mint, usdc_artifact
-from yieldagent.domain.risk.guards import Exposure, RiskState, Rule, assess
+from yieldagent.domain.market.readings import RiskState
+from yieldagent.domain.risk.guards import Exposure, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 

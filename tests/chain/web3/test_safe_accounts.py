@@ -25,11 +25,8 @@ from yieldagent.devnet.safe import selector
 from yieldagent.devnet.usdc import ONE_USDC, mint
 from yieldagent.domain.errors import ChainRejected, Conflict, InvalidRequest, NotImplementedYet
 from yieldagent.domain.partners.safe_accounts import safe_account_address
-from yieldagent.domain.partners.smart_accounts import (
-    Provider,
-    SmartAccount,
-    smart_account_address,
-)
+from yieldagent.domain.partners.smart_accounts import smart_account_address
+from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.nonces import NonceStore
 

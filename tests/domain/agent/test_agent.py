@@ -53,12 +53,12 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.errors import AccessDenied, Conflict
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.rebalance import Thresholds
 from yieldagent.domain.partners.partners import PERMISSIONS
-from yieldagent.domain.ports.chain import ChainPort, GasCost
+from yieldagent.domain.ports.chain import GasCost
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
@@ -79,7 +79,7 @@ def idle_of(market: SimulatedMarket, address: str) -> int:
 def assert_valued(engine: Engine, market: SimulatedMarket, address: str) -> Wallet:
     """The stored wallet, checked to agree with the chain to the unit."""
     wallet = stored(engine, address)
-    assert wallet.allocation == positions(market, address)
+    assert wallet.positions == positions(market, address)
     assert wallet.idle == idle_of(market, address)
     return wallet
 
@@ -88,7 +88,7 @@ def assert_valued(engine: Engine, market: SimulatedMarket, address: str) -> Wall
 
 
 async def test_a_run_right_after_activation_has_nothing_to_do(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -113,12 +113,12 @@ async def test_a_run_right_after_activation_has_nothing_to_do(
 
 
 async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_the_run(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
     wallet = await rebalancing_wallet(lifecycle, engine, market, owner)
-    left = set(wallet.allocation)
+    left = set(wallet.positions)
     total = chain_value(market, wallet.address)
     history = all_transactions(engine, wallet.id)
 
@@ -154,7 +154,7 @@ async def test_a_protocol_change_moves_every_unit_and_records_each_move_under_th
 async def test_a_protocol_list_the_constraints_cannot_use_fails_and_moves_nothing(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -185,7 +185,7 @@ async def test_a_protocol_list_the_constraints_cannot_use_fails_and_moves_nothin
 
 
 async def test_a_manual_run_is_refused_for_a_wallet_of_another_partner(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     other, _ = PartnerStore(engine).create("globex", PERMISSIONS)
@@ -204,7 +204,7 @@ async def test_a_manual_run_is_refused_for_a_wallet_of_another_partner(
 
 
 async def test_the_wallet_is_running_while_its_moves_execute(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallet = await rebalancing_wallet(make_lifecycle(engine, chains), engine, market, owner)
@@ -225,7 +225,7 @@ async def test_the_wallet_is_running_while_its_moves_execute(
 
 
 async def test_the_plan_is_stored_before_its_first_step_executes(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallet = await rebalancing_wallet(make_lifecycle(engine, chains), engine, market, owner)
@@ -247,7 +247,7 @@ async def test_the_plan_is_stored_before_its_first_step_executes(
 async def test_a_step_the_chain_refuses_leaves_the_plan_the_step_done_and_the_truth(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -289,7 +289,7 @@ async def test_a_step_the_chain_refuses_leaves_the_plan_the_step_done_and_the_tr
 
 
 async def test_the_next_run_finishes_what_a_refused_step_left_undone(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -317,12 +317,12 @@ async def test_the_next_run_finishes_what_a_refused_step_left_undone(
 
 
 async def test_a_paused_protocol_is_left_at_the_next_run_even_when_moving_does_not_pay(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
     wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT)
-    held = sorted(wallet.allocation)
+    held = sorted(wallet.positions)
     paused = held[0]
     total = chain_value(market, wallet.address)
     runs = RunStore(engine)
@@ -341,13 +341,13 @@ async def test_a_paused_protocol_is_left_at_the_next_run_even_when_moving_does_n
     assert idle_of(market, wallet.address) == 0
     assert assert_valued(engine, market, wallet.address).status == WalletStatus.ACTIVATED
     [exit_] = [m for m in runs_of(engine, wallet.id)[-1].moves if m.protocol == paused]
-    assert exit_ == Move(StepAction.WITHDRAW, paused, wallet.allocation[paused])
+    assert exit_ == Move(StepAction.WITHDRAW, paused, wallet.positions[paused])
     assert (await agent.run(BASE, wallet.address)).status == "no_action"
     assert paused not in positions(market, wallet.address)
 
 
 async def test_a_resumed_protocol_can_be_used_again(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -374,7 +374,7 @@ async def test_a_resumed_protocol_can_be_used_again(
 
 
 async def test_every_wallet_in_a_paused_protocol_leaves_it_on_its_next_scheduled_run(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -382,8 +382,8 @@ async def test_every_wallet_in_a_paused_protocol_leaves_it_on_its_next_scheduled
         await activated(lifecycle, engine, market, owner.id, AMOUNT, agent_id=f"pause-{n}")
         for n in range(2)
     ]
-    paused = sorted(wallets[0].allocation)[0]
-    assert all(paused in w.allocation for w in wallets)
+    paused = sorted(wallets[0].positions)[0]
+    assert all(paused in w.positions for w in wallets)
     totals = [chain_value(market, w.address) for w in wallets]
 
     RunStore(engine).pause(BASE, paused)
@@ -404,7 +404,7 @@ async def test_every_wallet_in_a_paused_protocol_leaves_it_on_its_next_scheduled
 async def test_a_wallet_the_operator_holds_is_not_run(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     action: str,
 ) -> None:
@@ -435,7 +435,7 @@ async def test_a_wallet_the_operator_holds_is_not_run(
 
 
 async def test_a_wallet_in_emergency_holds_its_funds_idle_even_after_a_protocol_change(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -463,7 +463,7 @@ async def test_a_wallet_in_emergency_holds_its_funds_idle_even_after_a_protocol_
 
 
 async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedules_it(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -507,7 +507,7 @@ async def test_run_due_runs_each_due_activated_unleased_wallet_once_and_reschedu
 
 
 async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_before_moving(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     """A batch of a wallet that has to move, two with nothing to move and one whose rules
     cannot be met: each run leaves one record; the runs that move nothing are recorded,
@@ -551,7 +551,7 @@ async def test_one_batch_records_each_wallet_once_and_lets_the_idle_ones_go_befo
 
 
 async def test_a_batch_that_moves_nothing_costs_the_same_statements_for_any_size(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     """Claiming, reading, valuing, noting, rescheduling and releasing a batch whose
     wallets have nothing to move are statements per batch, not per wallet."""
@@ -585,7 +585,7 @@ async def test_a_batch_that_moves_nothing_costs_the_same_statements_for_any_size
 
 
 async def test_two_agents_never_run_the_same_due_wallet(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     wallets = await rebalancing_wallets(engine, market, chains, partner[0], "twice")
 
@@ -604,7 +604,7 @@ async def test_two_agents_never_run_the_same_due_wallet(
 
 
 async def test_a_batch_that_outlasts_its_lease_keeps_its_wallets_from_other_agents(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     wallets = await rebalancing_wallets(engine, market, chains, partner[0], "long")
 
@@ -652,7 +652,7 @@ class WatchedLeases(WalletStore):
 
 
 async def test_a_manual_run_waits_for_the_lease_another_holds_then_runs(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallet = await rebalancing_wallet(make_lifecycle(engine, chains), engine, market, owner)
@@ -686,7 +686,7 @@ async def test_a_manual_run_waits_for_the_lease_another_holds_then_runs(
 
 
 async def test_a_manual_run_during_a_run_in_progress_waits_for_it(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallet = await rebalancing_wallet(make_lifecycle(engine, chains), engine, market, owner)
@@ -726,7 +726,7 @@ class NoGasPrice(SimulatedChain):
 
 
 async def test_a_chain_error_while_planning_answers_failed(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallet = await rebalancing_wallet(make_lifecycle(engine, chains), engine, market, owner)
@@ -752,7 +752,7 @@ def expire_lease(engine: Engine, wallet_id: int) -> None:
 
 
 async def test_reconcile_returns_a_wallet_left_running_to_activated(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -774,7 +774,7 @@ async def test_reconcile_returns_a_wallet_left_running_to_activated(
 
 @pytest.mark.unsettled
 async def test_reconcile_leaves_a_running_wallet_whose_lease_is_live_alone(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -789,14 +789,14 @@ async def test_reconcile_leaves_a_running_wallet_whose_lease_is_live_alone(
 
 
 async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
     wallet = await activated(lifecycle, engine, market, owner.id, AMOUNT)
     total = chain_value(market, wallet.address)
-    source = sorted(wallet.allocation)[0]
-    amount = wallet.allocation[source]
+    source = sorted(wallet.positions)[0]
+    amount = wallet.positions[source]
     plan = (
         Step(StepAction.WITHDRAW, BASE_USDC, amount, protocol=source),
         Step(StepAction.DEPOSIT, BASE_USDC, amount, protocol="aave"),
@@ -833,7 +833,7 @@ async def test_reconcile_records_the_moves_a_crashed_run_made_once_and_revalues(
     after = assert_valued(engine, market, wallet.address)
     assert after.status == WalletStatus.ACTIVATED
     assert after.idle == amount
-    assert source not in after.allocation
+    assert source not in after.positions
     assert chain_value(market, wallet.address) == total
 
     assert len(await agent.reconcile()) == 0

@@ -17,11 +17,11 @@ from yieldagent.domain.books.operations import Move, StepAction
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.constraints import Constraints, Thresholds
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.rate_models import RAY
 from yieldagent.domain.optimizer.optimality import is_settled
-from yieldagent.domain.optimizer.rate_models import RAY
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
+from yieldagent.domain.optimizer.rebalance import Costs
 
 BASE = 8453
 GENESIS = 1_767_225_600
@@ -84,7 +84,7 @@ def _wallet(wallet_id: int, constraints: Constraints | None = None) -> Wallet:
         selected_protocols=tuple(POOLS),
         constraints=constraints or Constraints(),
         principal=0,
-        allocation={},
+        positions={},
         idle=0,
         current_apr=0.0,
         valued_at=MOMENT,

@@ -29,8 +29,8 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.events import RISK_CHANGED, WalletEvent
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.service.clock import SYSTEM_CLOCK
@@ -66,7 +66,7 @@ class Guarded:
 
 
 def _guarded(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], settings: RiskSettings
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], settings: RiskSettings
 ) -> Guarded:
     survey = RiskSurvey(RiskStore(engine), settings)
     plain = make_lifecycle(engine, chains)
@@ -136,7 +136,7 @@ EXITS = [
 async def test_wallets_leave_a_pool_whose_guard_trips(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     protocol: str,
     scenario: Scenario,
@@ -166,7 +166,7 @@ async def test_wallets_leave_a_pool_whose_guard_trips(
 
 
 async def test_paused_withdrawals_stop_new_funds_and_the_pool_is_left_when_they_reopen(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     guarded = _guarded(engine, market, chains, RiskSettings())
@@ -188,7 +188,7 @@ async def test_paused_withdrawals_stop_new_funds_and_the_pool_is_left_when_they_
 
 
 async def test_an_exit_the_pool_cannot_pay_at_once_is_visible_and_finished_later(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     guarded = _guarded(engine, market, chains, RiskSettings())
@@ -209,7 +209,7 @@ async def test_an_exit_the_pool_cannot_pay_at_once_is_visible_and_finished_later
 
 
 async def test_a_large_wallet_in_a_small_pool_is_cut_to_the_share_cap(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     settings = RiskSettings(max_pool_share=0.01)
@@ -240,7 +240,7 @@ async def test_a_large_wallet_in_a_small_pool_is_cut_to_the_share_cap(
 
 
 async def test_a_tripped_guard_is_told_to_the_pools_wallets_once_per_change(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     guarded = _guarded(engine, market, chains, RiskSettings())

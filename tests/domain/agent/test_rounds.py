@@ -25,7 +25,8 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal
 from yieldagent.domain.errors import ChainRejected
-from yieldagent.domain.ports.chain import ChainPort, Send, TxReceipt
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.chain import Send, TxReceipt
 from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.usefixtures("books_balance_after")
@@ -70,7 +71,7 @@ class ChangingWallets(WalletStore):
 
 
 async def test_a_batch_stores_every_plan_before_its_first_step_and_moves_each_wallet(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallets = await rebalancing_wallets(engine, market, chains, owner, "batch")
@@ -97,7 +98,7 @@ async def test_a_batch_stores_every_plan_before_its_first_step_and_moves_each_wa
 
 
 async def test_a_step_the_chain_refuses_fails_only_its_own_run(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     refused, *others = await rebalancing_wallets(engine, market, chains, owner, "refuse")
@@ -117,7 +118,7 @@ async def test_a_step_the_chain_refuses_fails_only_its_own_run(
 
 
 async def test_a_wallet_that_changed_before_its_plan_was_stored_moves_nothing(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     changed, *others = await rebalancing_wallets(engine, market, chains, owner, "changed")
@@ -135,7 +136,7 @@ async def test_a_wallet_that_changed_before_its_plan_was_stored_moves_nothing(
 
 
 async def test_each_wallet_of_a_batch_is_planned_on_the_pools_the_plans_before_it_leave(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     """Two wallets with the same idle funds and rules: planned on the same pools they
     would split them alike; the second, planned after the first's supplies, places

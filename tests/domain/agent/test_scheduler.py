@@ -25,8 +25,8 @@ from support.wallet_setup import activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey, RiskView
@@ -70,7 +70,7 @@ def agent_of(engine: Engine, lifecycle: Lifecycle, runs: RunStore) -> Agent:
 async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it_returns(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     parallel: bool,
 ) -> None:
@@ -103,7 +103,7 @@ async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it
 
 
 async def test_a_cycle_stops_when_told(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -121,7 +121,7 @@ async def test_a_cycle_stops_when_told(
 async def test_an_end_that_fails_to_be_stored_is_logged_and_its_wallets_keep_their_lease(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -162,7 +162,7 @@ class Surveyed(RiskSurvey):
 async def test_a_batch_waits_out_each_wallets_last_move_as_its_claim_read_it(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from yieldagent.domain.books.accounting import (
     BPS,
-    Holding,
+    Source,
     WithdrawalSplit,
     plan_withdrawal,
     split_withdrawal,
@@ -137,8 +137,8 @@ def test_invalid_inputs_raise_value_error(
 # -- plan_withdrawal and withdrawable ---------------------------------------------------------
 
 
-def _holding(protocol: str | None, value: int, apr: float = 0.0, liquidity: int = BIG) -> Holding:
-    return Holding(protocol, value, apr, liquidity)
+def _holding(protocol: str | None, value: int, apr: float = 0.0, liquidity: int = BIG) -> Source:
+    return Source(protocol, value, apr, liquidity)
 
 
 IDLE = _holding(None, 100)
@@ -205,10 +205,10 @@ def test_more_than_withdrawable_is_refused_naming_the_balance() -> None:
 
 
 @st.composite
-def holdings_and_amount(draw: st.DrawFn) -> tuple[list[Holding], int]:
+def holdings_and_amount(draw: st.DrawFn) -> tuple[list[Source], int]:
     names = draw(st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=6))
     holdings = [
-        Holding(
+        Source(
             name,
             draw(st.integers(0, 10**30)),
             draw(st.sampled_from([0.0, 1.5, 2.0, 3.25, 7.0])),
@@ -217,18 +217,18 @@ def holdings_and_amount(draw: st.DrawFn) -> tuple[list[Holding], int]:
         for name in names
     ]
     if draw(st.booleans()):
-        holdings.append(Holding(None, draw(st.integers(0, 10**30)), 0.0, draw(st.integers(0, BIG))))
+        holdings.append(Source(None, draw(st.integers(0, 10**30)), 0.0, draw(st.integers(0, BIG))))
     holdings = draw(st.permutations(holdings))
     amount = draw(st.integers(0, withdrawable(holdings)))
     return holdings, amount
 
 
-def _order(holding: Holding) -> tuple[bool, float, str]:
+def _order(holding: Source) -> tuple[bool, float, str]:
     return holding.protocol is not None, holding.apr, holding.protocol or ""
 
 
 @given(holdings_and_amount())
-def test_plans_take_exactly_the_amount_cheapest_first(case: tuple[list[Holding], int]) -> None:
+def test_plans_take_exactly_the_amount_cheapest_first(case: tuple[list[Source], int]) -> None:
     holdings, amount = case
     plan = plan_withdrawal(amount, holdings)
     assert sum(take for _, take in plan) == amount
@@ -252,7 +252,7 @@ def test_plans_take_exactly_the_amount_cheapest_first(case: tuple[list[Holding],
 
 @given(holdings_and_amount(), st.integers(1, 10**6))
 def test_anything_beyond_withdrawable_is_refused(
-    case: tuple[list[Holding], int], excess: int
+    case: tuple[list[Source], int], excess: int
 ) -> None:
     holdings, _ = case
     available = withdrawable(holdings)

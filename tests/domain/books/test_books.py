@@ -57,14 +57,14 @@ from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet, WithdrawalRecord
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 
 PartnerKey = tuple[Partner, str]
-Chains = dict[int, ChainPort]
+Chains = dict[int, MarketChain]
 
 HOUR = 3600
 LARGE = 250_000 * USDC

@@ -6,14 +6,14 @@ from sqlalchemy import Engine
 
 from support.wallet_setup import BASE, BASE_USDC, USDC, activated, make_lifecycle, make_reports
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 
 
 async def test_holdings_count_active_wallets_and_not_deactivated_ones(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     owner, _ = partner

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
-from yieldagent.domain.books.ledger import EXTERNAL, SERVICE, book, hold_back, key_of, pro_rata
+from yieldagent.domain.books.ledger import book, hold_back, key_of, pro_rata
 from yieldagent.domain.books.operations import Step, StepAction
 from yieldagent.domain.books.wallet_states import WalletStatus
-from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.books.wallets import Wallet, WithdrawalKind
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.ports.chain import ChainKind, ChainTx
@@ -39,7 +39,7 @@ def _wallet(principal: int = 0) -> Wallet:
         selected_protocols=("aave",),
         constraints=Constraints(),
         principal=principal,
-        allocation={},
+        positions={},
         idle=0,
         current_apr=0.0,
         valued_at=MOMENT,
@@ -103,7 +103,7 @@ def test_a_payout_carries_its_operations_split_and_its_fee_is_history_only() -> 
 
     [withdrawal] = booking.withdrawals
     assert (withdrawal.kind, withdrawal.amount, withdrawal.principal, withdrawal.fee) == (
-        SERVICE,
+        WithdrawalKind.SERVICE,
         1_000,
         900,
         10,
@@ -123,7 +123,7 @@ def test_an_outflow_the_service_did_not_make_is_external_pro_rata_without_fee() 
     booking = book(_wallet(1_000), TOKEN, [taken], set(), {}, value_now=600)
 
     [withdrawal] = booking.withdrawals
-    assert (withdrawal.kind, withdrawal.fee) == (EXTERNAL, 0)
+    assert (withdrawal.kind, withdrawal.fee) == (WithdrawalKind.EXTERNAL, 0)
     assert (withdrawal.principal, withdrawal.yield_) == (500, 100)  # 600 × 200/1200 yield
     assert booking.principal == 500
     assert booking.transactions[0].action == "external"

@@ -29,9 +29,10 @@ from yieldagent.domain.books.history import Share
 from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.errors import AccessDenied, NotFound
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.pagination import PageRequest, Pagination
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -52,7 +53,7 @@ def _annualized(growth: float, span: timedelta) -> float:
 
 
 async def test_wallet_view_by_address_and_by_eoa(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -86,7 +87,7 @@ async def test_wallet_view_by_address_and_by_eoa(
 
 
 async def test_transaction_pages(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -115,7 +116,7 @@ async def test_transaction_pages(
 
 
 async def test_reward_pages_and_staking(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -146,7 +147,7 @@ async def test_reward_pages_and_staking(
 async def test_another_partner_may_not_read_the_wallet(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     partners: PartnerStore,
 ) -> None:
@@ -174,7 +175,7 @@ async def test_another_partner_may_not_read_the_wallet(
 
 
 async def test_apr_over_one_sub_period(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     wallet = await activated(make_lifecycle(engine, chains), engine, market, owner.id, 1000 * USDC)
@@ -193,7 +194,7 @@ async def test_apr_over_one_sub_period(
 
 
 async def test_apr_chains_the_sub_periods_around_a_top_up(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -222,7 +223,7 @@ async def test_apr_chains_the_sub_periods_around_a_top_up(
 
 
 async def test_apr_up_to_a_past_end_date(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -259,7 +260,7 @@ async def test_apr_up_to_a_past_end_date(
 
 
 async def test_statistics(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -278,7 +279,7 @@ async def test_statistics(
 
     stats = make_reports(engine, chains).statistics(BASE)
 
-    balance = sum(w.idle + sum(w.allocation.values()) for w in held)
+    balance = sum(w.idle + sum(w.positions.values()) for w in held)
     assert stats.total_balance_usd == pytest.approx(balance / USDC)
     assert stats.total_deposits_usd == pytest.approx(401_000.0)
     assert stats.total_users == 2
@@ -289,7 +290,7 @@ async def test_statistics(
 
     by_protocol: dict[str, int] = {}
     for wallet in held:
-        for protocol, amount in wallet.allocation.items():
+        for protocol, amount in wallet.positions.items():
             by_protocol[protocol] = by_protocol.get(protocol, 0) + amount
     assert [p.protocol for p in stats.protocols] == sorted(by_protocol)
     assert len(stats.protocols) >= 2

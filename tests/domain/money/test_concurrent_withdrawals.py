@@ -42,13 +42,12 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, WithdrawalRecord
 from yieldagent.domain.errors import InvalidRequest
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.money.lifecycle import Lifecycle
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
-    ChainPort,
     ChainTx,
     ClaimReceipt,
     ContractCall,
@@ -59,6 +58,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.operations import OperationStore
@@ -79,7 +79,7 @@ ROUNDING = 2
 class YieldingChain:
     """A chain port that yields to the event loop before each call, like network I/O."""
 
-    def __init__(self, inner: ChainPort) -> None:
+    def __init__(self, inner: MarketChain) -> None:
         self._inner = inner
         self.chain_id = inner.chain_id
 
@@ -180,7 +180,7 @@ def replica(database_url: str) -> Replica:
         SimulationStore(engine), load_catalog(), SEED, speed=0.0, wall=lambda: GENESIS_WALL
     )
     market.start()
-    chains: dict[int, ChainPort] = {
+    chains: dict[int, MarketChain] = {
         chain_id: YieldingChain(port)
         for chain_id, port in simulated_chains(market, load_catalog()).items()
     }
@@ -201,7 +201,7 @@ async def test_concurrent_withdrawals_never_overdraw_and_the_ledger_agrees(
     engine: Engine,
     database_url: str,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
 ) -> None:
     owner, _ = partner
@@ -267,7 +267,7 @@ async def test_concurrent_withdrawals_never_overdraw_and_the_ledger_agrees(
     left = chain_value(market, wallet.address)
     kept_by_pools = initial - withdrawn - left
     assert 0 <= kept_by_pools <= ROUNDING * len(pool_withdrawals)
-    assert saved.idle + sum(saved.allocation.values()) == left
+    assert saved.idle + sum(saved.positions.values()) == left
     flows = [p.flow for p in store.points(saved.id)]
     assert flows == [1000 * USDC] + [-AMOUNT] * len(successes)
 
@@ -306,7 +306,7 @@ def _update_protocols(lifecycle: Lifecycle, partner_id: int, address: str) -> No
 async def test_a_rule_change_racing_a_withdrawal_keeps_the_withdrawals_bookkeeping(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     change: Callable[[Lifecycle, int, str], None],
 ) -> None:
@@ -332,4 +332,4 @@ async def test_a_rule_change_racing_a_withdrawal_keeps_the_withdrawals_bookkeepi
 
     saved = stored(engine, wallet.address)
     assert saved.principal == 1000 * USDC - result.split.principal
-    assert saved.idle + sum(saved.allocation.values()) == chain_value(market, wallet.address)
+    assert saved.idle + sum(saved.positions.values()) == chain_value(market, wallet.address)

@@ -44,11 +44,12 @@ from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import AccessDenied, Conflict, InvalidInput, InvalidRequest
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import DEPOSIT_TOO_LARGE, ActivationRequest
 from yieldagent.domain.pagination import PageRequest
-from yieldagent.domain.partners.partners import PERMISSIONS, Partner
+from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import smart_account_address
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
 
@@ -70,7 +71,7 @@ def _now(market: SimulatedMarket) -> datetime:
 
 
 async def test_activation_places_the_first_allocation(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     funded = fund(engine, market, owner.id, 250_000 * USDC)
@@ -88,7 +89,7 @@ async def test_activation_places_the_first_allocation(
     assert 0 <= funded.amount - sum(placed.values()) <= ROUNDING * len(placed)
     saved = stored(engine, funded.address)
     assert saved == wallet
-    assert saved.allocation == placed
+    assert saved.positions == placed
     assert saved.idle == idle
     assert saved.principal == funded.amount
     assert saved.selected_protocols == PROTOCOLS
@@ -196,7 +197,7 @@ REFUSALS: list[tuple[Callable[[Env], ActivationRequest], type[Exception], str]] 
 async def test_refused_activation_stores_nothing(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     partners: PartnerStore,
     build: Callable[[Env], ActivationRequest],
@@ -219,7 +220,7 @@ async def test_refused_activation_stores_nothing(
 
 
 async def test_activation_refused_by_its_constraints_stores_nothing(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -240,7 +241,7 @@ async def test_activation_refused_by_its_constraints_stores_nothing(
 
 
 async def test_activation_without_hash_credits_the_smart_accounts_balance(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     funded = fund(engine, market, owner.id, 500 * USDC)
@@ -259,7 +260,7 @@ async def test_activation_without_hash_credits_the_smart_accounts_balance(
 
 
 async def test_activating_an_active_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -275,7 +276,7 @@ async def test_activating_an_active_wallet_is_a_conflict(
 
 
 async def test_a_credited_deposit_cannot_reactivate(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -293,7 +294,7 @@ async def test_a_credited_deposit_cannot_reactivate(
 
 
 async def test_reactivation_keeps_the_activation_date(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -321,7 +322,7 @@ async def test_reactivation_keeps_the_activation_date(
 
 
 async def test_withdrawal_splits_exactly(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -347,7 +348,7 @@ async def test_withdrawal_splits_exactly(
     assert saved.principal == 1000 * USDC - split.principal
     left = chain_value(market, wallet.address)
     assert 0 <= value - amount - left <= ROUNDING
-    assert saved.idle + sum(saved.allocation.values()) == left
+    assert saved.idle + sum(saved.positions.values()) == left
     store = WalletStore(engine)
     (record,) = store.withdrawals(saved.id)
     assert (record.amount, record.principal, record.yield_, record.fee) == (
@@ -363,7 +364,7 @@ async def test_withdrawal_splits_exactly(
 
 
 async def test_withdrawal_above_the_withdrawable_balance_changes_nothing(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -383,7 +384,7 @@ async def test_withdrawal_above_the_withdrawable_balance_changes_nothing(
 async def test_non_positive_withdrawal_is_invalid_input(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: PartnerKey,
     amount: int,
 ) -> None:
@@ -400,7 +401,7 @@ async def test_non_positive_withdrawal_is_invalid_input(
 
 
 async def test_withdrawal_from_a_deactivated_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -419,7 +420,7 @@ async def test_withdrawal_from_a_deactivated_wallet_is_a_conflict(
 
 
 async def test_deactivation_with_transfer_returns_everything_less_the_fee(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -443,14 +444,14 @@ async def test_deactivation_with_transfer_returns_everything_less_the_fee(
     assert saved.last_deactivation_date == _now(market)
     assert saved.principal == 0
     assert saved.idle == 0
-    assert not any(saved.allocation.values())
+    assert not any(saved.positions.values())
     (record,) = WalletStore(engine).withdrawals(saved.id)
     assert record.amount == value
     assert record.fee == fee
 
 
 async def test_deactivation_without_transfer_leaves_the_funds_idle(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -477,7 +478,7 @@ async def test_deactivation_without_transfer_leaves_the_funds_idle(
 
 
 async def test_top_up_credits_and_places_the_deposit(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -492,7 +493,7 @@ async def test_top_up_credits_and_places_the_deposit(
     assert saved.principal == 1500 * USDC
     assert saved.status == WalletStatus.ACTIVATED
     assert market.balance(BASE, BASE_USDC, wallet.address) <= ROUNDING
-    assert saved.allocation == positions(market, wallet.address)
+    assert saved.positions == positions(market, wallet.address)
     assert 0 <= value + 500 * USDC - chain_value(market, wallet.address) <= ROUNDING
     store = WalletStore(engine)
     deposits = store.deposits(saved.id)
@@ -504,7 +505,7 @@ async def test_top_up_credits_and_places_the_deposit(
 
 
 async def test_top_up_of_a_deactivated_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -520,7 +521,7 @@ async def test_top_up_of_a_deactivated_wallet_is_a_conflict(
 
 
 async def test_a_top_up_is_credited_once(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -539,7 +540,7 @@ async def test_a_top_up_is_credited_once(
 
 
 async def test_top_up_with_a_transfer_already_credited_by_balance_is_refused(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -559,7 +560,7 @@ async def test_top_up_with_a_transfer_already_credited_by_balance_is_refused(
 
 
 async def test_claimed_rewards_go_to_the_eoa_when_not_staked(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -594,7 +595,7 @@ async def test_claimed_rewards_go_to_the_eoa_when_not_staked(
 
 
 async def test_staked_rewards_are_swapped_and_supplied(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -616,7 +617,7 @@ async def test_staked_rewards_are_swapped_and_supplied(
     assert market.balance(BASE, WELL, wallet.address) == 0
     saved = stored(engine, wallet.address)
     assert saved.is_staked is True
-    assert saved.allocation == {"moonwell": grown}
+    assert saved.positions == {"moonwell": grown}
     assert saved.principal == 1000 * USDC
     (record,), _ = WalletStore(engine).rewards(saved.id, PageRequest(1, 10, True))
     assert record.is_staked is True
@@ -636,7 +637,7 @@ async def test_staked_rewards_are_swapped_and_supplied(
 
 
 async def test_a_second_claim_finds_no_rewards(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -655,7 +656,7 @@ async def test_a_second_claim_finds_no_rewards(
 
 
 async def test_claim_on_a_deactivated_wallet_is_a_conflict(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -677,7 +678,7 @@ async def test_claim_on_a_deactivated_wallet_is_a_conflict(
 
 
 async def test_update_protocols(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -699,14 +700,14 @@ async def test_update_protocols(
     assert saved.selected_protocols == ("moonwell", "aave")
     assert saved.status == WalletStatus.ACTIVATED
     assert saved.principal == wallet.principal
-    assert saved.allocation == wallet.allocation
+    assert saved.positions == wallet.positions
 
 
 # -- operator -------------------------------------------------------------------------------
 
 
 async def test_operator_block_emergency_and_resume(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -732,7 +733,7 @@ async def test_operator_block_emergency_and_resume(
     saved = stored(engine, wallet.address)
     assert saved.status == WalletStatus.EMERGENCY
     assert saved.idle == idle
-    assert not any(saved.allocation.values())
+    assert not any(saved.positions.values())
     taken = [t for t in all_transactions(engine, saved.id) if t.action == "withdraw"]
     assert {t.protocol: t.amount for t in taken} == held
 
@@ -750,7 +751,7 @@ async def test_operator_block_emergency_and_resume(
 
 
 async def test_refresh_records_one_point_per_hour(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -766,8 +767,8 @@ async def test_refresh_records_one_point_per_hour(
     saved = stored(engine, wallet.address)
     assert saved.valued_at == _now(market)
     assert saved.valued_at - wallet.valued_at == timedelta(hours=2)
-    assert saved.allocation == positions(market, wallet.address)
-    assert sum(saved.allocation.values()) > sum(wallet.allocation.values())
+    assert saved.positions == positions(market, wallet.address)
+    assert sum(saved.positions.values()) > sum(wallet.positions.values())
     assert store.points(wallet.id) == [
         *points,
         PerformancePoint(saved.valued_at, chain_value(market, wallet.address)),
@@ -782,7 +783,7 @@ async def test_refresh_records_one_point_per_hour(
 
 
 async def test_ledger_agrees_with_the_chain(
-    engine: Engine, market: SimulatedMarket, chains: dict[int, ChainPort], partner: PartnerKey
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -828,4 +829,4 @@ async def test_ledger_agrees_with_the_chain(
             "transfer": record.amount - record.fee,
             "fee_transfer": record.fee,
         }
-    assert saved.idle + sum(saved.allocation.values()) == chain_value(market, wallet.address)
+    assert saved.idle + sum(saved.positions.values()) == chain_value(market, wallet.address)

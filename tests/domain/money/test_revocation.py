@@ -10,9 +10,9 @@ from support.wallet_setup import BASE, USDC, activated, make_lifecycle, stored
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.errors import Conflict
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import REVOKED
-from yieldagent.domain.partners.partners import Partner
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.ports.credentials import Partner
 from yieldagent.storage.events import EventStore
 
 pytestmark = pytest.mark.usefixtures("books_balance_after")
@@ -23,7 +23,7 @@ REASON = "the operator module is disabled on the Safe"
 class Revocable:
     """The simulated chain, with the holders whose owners revoked the operator."""
 
-    def __init__(self, chain: ChainPort) -> None:
+    def __init__(self, chain: MarketChain) -> None:
         self.revoked: set[str] = set()
         original = chain.revocation
 
@@ -36,7 +36,7 @@ class Revocable:
 async def test_a_revoked_wallet_is_blocked_within_one_refresh_and_told(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     owner, _ = partner
@@ -72,7 +72,7 @@ async def test_a_revoked_wallet_is_blocked_within_one_refresh_and_told(
 async def test_a_wallet_the_operator_blocked_stays_blocked(
     engine: Engine,
     market: SimulatedMarket,
-    chains: dict[int, ChainPort],
+    chains: dict[int, MarketChain],
     partner: tuple[Partner, str],
 ) -> None:
     owner, _ = partner

@@ -17,7 +17,7 @@ from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate, weighted_apr
+from yieldagent.domain.market.curves import Candidate, weighted_apr
 from yieldagent.domain.optimizer.search import allocate
 
 BASE = 8453

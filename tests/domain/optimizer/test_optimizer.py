@@ -27,12 +27,13 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.domain.books.operations import Move, StepAction
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.readings import RiskState
+from yieldagent.domain.optimizer.rebalance import Costs, Plan, optimize
 from yieldagent.domain.optimizer.search import allocate
-from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
+from yieldagent.domain.risk.guards import OK, Rule, Trip, Verdict
 from yieldagent.domain.risk.limits import guarded, wallet_cap
 from yieldagent.domain.risk.settings import RiskSettings
 

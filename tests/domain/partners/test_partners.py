@@ -14,14 +14,13 @@ from yieldagent.domain.errors import AccessDenied, AuthenticationFailed, Invalid
 from yieldagent.domain.partners.partners import (
     INVALID_KEY,
     PERMISSIONS,
-    Partner,
-    StoredCredentials,
     authenticate,
     check_partner_name,
     key_digest,
     new_api_key,
     rotation,
 )
+from yieldagent.domain.ports.credentials import Partner, StoredCredentials
 
 KEY = "ya_correct-horse-battery-staple"
 ACME = Partner(id=7, name="acme", active=True, permissions=PERMISSIONS)

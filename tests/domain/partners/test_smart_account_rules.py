@@ -21,16 +21,14 @@ from yieldagent.domain.partners.smart_accounts import (
     DEFAULT_AGENT_ID,
     MAX_AGENT_ID_LENGTH,
     AccountKey,
-    Provider,
     SafeChains,
-    SmartAccount,
     account_key,
     check_owner,
     find_account,
     open_account,
     smart_account_address,
 )
-from yieldagent.domain.ports.storage import SmartAccountRepository
+from yieldagent.domain.ports.accounts import Provider, SmartAccount, SmartAccountRepository
 
 OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 CHAINS = frozenset({1, 8453})

@@ -7,15 +7,9 @@ from typing import Any
 
 import pytest
 
-from yieldagent.domain.risk.guards import (
-    CollateralFeed,
-    Exposure,
-    PoolReading,
-    RiskState,
-    Rule,
-    assess,
-)
-from yieldagent.domain.risk.history import MAX_SNAPSHOTS, Snapshot, recorded
+from yieldagent.domain.market.history import MAX_SNAPSHOTS, Snapshot, recorded
+from yieldagent.domain.market.readings import CollateralFeed, PoolReading, RiskState
+from yieldagent.domain.risk.guards import Exposure, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
 HOUR = 3_600

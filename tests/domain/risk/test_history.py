@@ -11,9 +11,10 @@ import pytest
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
-from yieldagent.domain.ports.storage import RiskRecord
-from yieldagent.domain.risk.guards import PoolReading, RiskState, Rule
-from yieldagent.domain.risk.history import MAX_SNAPSHOTS, Snapshot, interval, remembered
+from yieldagent.domain.market.history import MAX_SNAPSHOTS, Snapshot, interval, remembered
+from yieldagent.domain.market.ports import RiskRecord
+from yieldagent.domain.market.readings import PoolReading, RiskState
+from yieldagent.domain.risk.guards import Rule
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
+from yieldagent.domain.market.readings import RiskState
+from yieldagent.domain.risk.guards import OK, Rule, Trip, Verdict
 from yieldagent.domain.risk.limits import (
     guarded,
     move_loss_refused,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
 from yieldagent.domain.books.events import RISK_CHANGED
-from yieldagent.domain.ports.storage import RiskRecord
-from yieldagent.domain.risk.notices import changed, concerned, risk_changed
+from yieldagent.domain.books.ports import PoolWallet, RiskChange
+from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.market.ports import RiskRecord
+from yieldagent.domain.risk.notices import changed, concerned, risk_changed, tell
 
 TOKEN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
@@ -45,3 +49,51 @@ def test_only_a_new_state_is_an_event_and_it_carries_the_reasons() -> None:
         "previous_state": "ok",
         "reasons": ["supply is paused"],
     }
+
+
+class _Outbox:
+    """An in-memory outbox whose pool another process moves on before our first save."""
+
+    def __init__(self, stored: RiskRecord, meanwhile: RiskRecord) -> None:
+        self.kept = {(stored.protocol, stored.token): stored}
+        self.meanwhile: RiskRecord | None = meanwhile
+        self.saved: list[RiskChange] = []
+
+    def records(self, chain_id: int) -> list[RiskRecord]:
+        return list(self.kept.values())
+
+    def save(self, chain_id: int, records: Sequence[RiskRecord]) -> None:
+        raise AssertionError("an outbox is saved with its changes")
+
+    def exposure(self, chain_id: int, token: str) -> Mapping[str, int]:
+        return {}
+
+    def last_moves(self, wallet_ids: Sequence[int]) -> Mapping[int, float]:
+        return {}
+
+    def wallets_of(self, chain_id: int, token: str) -> list[PoolWallet]:
+        held = PoolWallet(7, 3, "0x" + "ab" * 20, WalletStatus.ACTIVATED, {"aave": 5}, ())
+        away = PoolWallet(8, 3, "0x" + "cd" * 20, WalletStatus.DEACTIVATED, {}, ("aave",))
+        return [held, away]
+
+    def save_changes(self, chain_id: int, changes: Sequence[RiskChange]) -> list[RiskChange]:
+        if self.meanwhile is not None:
+            self.kept[("aave", TOKEN)], self.meanwhile = self.meanwhile, None
+        stale = [
+            c for c in changes if self.kept[(c.record.protocol, c.record.token)].state != c.previous
+        ]
+        for change in changes:
+            if change not in stale:
+                self.kept[(change.record.protocol, change.record.token)] = change.record
+                self.saved.append(change)
+        return stale
+
+
+def test_a_change_is_told_from_the_state_another_process_stored_meanwhile() -> None:
+    store = _Outbox(RiskRecord("aave", TOKEN), RiskRecord("aave", TOKEN, state="no_new_funds"))
+    exit_ = RiskRecord("aave", TOKEN, state="exit", reasons=("supply is paused",))
+    tell(store, 8453, [exit_], {("aave", TOKEN): "ok"})
+    [saved] = store.saved
+    assert (saved.record, saved.previous) == (exit_, "no_new_funds")
+    assert [(e.wallet_id, e.data["previous_state"]) for e in saved.events] == [(7, "no_new_funds")]
+    assert store.records(8453) == [exit_]

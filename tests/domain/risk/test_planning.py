@@ -19,10 +19,11 @@ from yieldagent.domain.books.operations import StepAction
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.rate_models import RAY
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
-from yieldagent.domain.risk.guards import OK, RiskState, Rule, Trip, Verdict
+from yieldagent.domain.constraints import Constraints, Thresholds
+from yieldagent.domain.market.rate_models import RAY
+from yieldagent.domain.market.readings import RiskState
+from yieldagent.domain.optimizer.rebalance import Costs
+from yieldagent.domain.risk.guards import OK, Rule, Trip, Verdict
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import PoolRisk, RiskView
 
@@ -54,7 +55,7 @@ def _wallet(wallet_id: int, held: dict[str, int] | None = None) -> Wallet:
         selected_protocols=tuple(NAMES),
         constraints=Constraints(),
         principal=0,
-        allocation=dict(held or {}),
+        positions=dict(held or {}),
         idle=0,
         current_apr=0.0,
         valued_at=MOMENT,

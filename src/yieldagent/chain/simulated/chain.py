@@ -9,8 +9,9 @@ from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
 from yieldagent.chain.simulated.pools import MarketError, quote_of
 from yieldagent.chain.simulated.risk import Scenarios
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.readings import PoolReading
+from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainKind,
@@ -25,7 +26,6 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
-from yieldagent.domain.risk.guards import PoolReading
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {

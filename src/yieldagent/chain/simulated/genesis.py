@@ -15,7 +15,7 @@ from eth_utils.address import to_checksum_address
 
 from yieldagent.chain.simulated.pools import MarketState, PoolState, first_step_after
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
-from yieldagent.domain.optimizer.rate_models import RAY, model_for
+from yieldagent.domain.market.rate_models import RAY, model_for
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The simulated lending market's pools: interest accrual, borrow demand, suppliers.
 
 Pure state transitions, no I/O. What a quote of a pool says (its rate after our own
-deposit) comes from ``yieldagent.domain.optimizer.quotes``, as it does for a real chain. A *pool* is
+deposit) comes from ``yieldagent.domain.market.quotes``, as it does for a real chain. A *pool* is
 what an agent supplies to (Aave's USDC reserve, Compound's cUSDCv3, a Morpho vault). It
 lends through one or more *markets* (a Morpho vault's Morpho Blue markets; every other
 protocol has one), each with its own supply, borrows and rate model state.
@@ -33,9 +33,9 @@ import random
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote, pool_rate, spread
-from yieldagent.domain.optimizer.rate_models import RAY, SECONDS_PER_YEAR, RateModel, model_for
-from yieldagent.domain.risk.history import MAX_SNAPSHOTS, Snapshot, recorded
+from yieldagent.domain.market.history import MAX_SNAPSHOTS, Snapshot, recorded
+from yieldagent.domain.market.quotes import MarketQuote, PoolQuote, pool_rate, spread
+from yieldagent.domain.market.rate_models import RAY, SECONDS_PER_YEAR, RateModel, model_for
 
 STEP_SECONDS = 3600
 """Borrow demand changes at every multiple of this many seconds of simulated time."""

@@ -30,7 +30,7 @@ from yieldagent.chain.simulated.pools import (
     value_of,
 )
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.risk.guards import CollateralFeed, PoolReading
+from yieldagent.domain.market.readings import CollateralFeed, PoolReading
 
 if TYPE_CHECKING:
     from yieldagent.chain.simulated.market import SimulatedMarket

@@ -89,9 +89,11 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotImplementedYet,
 )
-from yieldagent.domain.optimizer.quotes import PoolQuote
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.readings import CollateralFeed, PoolReading
 from yieldagent.domain.partners.safe_accounts import create_proxy_calldata, safe_account_address
-from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
+from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import (
     Block,
     ChainKind,
@@ -106,8 +108,6 @@ from yieldagent.domain.ports.chain import (
     TxReceipt,
 )
 from yieldagent.domain.ports.signer import Signer
-from yieldagent.domain.risk.guards import CollateralFeed, PoolReading
-from yieldagent.domain.risk.history import Snapshot
 
 GAS_UNITS = {
     "supply": 260_000,

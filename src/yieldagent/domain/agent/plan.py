@@ -37,13 +37,13 @@ from yieldagent.domain.agent.rounds import PlannedRun
 from yieldagent.domain.books.operations import Move, OperationStatus, Step, StepAction
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.placement import candidates
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Costs, Plan, Thresholds, optimize
+from yieldagent.domain.optimizer.rebalance import Costs, Plan, optimize
 from yieldagent.domain.risk.limits import move_loss_refused
 from yieldagent.domain.risk.survey import UNGUARDED, RiskView
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, Step
-from yieldagent.domain.books.wallet_states import transition
+from yieldagent.domain.books.wallet_states import WalletAction, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.errors import Conflict, YieldAgentError
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.optimizer.rebalance import Plan
-from yieldagent.domain.ports.chain import ChainPort
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ _CHANGED = "The wallet changed meanwhile; retry"
 
 
 async def execute(
-    books: Books, chain: ChainPort, block: int, owner: str, planned: Sequence[PlannedRun]
+    books: Books, chain: MarketChain, block: int, owner: str, planned: Sequence[PlannedRun]
 ) -> list[RunOutcome | Conflict]:
     """Executes ``planned`` (wallets of ``chain``, their leases held by ``owner``) and books
     the outcomes; for each run, its outcome, or Conflict when its wallet changed
@@ -80,7 +80,7 @@ async def execute(
     running = [
         replace(
             p.wallet,
-            status=transition(p.wallet.status, "run"),
+            status=transition(p.wallet.status, WalletAction.RUN),
             status_reason=p.moving_out,
         )
         for p in planned
@@ -100,7 +100,7 @@ async def execute(
             operation = operation.closed(OperationStatus.COMPLETED, planned[i].plan.reason)
         back = replace(
             running[i],
-            status=transition(running[i].status, "run_finished"),
+            status=transition(running[i].status, WalletAction.RUN_FINISHED),
             status_reason=planned[i].left_behind,
         )
         closing.append((back, operation))
@@ -117,7 +117,7 @@ async def execute(
 
 
 async def _rounds(
-    books: Books, chain: ChainPort, runs: Sequence[tuple[Wallet, Operation]]
+    books: Books, chain: MarketChain, runs: Sequence[tuple[Wallet, Operation]]
 ) -> list[tuple[Operation, YieldAgentError | None]]:
     """Sends the runs' steps round by round. Returns each run's operation with its mined
     steps marked, and the error that ended it, if one did."""

@@ -24,26 +24,40 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from yieldagent.domain.agent import rounds
 from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
+from yieldagent.domain.agent.ports import UNOBSERVED, RunObserver
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.agent.scheduler import AgentSettings, Scheduler
+from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import OperationStatus
+from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.valuation import value
-from yieldagent.domain.books.wallet_states import allowed, transition
+from yieldagent.domain.books.wallet_states import WalletAction, allowed, transition
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import Conflict, YieldAgentError
-from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.optimizer.placement import moving_costs
-from yieldagent.domain.optimizer.rebalance import Thresholds
-from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.domain.ports.observers import UNOBSERVED, RunObserver
-from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
+from yieldagent.domain.ports.storage import RunEnd, RunRepository
 from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 log = logging.getLogger(__name__)
+
+
+class Operations(Protocol):
+    """What the agent asks of the money use cases (``domain.money.lifecycle.Lifecycle``
+    answers it): the books they keep, and finishing what a crash left open."""
+
+    @property
+    def books(self) -> Books:
+        """The books every use case commits through."""
+
+    async def reconcile(self) -> list[Repair]:
+        """Finishes every operation a dead process left open and every due retry."""
 
 
 class Agent:
@@ -51,7 +65,7 @@ class Agent:
 
     def __init__(
         self,
-        lifecycle: Lifecycle,
+        lifecycle: Operations,
         wallets: WalletRepository,
         runs: RunRepository,
         settings: AgentSettings,
@@ -102,9 +116,9 @@ class Agent:
         async with self._books.leases.hold(wallet.id, owner) as holder:
             current = self._books.reread(wallet)
             # The state is checked once the lease is held: a run in progress is waited for.
-            if not allowed(current.status, "run"):
+            if not allowed(current.status, WalletAction.RUN):
                 if partner_id is not None:
-                    transition(current.status, "run")
+                    transition(current.status, WalletAction.RUN)
                 return RunOutcome(
                     OperationStatus.NO_ACTION, f"the wallet is {current.status}", "", ran=False
                 )
@@ -136,7 +150,7 @@ class Agent:
         return await self._execute(chain, head.number, owner, decision)
 
     async def _execute(
-        self, chain: ChainPort, block: int, owner: str, planned: PlannedRun
+        self, chain: MarketChain, block: int, owner: str, planned: PlannedRun
     ) -> RunOutcome:
         """Executes the planned run's moves and books the outcome (see
         ``domain.agent.rounds``); Conflict when the wallet changed since it was read."""

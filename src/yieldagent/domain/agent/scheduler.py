@@ -21,17 +21,19 @@ from dataclasses import dataclass, field
 
 from yieldagent.domain.agent import rounds
 from yieldagent.domain.agent.plan import NoMoves, Planner, refusal
+from yieldagent.domain.agent.ports import RunObserver
 from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import OperationStatus
+from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.valuation import value_many
-from yieldagent.domain.books.wallet_states import allowed
+from yieldagent.domain.books.wallet_states import WalletAction, allowed
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import Conflict
 from yieldagent.domain.optimizer.placement import moving_costs
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds
-from yieldagent.domain.ports.observers import RunObserver
-from yieldagent.domain.ports.storage import RunEnd, RunRepository, WalletRepository
+from yieldagent.domain.optimizer.rebalance import Costs
+from yieldagent.domain.ports.storage import RunEnd, RunRepository
 from yieldagent.domain.risk.survey import UNGUARDED, RiskSurvey, risk_view
 
 log = logging.getLogger(__name__)
@@ -166,7 +168,7 @@ class Scheduler:
         ran = 0
         runnable: list[Wallet] = []
         for wallet in wallets:
-            if allowed(wallet.status, "run"):
+            if allowed(wallet.status, WalletAction.RUN):
                 runnable.append(wallet)
             else:  # claimed wallets are activated; as ``run``, not a run otherwise
                 ends.append(RunEnd(wallet.id))

@@ -66,8 +66,9 @@ def split_withdrawal(amount: int, value: int, principal: int, fee_bps: int) -> W
 
 
 @dataclass(frozen=True, slots=True)
-class Holding:
-    """Where some of a wallet's funds sit: a protocol position, or idle (protocol None)."""
+class Source:
+    """Where a withdrawal may take funds from: a position in a protocol, or the idle
+    balance (protocol None), with its APR and what its pool can pay out now."""
 
     protocol: str | None
     value: int
@@ -75,25 +76,25 @@ class Holding:
     withdrawable: int
 
 
-def withdrawable(holdings: Sequence[Holding]) -> int:
-    """What can be withdrawn now: each holding's value, capped by its pool's liquidity."""
-    return sum(min(h.value, h.withdrawable) for h in holdings)
+def withdrawable(sources: Sequence[Source]) -> int:
+    """What can be withdrawn now: each source's value, capped by its pool's liquidity."""
+    return sum(min(s.value, s.withdrawable) for s in sources)
 
 
-def plan_withdrawal(amount: int, holdings: Sequence[Holding]) -> list[tuple[str | None, int]]:
+def plan_withdrawal(amount: int, sources: Sequence[Source]) -> list[tuple[str | None, int]]:
     """Where to take ``amount`` from: (protocol or None for idle funds, amount) pairs.
 
     InvalidRequest when ``amount`` exceeds what is withdrawable.
     """
-    available = withdrawable(holdings)
+    available = withdrawable(sources)
     if amount > available:
         raise InvalidRequest(f"Amount {amount} exceeds the withdrawable balance of {available}")
-    ordered = sorted(holdings, key=lambda h: (h.protocol is not None, h.apr, h.protocol or ""))
+    ordered = sorted(sources, key=lambda s: (s.protocol is not None, s.apr, s.protocol or ""))
     plan: list[tuple[str | None, int]] = []
     remaining = amount
-    for holding in ordered:
-        take = min(holding.value, holding.withdrawable, remaining)
+    for source in ordered:
+        take = min(source.value, source.withdrawable, remaining)
         if take > 0:
-            plan.append((holding.protocol, take))
+            plan.append((source.protocol, take))
             remaining -= take
     return plan

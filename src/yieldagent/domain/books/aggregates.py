@@ -3,9 +3,9 @@ balances read without loading every wallet.
 
 Every wallet adds to its chain's totals in two ways:
 
-- through its **standing**: its token, its status, its idle funds, its allocation and its
+- through its **standing**: its token, its status, its idle funds, its positions and its
   APR as of its last valuation. A wallet that is not deactivated *holds* its value (idle
-  plus allocation) and each of its allocation's entries; an active one counts as a user
+  plus positions) and each of its positions; an active one counts as a user
   with its APR.
 - through its **history**: each deposit (by the deposit's token), its first deposit (the
   earliest by date; among equal dates, the one booked first), and how many transactions it
@@ -67,7 +67,7 @@ class TokenTotals:
     held_wallets: int = 0
     """Wallets of this token that are not deactivated."""
     held: int = 0
-    """Their idle funds plus allocations."""
+    """Their idle funds plus positions."""
     active_wallets: int = 0
     """Wallets of this token whose agent is active (users)."""
     apr_units: int = 0
@@ -96,7 +96,7 @@ class ProtocolTotals:
     """What the holding wallets of one token have placed in one protocol."""
 
     wallets: int = 0
-    """Holding wallets whose allocation names the protocol (even with 0 in it)."""
+    """Holding wallets with a position in the protocol (even of 0)."""
     amount: int = 0
 
     def add(self, other: ProtocolTotals, sign: int = 1) -> None:
@@ -157,7 +157,7 @@ class Standing:
     token: str
     status: WalletStatus
     idle: int
-    allocation: tuple[tuple[str, int], ...]
+    positions: tuple[tuple[str, int], ...]
     apr: float
 
 

@@ -38,20 +38,14 @@ from yieldagent.domain.books.operations import (
     attribute,
     mined_steps,
 )
+from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.valuation import Valuation, value_many
 from yieldagent.domain.books.wallets import Journal, RewardRecord, Wallet, require
 from yieldagent.domain.catalog import Catalog, TokenInfo
 from yieldagent.domain.errors import ChainUnavailable, NotFound, YieldAgentError
-from yieldagent.domain.ports.chain import (
-    BatchHistory,
-    BatchWrites,
-    ChainPort,
-    ChainTx,
-    Send,
-    TxReceipt,
-)
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.chain import BatchHistory, BatchWrites, ChainTx, Send, TxReceipt
 from yieldagent.domain.ports.clock import Clock
-from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +69,7 @@ def valued(wallet: Wallet, valuation: Valuation) -> Wallet:
     return replace(
         wallet,
         idle=valuation.idle,
-        allocation=dict(valuation.positions),
+        positions=dict(valuation.positions),
         current_apr=valuation.apr(),
         valued_at=valuation.moment,
     )
@@ -88,7 +82,7 @@ class Books:
         self,
         wallets: WalletRepository,
         operations: OperationRepository,
-        chains: Mapping[int, ChainPort],
+        chains: Mapping[int, MarketChain],
         catalog: Catalog,
         policy: Policy,
         clock: Clock,
@@ -111,7 +105,7 @@ class Books:
 
     # -- lookups ---------------------------------------------------------------------
 
-    def chain(self, chain_id: int) -> ChainPort:
+    def chain(self, chain_id: int) -> MarketChain:
         """The chain port of ``chain_id``; NotFound when the service does not run there."""
         self.catalog.chain(chain_id)
         return self._chains[chain_id]
@@ -159,7 +153,7 @@ class Books:
         )
 
     async def perform(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, step: Step
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, step: Step
     ) -> Operation:
         """Stores ``step`` as planned, makes its chain call, and marks it mined. A chain
         error leaves the step pending (``recover_steps`` settles it) and is raised as
@@ -171,7 +165,7 @@ class Books:
         return await self.perform_planned(chain, wallet, operation, index)
 
     async def perform_planned(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, index: int
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, index: int
     ) -> Operation:
         """Makes the chain call of the stored step ``index`` and marks it mined."""
         [done] = await self.perform_many(chain, [(wallet, operation, index)])
@@ -181,7 +175,12 @@ class Books:
         return done
 
     async def perform_payout(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, payout: Step, fee: Step | None
+        self,
+        chain: MarketChain,
+        wallet: Wallet,
+        operation: Operation,
+        payout: Step,
+        fee: Step | None,
     ) -> Operation:
         """Stores ``payout`` (to the owner) and ``fee`` (to the collector) as planned, pays
         both in one call (an account's module pays the fee only with a payment to its owner),
@@ -212,7 +211,7 @@ class Books:
         return operation
 
     async def perform_many(
-        self, chain: ChainPort, planned: Sequence[tuple[Wallet, Operation, int]]
+        self, chain: MarketChain, planned: Sequence[tuple[Wallet, Operation, int]]
     ) -> list[Operation | YieldAgentError]:
         """``perform_planned`` for each (wallet, operation, step index) of ``planned``, on
         one chain, each its own transaction, sent at once to a chain that takes batches
@@ -247,7 +246,7 @@ class Books:
                 done.append(operation.with_step(index, step.mined(receipt)))
         return done
 
-    async def _call(self, chain: ChainPort, wallet: Wallet, step: Step) -> TxReceipt:
+    async def _call(self, chain: MarketChain, wallet: Wallet, step: Step) -> TxReceipt:
         holder = wallet.address
         if step.action == StepAction.DEPOSIT:
             return await chain.supply(holder, step.protocol, step.token, step.amount)
@@ -263,7 +262,7 @@ class Books:
         return await chain.transfer(step.token, holder, step.recipient, step.amount)
 
     async def recover_steps(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation
+        self, chain: MarketChain, wallet: Wallet, operation: Operation
     ) -> Operation:
         """Settles the operation's pending steps from the chain's history since it began:
         those the chain mined are marked, the others abandoned."""
@@ -283,7 +282,7 @@ class Books:
 
     async def close(
         self,
-        chain: ChainPort,
+        chain: MarketChain,
         wallet: Wallet,
         owner: str | None,
         operation: Operation | None = None,
@@ -297,7 +296,7 @@ class Books:
         return after
 
     async def close_many(
-        self, chain: ChainPort, closing: Sequence[tuple[Wallet, Operation]], owner: str
+        self, chain: MarketChain, closing: Sequence[tuple[Wallet, Operation]], owner: str
     ) -> list[Wallet | None]:
         """``close`` of many wallets of ``chain``, each with its operation: read at one
         head and committed in one transaction. A wallet that changed meanwhile (or whose
@@ -310,7 +309,7 @@ class Books:
         return [after if ok else None for (after, _), ok in zip(booked, stored, strict=True)]
 
     async def sync(
-        self, chain: ChainPort, wallet: Wallet, owner: str, snapshot_seconds: float
+        self, chain: MarketChain, wallet: Wallet, owner: str, snapshot_seconds: float
     ) -> bool:
         """Books what is new on the chain for an idle wallet (a deposit nobody announced,
         an external withdrawal) and, every ``snapshot_seconds`` of chain time, records its
@@ -319,7 +318,7 @@ class Books:
         due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
         if not journal.points and due:
             journal.points = [
-                PerformancePoint(after.valued_at, after.idle + sum(after.allocation.values()))
+                PerformancePoint(after.valued_at, after.idle + sum(after.positions.values()))
             ]
         if not (journal.deposits or journal.withdrawals or journal.transactions or due):
             return False
@@ -328,7 +327,7 @@ class Books:
 
     async def _booked(
         self,
-        chain: ChainPort,
+        chain: MarketChain,
         closing: Sequence[tuple[Wallet, Operation | None]],
         owner: str | None,
         rewards: Sequence[RewardRecord],
@@ -393,7 +392,7 @@ class Books:
         )
 
 
-async def _histories(chain: ChainPort, wallets: Sequence[Wallet]) -> dict[int, list[ChainTx]]:
+async def _histories(chain: MarketChain, wallets: Sequence[Wallet]) -> dict[int, list[ChainTx]]:
     """Each wallet's history since its sync cursor, by wallet id: asked at once of a chain
     that reads holders in bulk (``BatchHistory``), from the lowest cursor."""
     if len(wallets) > 1 and isinstance(chain, BatchHistory):

@@ -27,7 +27,7 @@ A journal's events are ordered: deposits, reward claims, withdrawals, then what 
 operation or the status change concludes.
 
 A wallet adds to its chain's totals (``domain.books.aggregates``) through its **standing**
-(token, status, idle funds, allocation, APR) and its **history** (each deposit, its first
+(token, status, idle funds, positions, APR) and its **history** (each deposit, its first
 deposit, its transaction count); a commit changes them by the difference between the
 standing before and after, plus what the journal adds.
 """
@@ -66,6 +66,7 @@ from yieldagent.domain.books.operations import (
     OperationStatus,
     StepAction,
 )
+from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import (
     DepositRecord,
@@ -76,7 +77,6 @@ from yieldagent.domain.books.wallets import (
 )
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import Conflict
-from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 
 _RUN_ENDS = (OperationStatus.COMPLETED, OperationStatus.FAILED, OperationStatus.RECOVERED)
 
@@ -103,7 +103,7 @@ def _withdrawal(record: WithdrawalRecord) -> dict[str, Any]:
         "principal_amount": str(record.principal),
         "yield_amount": str(record.yield_),
         "fee_amount": str(record.fee),
-        "received_amount": str(record.amount - record.fee),
+        "received_amount": str(record.received),
         "tx_hash": record.tx_hash,
         "log_index": record.log_index,
         "block_number": record.block_number,
@@ -160,8 +160,8 @@ def _run_completed(operation: Operation, previous: str | None) -> Mapping[str, A
     }
 
 
-def _allocation(wallet: Wallet) -> dict[str, str]:
-    return {name: str(amount) for name, amount in sorted(wallet.allocation.items()) if amount}
+def _positions(wallet: Wallet) -> dict[str, str]:
+    return {name: str(amount) for name, amount in sorted(wallet.positions.items()) if amount}
 
 
 def derive(
@@ -204,7 +204,7 @@ def derive(
                 "token": wallet.token,
                 "selected_protocols": list(wallet.selected_protocols),
                 "principal": str(wallet.principal),
-                "allocation": _allocation(wallet),
+                "allocation": _positions(wallet),
                 "idle": str(wallet.idle),
                 "reactivation": wallet.last_reactivation_date is not None,
             },
@@ -236,7 +236,7 @@ def standing(wallet: Wallet) -> Standing:
         wallet.token,
         wallet.status,
         wallet.idle,
-        tuple(wallet.allocation.items()),
+        tuple(wallet.positions.items()),
         wallet.current_apr,
     )
 
@@ -248,11 +248,11 @@ def contribution(of: Standing, into: Totals | None = None) -> Totals:
         return totals
     token = totals.token(of.token)
     token.held_wallets += 1
-    token.held += of.idle + sum(amount for _, amount in of.allocation)
+    token.held += of.idle + sum(amount for _, amount in of.positions)
     if of.status in ACTIVE:
         token.active_wallets += 1
         token.apr_units += apr_units(of.apr)
-    for protocol, amount in of.allocation:
+    for protocol, amount in of.positions:
         placed = totals.protocol(protocol, of.token)
         placed.wallets += 1
         placed.amount += amount

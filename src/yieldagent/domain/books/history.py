@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from yieldagent.domain.books.aggregates import Totals, held_by_token, mean_apr
 from yieldagent.domain.books.apr import AprResult, PerformancePoint, interpolate, time_weighted_apr
+from yieldagent.domain.books.ports import WalletRepository
 from yieldagent.domain.books.valuation import value
 from yieldagent.domain.books.wallets import (
     DepositRecord,
@@ -27,9 +28,8 @@ from yieldagent.domain.books.wallets import (
     wallet_not_found,
 )
 from yieldagent.domain.catalog import Catalog, ChainInfo
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.pagination import PageRequest, Pagination, pagination
-from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.domain.ports.storage import WalletRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ class Reports:
     """Read-only views of wallets and chains."""
 
     def __init__(
-        self, wallets: WalletRepository, chains: Mapping[int, ChainPort], catalog: Catalog
+        self, wallets: WalletRepository, chains: Mapping[int, MarketChain], catalog: Catalog
     ) -> None:
         self._wallets = wallets
         self._chains = chains

@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from decimal import Decimal
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.operations import Step, StepAction
@@ -35,6 +34,7 @@ from yieldagent.domain.books.wallets import (
     DepositRecord,
     TransactionRecord,
     Wallet,
+    WithdrawalKind,
     WithdrawalRecord,
 )
 from yieldagent.domain.catalog import TokenInfo
@@ -43,10 +43,6 @@ from yieldagent.domain.ports.chain import ChainKind, ChainTx
 EventKey = tuple[str, int]
 """A chain event's identity: transaction hash and log index."""
 INFLOW_KINDS = frozenset({ChainKind.TRANSFER, ChainKind.MINT})
-EXTERNAL = "external"
-"""The kind of a withdrawal the service did not make."""
-SERVICE = "withdrawal"
-"""The kind of a withdrawal the service made."""
 EXTERNAL_ACTION = "external"
 """The history's name for an outflow the service did not make."""
 
@@ -151,10 +147,10 @@ def book(
             )
         elif flow < 0 and (step is None or step.action == StepAction.PAYOUT):
             if step is not None and step.split is not None:
-                split, kind = step.split, SERVICE
+                split, kind = step.split, WithdrawalKind.SERVICE
             else:
                 split = pro_rata(event.amount, value_after + event.amount, booking.principal)
-                kind = EXTERNAL
+                kind = WithdrawalKind.EXTERNAL
                 record = replace(record, action=EXTERNAL_ACTION) if record else None
             booking.principal = max(booking.principal - split.principal, 0)
             booking.withdrawals.append(_withdrawal(event, split, kind, token))
@@ -165,19 +161,17 @@ def book(
 
 
 def _withdrawal(
-    event: ChainTx, split: WithdrawalSplit, kind: str, token: TokenInfo
+    event: ChainTx, split: WithdrawalSplit, kind: WithdrawalKind, token: TokenInfo
 ) -> WithdrawalRecord:
-    received = float(Decimal(split.to_user) / 10**token.decimals)
-    return WithdrawalRecord(
-        token=event.token,
-        split=split,
-        value=received,
-        value_in_usd=received * token.price_usd,
-        tx_hash=event.tx_hash,
-        block_number=event.block_number,
-        date=_moment(event.timestamp),
-        log_index=event.log_index,
-        kind=kind,
+    return WithdrawalRecord.priced(
+        event.token,
+        split,
+        token,
+        event.tx_hash,
+        event.block_number,
+        _moment(event.timestamp),
+        event.log_index,
+        kind,
     )
 
 

@@ -33,14 +33,14 @@ from typing import Any
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.leases import POLL_SECONDS
 from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, retryable
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.errors import Conflict, NotFound
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
 
 log = logging.getLogger(__name__)
 
-Resume = Callable[[ChainPort, Wallet, Operation, str], Awaitable[Operation]]
+Resume = Callable[[MarketChain, Wallet, Operation, str], Awaitable[Operation]]
 """Rolls an operation (its pending steps settled) forward or closes it, committing the
 wallet with it; returns the operation as it ended."""
 Settled = Callable[[str | None], Awaitable[Operation | None]]
@@ -148,7 +148,7 @@ class Reconciler:
             after.principal,
         )
 
-    async def _unstick(self, chain: ChainPort, wallet: Wallet, owner: str) -> Repair:
+    async def _unstick(self, chain: MarketChain, wallet: Wallet, owner: str) -> Repair:
         """Books the wallet afresh and moves it out of a transient state no operation
         explains (a process died between two writes)."""
         target = _UNSTUCK.get(wallet.status, wallet.status)
@@ -210,7 +210,7 @@ class Reconciler:
 
 
 async def recover_run(
-    books: Books, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+    books: Books, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
 ) -> Operation:
     """A run a crash interrupted: what the chain mined is booked, the wallet goes back to
     ``activated``, and the run closes as ``recovered``; the next run plans afresh."""
@@ -218,7 +218,7 @@ async def recover_run(
     closed = operation.closed(OperationStatus.RECOVERED, reason)
     after = wallet
     if after.status == WalletStatus.RUNNING:
-        after = replace(after, status=transition(after.status, "run_finished"))
+        after = replace(after, status=transition(after.status, WalletAction.RUN_FINISHED))
     await books.close(chain, after, owner, closed)
     log.warning("run recovered", extra={"wallet": wallet.address, "recorded": operation.steps_done})
     return closed

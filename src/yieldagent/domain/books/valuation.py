@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.ports.chain import BatchReads, Block, ChainPort
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.ports.chain import BatchReads, Block
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ def moment_of(timestamp: int) -> datetime:
 
 
 async def value(
-    chain: ChainPort, wallet: Wallet, protocols: Iterable[str] = (), head: Block | None = None
+    chain: MarketChain, wallet: Wallet, protocols: Iterable[str] = (), head: Block | None = None
 ) -> Valuation:
     """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``;
     ``head``: the chain's head, when the caller just read it."""
@@ -62,7 +63,7 @@ async def value(
 
 
 async def value_many(
-    chain: ChainPort, wallets: Sequence[Wallet], head: Block
+    chain: MarketChain, wallets: Sequence[Wallet], head: Block
 ) -> dict[int, Valuation]:
     """What each of ``wallets`` holds at ``head``, with the pools of its positions and
     selected protocols, by wallet id: as ``value`` reads them one by one, but a chain

@@ -9,7 +9,7 @@
     blocked       the operator froze the wallet: nothing moves until unblocked
     emergency     the operator pulled everything out of the protocols; funds sit idle
 
-``ALLOWED[action]`` maps each state the action is allowed in to the state it leads
+``ALLOWED[action]`` maps each state a ``WalletAction`` is allowed in to the state it leads
 to. A call the state forbids raises Conflict (REST 409) and changes nothing.
 """
 
@@ -32,17 +32,43 @@ class WalletStatus(StrEnum):
     EMERGENCY = "emergency"
 
 
+class WalletAction(StrEnum):
+    """What may happen to a wallet: a partner's call, a step of the service's own, or an
+    operator's command. ``ALLOWED`` says in which states, and to which state it leads."""
+
+    # partner calls
+    ACTIVATE = "activate"
+    WITHDRAW = "withdraw"
+    DEACTIVATE = "deactivate"
+    TOP_UP = "top_up"
+    CLAIM_REWARDS = "claim_rewards"
+    UPDATE_PROTOCOLS = "update_protocols"
+    SET_REWARD_STAKING = "set_reward_staking"
+    RUN = "run"
+    # the service's own steps
+    ACTIVATION_PLACED = "activation_placed"
+    ACTIVATION_FAILED = "activation_failed"
+    RUN_FINISHED = "run_finished"
+    DEACTIVATION_DONE = "deactivation_done"
+    # the operator
+    BLOCK = "block"
+    UNBLOCK = "unblock"
+    EMERGENCY = "emergency"
+    RESUME = "resume"
+
+
 S = WalletStatus
+A = WalletAction
 
 ALLOWED: dict[str, dict[WalletStatus, WalletStatus]] = {
     # partner calls
-    "activate": {S.DEACTIVATED: S.ACTIVATING},  # a new wallet starts at activating too
-    "withdraw": {S.ACTIVATED: S.ACTIVATED, S.EMERGENCY: S.EMERGENCY},
-    "deactivate": {S.ACTIVATED: S.DEACTIVATING, S.EMERGENCY: S.DEACTIVATING},
-    "top_up": {S.ACTIVATED: S.ACTIVATED},
-    "claim_rewards": {S.ACTIVATED: S.ACTIVATED},
-    "update_protocols": {S.ACTIVATED: S.ACTIVATED, S.EMERGENCY: S.EMERGENCY},
-    "set_reward_staking": {
+    A.ACTIVATE: {S.DEACTIVATED: S.ACTIVATING},  # a new wallet starts at activating too
+    A.WITHDRAW: {S.ACTIVATED: S.ACTIVATED, S.EMERGENCY: S.EMERGENCY},
+    A.DEACTIVATE: {S.ACTIVATED: S.DEACTIVATING, S.EMERGENCY: S.DEACTIVATING},
+    A.TOP_UP: {S.ACTIVATED: S.ACTIVATED},
+    A.CLAIM_REWARDS: {S.ACTIVATED: S.ACTIVATED},
+    A.UPDATE_PROTOCOLS: {S.ACTIVATED: S.ACTIVATED, S.EMERGENCY: S.EMERGENCY},
+    A.SET_REWARD_STAKING: {
         S.ACTIVATING: S.ACTIVATING,
         S.ACTIVATED: S.ACTIVATED,
         S.RUNNING: S.RUNNING,
@@ -50,17 +76,17 @@ ALLOWED: dict[str, dict[WalletStatus, WalletStatus]] = {
         S.EMERGENCY: S.EMERGENCY,
         S.DEACTIVATED: S.DEACTIVATED,
     },
-    "run": {S.ACTIVATED: S.RUNNING},
+    A.RUN: {S.ACTIVATED: S.RUNNING},
     # the service's own steps
-    "activation_placed": {S.ACTIVATING: S.ACTIVATED},
-    "activation_failed": {S.ACTIVATING: S.DEACTIVATED},
-    "run_finished": {S.RUNNING: S.ACTIVATED},
-    "deactivation_done": {S.DEACTIVATING: S.DEACTIVATED},
+    A.ACTIVATION_PLACED: {S.ACTIVATING: S.ACTIVATED},
+    A.ACTIVATION_FAILED: {S.ACTIVATING: S.DEACTIVATED},
+    A.RUN_FINISHED: {S.RUNNING: S.ACTIVATED},
+    A.DEACTIVATION_DONE: {S.DEACTIVATING: S.DEACTIVATED},
     # the operator
-    "block": {S.ACTIVATED: S.BLOCKED, S.EMERGENCY: S.BLOCKED},
-    "unblock": {S.BLOCKED: S.ACTIVATED},
-    "emergency": {S.ACTIVATED: S.EMERGENCY, S.BLOCKED: S.EMERGENCY},
-    "resume": {S.EMERGENCY: S.ACTIVATED},
+    A.BLOCK: {S.ACTIVATED: S.BLOCKED, S.EMERGENCY: S.BLOCKED},
+    A.UNBLOCK: {S.BLOCKED: S.ACTIVATED},
+    A.EMERGENCY: {S.ACTIVATED: S.EMERGENCY, S.BLOCKED: S.EMERGENCY},
+    A.RESUME: {S.EMERGENCY: S.ACTIVATED},
 }
 
 ACTIVE = frozenset({S.ACTIVATING, S.ACTIVATED, S.RUNNING})
@@ -78,7 +104,8 @@ _REASONS = {
 
 
 def transition(status: WalletStatus, action: str) -> WalletStatus:
-    """The state ``action`` leads to from ``status``; Conflict if it is not allowed there."""
+    """The state ``action`` (a ``WalletAction``) leads to from ``status``; Conflict if it is
+    not allowed there."""
     target = ALLOWED[action].get(status)
     if target is None:
         raise Conflict(f"Cannot {action.replace('_', ' ')}: {_REASONS[status]}")
@@ -86,5 +113,5 @@ def transition(status: WalletStatus, action: str) -> WalletStatus:
 
 
 def allowed(status: WalletStatus, action: str) -> bool:
-    """Whether ``action`` may happen in ``status``."""
+    """Whether ``action`` (a ``WalletAction``) may happen in ``status``."""
     return status in ALLOWED[action]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
@@ -18,6 +20,7 @@ from yieldagent.domain.books.apr import PerformancePoint
 from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.books.operations import Operation
 from yieldagent.domain.books.wallet_states import WalletStatus
+from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.dates import iso
 from yieldagent.domain.errors import AccessDenied, NotFound
@@ -37,7 +40,8 @@ class Wallet:
     selected_protocols: tuple[str, ...]
     constraints: Constraints
     principal: int
-    allocation: dict[str, int]
+    positions: dict[str, int]
+    """What the wallet holds in each protocol, by protocol, as of its last valuation."""
     idle: int
     current_apr: float
     valued_at: datetime
@@ -71,12 +75,22 @@ class DepositRecord:
     log_index: int = 0
 
 
+class WithdrawalKind(StrEnum):
+    """Who made a withdrawal."""
+
+    SERVICE = "withdrawal"
+    """The service, on a partner's call or a deactivation: its fee taken."""
+    EXTERNAL = "external"
+    """The owner, from the account directly: no fee."""
+
+
 @dataclass(frozen=True, slots=True)
 class WithdrawalRecord:
-    """A withdrawal and its split: the service's (``kind`` "withdrawal") or one the owner
-    made from the account directly ("external", no fee). What a withdrawal call answers,
-    what the wallet record lists and what the books store are this one record.
-    ``value`` is what the receiver got (``split.to_user``) in whole tokens."""
+    """A withdrawal and its split: the one withdrawal type. What a withdrawal call
+    answers, what the wallet record lists, the event it makes and what the books store
+    are this record; its split (principal, yield, fee) is decided before the chain call
+    and travels with the payout step. ``value`` is what the receiver got
+    (``split.to_user``) in whole tokens."""
 
     token: str
     split: WithdrawalSplit
@@ -86,7 +100,34 @@ class WithdrawalRecord:
     block_number: int | None
     date: datetime
     log_index: int = 0
-    kind: str = "withdrawal"
+    kind: WithdrawalKind = WithdrawalKind.SERVICE
+
+    @classmethod
+    def priced(
+        cls,
+        token: str,
+        split: WithdrawalSplit,
+        info: TokenInfo,
+        tx_hash: str | None,
+        block_number: int | None,
+        date: datetime,
+        log_index: int = 0,
+        kind: WithdrawalKind = WithdrawalKind.SERVICE,
+    ) -> WithdrawalRecord:
+        """A withdrawal of ``token`` divided as ``split``, what the receiver got valued in
+        whole tokens and in US dollars at ``info``'s price."""
+        received = float(Decimal(split.to_user) / 10**info.decimals)
+        return cls(
+            token,
+            split,
+            received,
+            received * info.price_usd,
+            tx_hash,
+            block_number,
+            date,
+            log_index,
+            kind,
+        )
 
     @property
     def amount(self) -> int:
@@ -105,8 +146,14 @@ class WithdrawalRecord:
     def fee(self) -> int:
         return self.split.fee
 
+    @property
+    def received(self) -> int:
+        """What the receiver got: the amount less the fee."""
+        return self.split.to_user
+
     def as_json(self) -> dict[str, Any]:
-        """The answer a withdrawal operation stores (amounts as decimal strings)."""
+        """The answer a withdrawal operation stores, for a retry of its idempotency key to
+        be answered the same (amounts as decimal strings)."""
         return {
             "date": iso(self.date),
             "token": self.token,

@@ -33,7 +33,7 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import moment_of, value
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import Constraints
@@ -45,10 +45,11 @@ from yieldagent.domain.errors import (
     InvalidRequest,
     NotFound,
 )
-from yieldagent.domain.optimizer.curves import Candidate
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.optimizer.placement import moving_costs, placement
 from yieldagent.domain.optimizer.search import allocate
-from yieldagent.domain.ports.chain import ChainPort, Transfer
+from yieldagent.domain.ports.chain import Transfer
 from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
@@ -114,7 +115,7 @@ class Deposits:
             return await self._first_activation(partner_id, chain, request, token, key)
         async with books.leases.hold(existing.id) as owner:
             current = books.reread(existing)
-            transition(current.status, "activate")
+            transition(current.status, WalletAction.ACTIVATE)
             await self._check_funds(chain, current, token, request)
             head = await chain.head()
             operation = books.begin(
@@ -140,7 +141,7 @@ class Deposits:
     async def _first_activation(
         self,
         partner_id: int,
-        chain: ChainPort,
+        chain: MarketChain,
         request: ActivationRequest,
         token: TokenInfo,
         key: str | None,
@@ -158,7 +159,7 @@ class Deposits:
             selected_protocols=request.protocols,
             constraints=request.constraints,
             principal=0,
-            allocation={},
+            positions={},
             idle=0,
             current_apr=0.0,
             valued_at=moment_of(head.timestamp),
@@ -190,7 +191,7 @@ class Deposits:
             books.leases.release(created.id, owner)
 
     async def _check_announced(
-        self, chain: ChainPort, address: str, token: TokenInfo, tx_hash: str
+        self, chain: MarketChain, address: str, token: TokenInfo, tx_hash: str
     ) -> None:
         """An activation's announced deposit: mined to the account, and not booked before
         (Conflict)."""
@@ -199,7 +200,7 @@ class Deposits:
             raise Conflict(f"Deposit {tx_hash} was already credited")
 
     async def _check_funds(
-        self, chain: ChainPort, wallet: Wallet, token: TokenInfo, request: ActivationRequest
+        self, chain: MarketChain, wallet: Wallet, token: TokenInfo, request: ActivationRequest
     ) -> None:
         """Reads what the account holds and what it received that is not booked yet;
         refuses, before anything is stored, an account the chain cannot act through, an
@@ -233,20 +234,22 @@ class Deposits:
             raise InvalidRequest(missing.detail) from None
 
     async def _place_and_activate(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Wallet:
         operation, reason = await self.place(chain, wallet, operation)
         return await self._activated(chain, wallet, operation, owner, reason)
 
     async def _activated(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str, reason: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str, reason: str
     ) -> Wallet:
-        activated = replace(wallet, status=transition(wallet.status, "activation_placed"))
+        activated = replace(
+            wallet, status=transition(wallet.status, WalletAction.ACTIVATION_PLACED)
+        )
         closed = operation.closed(OperationStatus.COMPLETED, reason, {"wallet": wallet.address})
         return await self._books.close(chain, activated, owner, closed)
 
     async def resume_activation(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: the account is deployed if its deployment never landed (a
         deployment that did shows as code at its address), then the wallet is activated;
@@ -261,7 +264,7 @@ class Deposits:
     # -- placing idle funds -------------------------------------------------------------
 
     async def place(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation
+        self, chain: MarketChain, wallet: Wallet, operation: Operation
     ) -> tuple[Operation, str]:
         """Places the wallet's idle funds as the optimizer plans, a step at a time. A step
         the chain refuses ends the placement (what is left stays idle for the agent);
@@ -297,7 +300,7 @@ class Deposits:
             return operation, f"placement stopped: {refused.detail}; the agent places the rest"
         return operation, ""
 
-    async def _prepare(self, chain: ChainPort, wallet: Wallet) -> None:
+    async def _prepare(self, chain: MarketChain, wallet: Wallet) -> None:
         """Deploys the wallet's account if it is not on chain yet."""
         account = self._books.wallets.smart_account(chain.chain_id, wallet.address)
         if account is not None:
@@ -315,12 +318,12 @@ class Deposits:
         if done is not None:  # a retry answers what the first call did, whatever came since
             outcome(done)
             return
-        transition(wallet.status, "top_up")
+        transition(wallet.status, WalletAction.TOP_UP)
         chain = books.chain(chain_id)
         token = books.token_info(wallet)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            transition(current.status, "top_up")
+            transition(current.status, WalletAction.TOP_UP)
             transfer = await _announced(chain, current.address, token, tx_hash)
             if books.wallets.deposit_known(chain_id, tx_hash):
                 if (await value(chain, current)).idle == 0:
@@ -342,7 +345,7 @@ class Deposits:
             await books.close(chain, current, owner, closed)
 
     async def resume_top_up(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: the deposit is booked; what is idle waits for the agent."""
         reason = "recovered after a crash; the agent places what is idle"
@@ -353,7 +356,7 @@ class Deposits:
         return closed
 
 
-async def _announced(chain: ChainPort, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
+async def _announced(chain: MarketChain, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
     """The announced deposit: a mined transfer of ``token`` to ``address``, with its
     confirmations; InvalidRequest if it is not one, Conflict (retry later) while it waits
     for confirmations."""

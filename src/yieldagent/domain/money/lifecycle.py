@@ -25,17 +25,17 @@ from dataclasses import replace
 
 from yieldagent.domain.books.books import Books, Policy
 from yieldagent.domain.books.operations import Operation, OperationKind
+from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.reconciliation import Reconciler, Repair, recover_run
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidInput
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import Withdrawals
-from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.clock import Clock
-from yieldagent.domain.ports.storage import OperationRepository, WalletRepository
 from yieldagent.domain.risk.survey import RiskSurvey
 
 SNAPSHOT_SECONDS = 3600
@@ -63,7 +63,7 @@ class Lifecycle:
         self,
         wallets: WalletRepository,
         operations: OperationRepository,
-        chains: Mapping[int, ChainPort],
+        chains: Mapping[int, MarketChain],
         catalog: Catalog,
         policy: Policy,
         clock: Clock,
@@ -98,7 +98,7 @@ class Lifecycle:
 
     # -- lookups ------------------------------------------------------------------------
 
-    def chain(self, chain_id: int) -> ChainPort:
+    def chain(self, chain_id: int) -> MarketChain:
         """The chain port of ``chain_id``; NotFound when the service does not run there."""
         return self.books.chain(chain_id)
 
@@ -161,7 +161,7 @@ class Lifecycle:
         wallet = books.wallet(chain_id, address, partner_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            transition(current.status, "set_reward_staking")
+            transition(current.status, WalletAction.SET_REWARD_STAKING)
             books.commits.commit(Journal(replace(current, is_staked=is_staked), owner=owner))
 
     async def update_protocols(
@@ -175,18 +175,18 @@ class Lifecycle:
         books = self.books
         wallet = books.wallet(chain_id, address, partner_id)
         books.catalog.check_protocols(books.token_info(wallet), protocols)
-        transition(wallet.status, "update_protocols")
+        transition(wallet.status, WalletAction.UPDATE_PROTOCOLS)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
             updated = replace(
                 current,
-                status=transition(current.status, "update_protocols"),
+                status=transition(current.status, WalletAction.UPDATE_PROTOCOLS),
                 selected_protocols=tuple(dict.fromkeys(protocols)),
             )
             books.commits.commit(Journal(updated, owner=owner))
 
     async def operate(self, chain_id: int, address: str, action: str) -> Wallet:
-        """An operator action: block, unblock, emergency or resume.
+        """An operator action (a ``WalletAction``): block, unblock, emergency or resume.
 
         Emergency takes what each pool can give into the smart account and keeps it idle.
         """
@@ -195,7 +195,7 @@ class Lifecycle:
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            if action == "emergency":
+            if action == WalletAction.EMERGENCY:
                 return await self.withdrawals.emergency(chain, current, owner)
             updated = replace(current, status=transition(current.status, action))
             books.commits.commit(Journal(updated, owner=owner))
@@ -231,7 +231,7 @@ class Lifecycle:
                 books.leases.release(wallet.id, owner)
         return written
 
-    async def _follow_revocation(self, chain: ChainPort, wallet: Wallet, owner: str) -> bool:
+    async def _follow_revocation(self, chain: MarketChain, wallet: Wallet, owner: str) -> bool:
         """Blocks a wallet whose owner revoked the operator on chain (the ``blocked``
         event tells the partner), and unblocks one it blocked so once the owner allows the
         operator again. Returns whether it committed."""
@@ -243,11 +243,13 @@ class Lifecycle:
         if reason is not None and wallet.status != WalletStatus.BLOCKED:
             changed = replace(
                 wallet,
-                status=transition(wallet.status, "block"),
+                status=transition(wallet.status, WalletAction.BLOCK),
                 status_reason=f"{REVOKED}: {reason}",
             )
         elif reason is None and wallet.status == WalletStatus.BLOCKED:
-            changed = replace(wallet, status=transition(wallet.status, "unblock"), status_reason="")
+            changed = replace(
+                wallet, status=transition(wallet.status, WalletAction.UNBLOCK), status_reason=""
+            )
         else:
             return False
         await self.books.close(chain, changed, owner)

@@ -26,11 +26,12 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import moment_of
-from yieldagent.domain.books.wallet_states import allowed
+from yieldagent.domain.books.wallet_states import WalletAction, allowed
 from yieldagent.domain.books.wallets import RewardRecord, Wallet
 from yieldagent.domain.errors import ChainUnavailable, Conflict, InvalidRequest, YieldAgentError
+from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.deposits import Deposits
-from yieldagent.domain.ports.chain import ChainPort, RewardAmount
+from yieldagent.domain.ports.chain import RewardAmount
 
 BPS = 10_000
 
@@ -68,12 +69,12 @@ class Rewards:
         done = await self._settled(scoped(partner_id, OperationKind.CLAIM, key))
         if done is not None:
             return _claimed_of(outcome(done))
-        if not allowed(wallet.status, "claim_rewards"):
+        if not allowed(wallet.status, WalletAction.CLAIM_REWARDS):
             raise Conflict("Agent not active")
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            if not allowed(current.status, "claim_rewards"):
+            if not allowed(current.status, WalletAction.CLAIM_REWARDS):
                 raise Conflict("Agent not active")
             accrued = await chain.accrued_rewards(current.address)
             if not accrued:
@@ -93,7 +94,7 @@ class Rewards:
             return _claimed_of(outcome(ended))
 
     async def _collect_and_handle(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """Makes the claim its steps plan (stored before the call), then handles what it
         collected; fails, moving nothing, if the chain refused the claim."""
@@ -125,7 +126,7 @@ class Rewards:
         return await self._handle(chain, wallet, operation, owner)
 
     async def resume(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash: claims, if the claim never reached the chain, then swaps or sends
         what was claimed and not handled yet."""
@@ -142,7 +143,7 @@ class Rewards:
         return await self._handle(chain, wallet, operation, owner)
 
     async def _handle(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         books = self._books
         staked = bool(operation.params.get("staked"))
@@ -201,7 +202,7 @@ class Rewards:
         await books.close(chain, wallet, owner, closed, rewards=records)
         return closed
 
-    async def _step(self, chain: ChainPort, wallet: Wallet, claim: Step, staked: bool) -> Step:
+    async def _step(self, chain: MarketChain, wallet: Wallet, claim: Step, staked: bool) -> Step:
         if not staked:
             return Step(StepAction.SEND, claim.token, claim.amount, recipient=wallet.eoa)
         quote = await chain.quote_swap(claim.token, wallet.token, claim.amount)

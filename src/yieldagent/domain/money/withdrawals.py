@@ -26,11 +26,9 @@ is paid, owed fees are sent, deactivations drained.
 from __future__ import annotations
 
 from dataclasses import replace
-from decimal import Decimal
-from typing import Any
 
 from yieldagent.domain.books.accounting import (
-    Holding,
+    Source,
     WithdrawalSplit,
     plan_withdrawal,
     split_withdrawal,
@@ -48,7 +46,7 @@ from yieldagent.domain.books.operations import (
 )
 from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import Valuation, moment_of, value
-from yieldagent.domain.books.wallet_states import WalletStatus, transition
+from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Wallet, WithdrawalRecord
 from yieldagent.domain.errors import (
     ChainRejected,
@@ -56,17 +54,17 @@ from yieldagent.domain.errors import (
     InvalidInput,
     YieldAgentError,
 )
-from yieldagent.domain.ports.chain import ChainPort
+from yieldagent.domain.market.ports import MarketChain
 
 
-def _holdings(valuation: Valuation, idle: bool = True) -> list[Holding]:
+def _sources(valuation: Valuation, idle: bool = True) -> list[Source]:
     """Where the wallet's funds sit, each with what its pool can give now."""
     positions = [
-        Holding(p, v, valuation.quotes[p].apr(), valuation.quotes[p].cash)
+        Source(p, v, valuation.quotes[p].apr(), valuation.quotes[p].cash)
         for p, v in valuation.positions.items()
         if p in valuation.quotes
     ]
-    return ([Holding(None, valuation.idle, 0.0, valuation.idle)] if idle else []) + positions
+    return ([Source(None, valuation.idle, 0.0, valuation.idle)] if idle else []) + positions
 
 
 class Withdrawals:
@@ -89,13 +87,13 @@ class Withdrawals:
         done = await self._settled(scoped(partner_id, OperationKind.WITHDRAW, key))
         if done is not None:
             return WithdrawalRecord.from_json(outcome(done))
-        transition(wallet.status, "withdraw")
+        transition(wallet.status, WalletAction.WITHDRAW)
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            transition(current.status, "withdraw")
+            transition(current.status, WalletAction.WITHDRAW)
             head = await chain.head()
-            plan_withdrawal(amount, _holdings(await value(chain, current)))  # or refuses
+            plan_withdrawal(amount, _sources(await value(chain, current)))  # or refuses
             current = await books.close(chain, current, owner)  # book what is new first
             valuation = await value(chain, current)
             split = split_withdrawal(
@@ -110,14 +108,17 @@ class Withdrawals:
                 scoped(partner_id, OperationKind.WITHDRAW, key),
             )
             books.operations.start(operation)
-            ended = await self._pay(chain, current, operation, owner)
-            return WithdrawalRecord.from_json(outcome(ended))
+            ended, paid = await self._pay(chain, current, operation, owner)
+            outcome(ended)  # raises what a failed withdrawal failed with
+            assert paid is not None  # an operation that did not fail paid the user
+            return paid
 
     async def _pay(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
-    ) -> Operation:
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
+    ) -> tuple[Operation, WithdrawalRecord | None]:
         """Pays the user the stored split (taking from protocols what idle funds lack),
-        then the fee; closes the operation as it ended."""
+        then the fee; closes the operation as it ended. Returns it, with what the user was
+        paid (None: the withdrawal failed before)."""
         books = self._books
         split = WithdrawalSplit.from_json(operation.params["split"])
         try:
@@ -125,7 +126,7 @@ class Withdrawals:
                 valuation = await value(chain, wallet)
                 lacking = split.amount - valuation.idle
                 if lacking > 0:
-                    for protocol, part in plan_withdrawal(lacking, _holdings(valuation, False)):
+                    for protocol, part in plan_withdrawal(lacking, _sources(valuation, False)):
                         assert protocol is not None
                         operation = await books.perform(
                             chain, wallet, operation, self._take(wallet, protocol, part, valuation)
@@ -137,38 +138,38 @@ class Withdrawals:
             if not operation.payouts():
                 failed = operation.closed(OperationStatus.FAILED, refused.detail, failure(refused))
                 await books.close(chain, wallet, owner, failed)
-                return failed
+                return failed, None
+            paid = self._paid(wallet, operation)
             retry = operation.closed(
                 OperationStatus.WAITING, f"fee transfer owed: {refused.detail}"
             )
-            retry = replace(retry, result=self._answer(wallet, operation), retry_at=self._later())
+            retry = replace(retry, result=paid.as_json(), retry_at=self._later())
             await books.close(chain, wallet, owner, retry)
-            return retry
-        closed = operation.closed(OperationStatus.COMPLETED, "", self._answer(wallet, operation))
+            return retry, paid
+        paid = self._paid(wallet, operation)
+        closed = operation.closed(OperationStatus.COMPLETED, "", paid.as_json())
         await books.close(chain, wallet, owner, closed)
-        return closed
+        return closed, paid
 
     async def resume_withdrawal(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """After a crash or a due retry: pays what the stored split still owes."""
-        return await self._pay(chain, wallet, operation, owner)
+        ended, _ = await self._pay(chain, wallet, operation, owner)
+        return ended
 
-    def _answer(self, wallet: Wallet, operation: Operation) -> dict[str, Any]:
-        """The withdrawal's answer, from its (first) payout."""
+    def _paid(self, wallet: Wallet, operation: Operation) -> WithdrawalRecord:
+        """The withdrawal the operation's (first) payout made: what its call answers."""
         payout = operation.payouts()[0]
         assert payout.split is not None and payout.timestamp is not None
-        token = self._books.token_info(wallet)
-        received = float(Decimal(payout.split.to_user) / 10**token.decimals)
-        return WithdrawalRecord(
+        return WithdrawalRecord.priced(
             wallet.token,
             payout.split,
-            received,
-            received * token.price_usd,
+            self._books.token_info(wallet),
             payout.tx_hash,
             payout.block_number,
             moment_of(payout.timestamp),
-        ).as_json()
+        )
 
     @staticmethod
     def _take(wallet: Wallet, protocol: str, amount: int, valuation: Valuation) -> Step:
@@ -188,7 +189,7 @@ class Withdrawals:
         )
 
     async def _pay_out(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, split: WithdrawalSplit
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, split: WithdrawalSplit
     ) -> Operation:
         """Pays the user ``split``'s part and, in the same call, every fee the operation's
         payouts owe by then (this one's included)."""
@@ -204,7 +205,9 @@ class Withdrawals:
             chain, wallet, operation, self._payout(wallet, split), fee
         )
 
-    async def _send_fees(self, chain: ChainPort, wallet: Wallet, operation: Operation) -> Operation:
+    async def _send_fees(
+        self, chain: MarketChain, wallet: Wallet, operation: Operation
+    ) -> Operation:
         """Sends the fee collector what the operation's payouts owe it."""
         owed = sum(p.split.fee for p in operation.payouts() if p.split is not None)
         sent = sum(s.amount for s in operation.steps if s.action == StepAction.FEE and s.done)
@@ -230,11 +233,13 @@ class Withdrawals:
         done = await self._settled(scoped(partner_id, OperationKind.DEACTIVATE, key))
         if done is not None:
             return self._payout_of(done)
-        transition(wallet.status, "deactivate")
+        transition(wallet.status, WalletAction.DEACTIVATE)
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
-            deactivating = replace(current, status=transition(current.status, "deactivate"))
+            deactivating = replace(
+                current, status=transition(current.status, WalletAction.DEACTIVATE)
+            )
             head = await chain.head()
             operation = books.begin(
                 current,
@@ -246,14 +251,16 @@ class Withdrawals:
             )
             deactivating = await books.close(chain, deactivating, owner, operation)
             ended = await self.drain(chain, deactivating, operation, owner)
-            return self._payout_of(ended)
+            return self._paid(deactivating, ended) if ended.payouts() else None
 
-    def _payout_of(self, operation: Operation) -> WithdrawalRecord | None:
+    @staticmethod
+    def _payout_of(operation: Operation) -> WithdrawalRecord | None:
+        """The payout a settled deactivation answered, as it stored it."""
         result = operation.result or {}
         return WithdrawalRecord.from_json(result) if "split" in result else None
 
     async def drain(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """One attempt at a deactivation: owed fees first, then what each pool can give,
         then (with ``transfer``) a payout of what is idle. Deactivated when nothing is left
@@ -278,7 +285,7 @@ class Withdrawals:
                     problems.append(refused.detail)
         operation = await books.recover_steps(chain, wallet, operation)
         left = (await value(chain, wallet)).positions
-        answer = self._answer(wallet, operation) if operation.payouts() else None
+        answer = self._paid(wallet, operation).as_json() if operation.payouts() else None
         if left or problems:
             stuck = ", ".join(
                 f"{amount} in {protocol}" for protocol, amount in sorted(left.items())
@@ -292,7 +299,7 @@ class Withdrawals:
         head = await chain.head()
         deactivated = replace(
             wallet,
-            status=transition(wallet.status, "deactivation_done"),
+            status=transition(wallet.status, WalletAction.DEACTIVATION_DONE),
             status_reason="",
             last_deactivation_date=moment_of(head.timestamp),
         )
@@ -301,17 +308,17 @@ class Withdrawals:
         return closed
 
     async def _take_all(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, problems: list[str]
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, problems: list[str]
     ) -> Operation:
         """Takes what each pool can give of the wallet's positions into the account."""
         valuation = await value(chain, wallet)
-        for holding in _holdings(valuation, idle=False):
-            assert holding.protocol is not None
-            take = min(holding.value, holding.withdrawable)
+        for source in _sources(valuation, idle=False):
+            assert source.protocol is not None
+            take = min(source.value, source.withdrawable)
             if take <= 0:
                 continue
-            step = self._take(wallet, holding.protocol, take, valuation)
-            step = replace(step, whole=take == holding.value)
+            step = self._take(wallet, source.protocol, take, valuation)
+            step = replace(step, whole=take == source.value)
             try:
                 operation = await self._books.perform(chain, wallet, operation, step)
             except (ChainUnavailable, ChainRejected) as refused:
@@ -320,19 +327,19 @@ class Withdrawals:
 
     # -- emergency ------------------------------------------------------------------------
 
-    async def emergency(self, chain: ChainPort, wallet: Wallet, owner: str) -> Wallet:
+    async def emergency(self, chain: MarketChain, wallet: Wallet, owner: str) -> Wallet:
         """Moves the wallet (held under ``owner``'s lease) to ``emergency`` and takes what
         each pool can give into the account."""
         books = self._books
         head = await chain.head()
         operation = books.begin(wallet, OperationKind.EMERGENCY, head.number, owner)
-        emergency = replace(wallet, status=transition(wallet.status, "emergency"))
+        emergency = replace(wallet, status=transition(wallet.status, WalletAction.EMERGENCY))
         emergency = await books.close(chain, emergency, owner, operation)
         await self.exit_pools(chain, emergency, operation, owner)
         return books.reread(emergency)
 
     async def exit_pools(
-        self, chain: ChainPort, wallet: Wallet, operation: Operation, owner: str
+        self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
         """One attempt at an emergency exit: takes what each pool can give now and leaves it
         idle; what a pool could not give is named in the operation's reason."""

@@ -1,2 +1,2 @@
-"""The optimizer: rate models, pool quotes, where funds earn the most after our own rate
-impact, and whether moving them pays."""
+"""The optimizer: where funds earn the most after our own rate impact (on the market's
+curves, ``domain.market``), and whether moving them pays."""

@@ -30,11 +30,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from yieldagent.domain.constraints import Constraints, position_bounds
-from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rate_models import RAY
-from yieldagent.domain.optimizer.rebalance import Costs, Thresholds, violations
+from yieldagent.domain.constraints import Constraints, Thresholds, position_bounds
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.rate_models import RAY
+from yieldagent.domain.optimizer.rebalance import Costs, violations
 
 MARGIN = 1e-9
 """Percentage points (and a relative share of gas) kept between the bound and the rule, for

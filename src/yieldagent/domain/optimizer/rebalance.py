@@ -25,18 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from yieldagent.domain.books.operations import Move, StepAction
-from yieldagent.domain.constraints import Constraints, position_bounds
-from yieldagent.domain.optimizer.curves import Candidate, Yields
+from yieldagent.domain.constraints import Constraints, Thresholds, position_bounds
+from yieldagent.domain.market.curves import Candidate, Yields
 from yieldagent.domain.optimizer.search import allocate
 
-
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    """When a rebalance is worth its cost."""
-
-    horizon_days: float = 30.0
-    min_apr_gain: float = 0.25
-    max_break_even_days: float = 10.0
+_DEFAULT_THRESHOLDS = Thresholds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +147,7 @@ def optimize(
     candidates: Sequence[Candidate],
     rules: Constraints,
     costs: Costs,
-    thresholds: Thresholds = Thresholds(),
+    thresholds: Thresholds = _DEFAULT_THRESHOLDS,
 ) -> Plan:
     """The plan for holdings ``current`` (per protocol) plus ``idle`` funds.
 

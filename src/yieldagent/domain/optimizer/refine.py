@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 
 from yieldagent.domain.constraints import Bounds
-from yieldagent.domain.optimizer.curves import Yields
+from yieldagent.domain.market.curves import Yields
 
 MOVES_PER_STEP = 8
 """Refinement moves at one step size before halving it."""

@@ -57,7 +57,7 @@ from itertools import combinations, pairwise
 
 from yieldagent.domain.constraints import Bounds, Constraints, position_bounds
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.optimizer.curves import Candidate, Yields
+from yieldagent.domain.market.curves import Candidate, Yields
 from yieldagent.domain.optimizer.refine import refine
 
 GRID = 32

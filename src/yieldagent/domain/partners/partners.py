@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from yieldagent.domain.errors import AccessDenied, AuthenticationFailed, InvalidRequest
+from yieldagent.domain.ports.credentials import Partner, StoredCredentials
 
 PERMISSIONS = frozenset({"accounts", "wallets", "rewards", "optimizer"})
 """What a partner may be allowed to do; each API method names the one it needs."""
@@ -32,27 +33,6 @@ _UNKNOWN_PARTNER_DIGEST = hashlib.sha256(b"no such partner").hexdigest()
 _NO_KEY_DIGEST = hashlib.sha256(b"").hexdigest()
 
 INVALID_KEY = "Invalid or missing API key"
-
-
-@dataclass(frozen=True, slots=True)
-class Partner:
-    """A registered partner, as the service sees it after authentication."""
-
-    id: int
-    name: str
-    active: bool
-    permissions: frozenset[str]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredCredentials:
-    """What storage keeps about a partner's key: the partner and the key's digest, and
-    the previous key's digest with when it expires (unix seconds) during a grace period."""
-
-    partner: Partner
-    key_digest: str
-    previous_digest: str | None = None
-    previous_expires_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

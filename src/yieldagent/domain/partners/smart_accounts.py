@@ -11,7 +11,6 @@
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from eth_abi.abi import encode
 from eth_utils.address import to_canonical_address, to_checksum_address
@@ -26,7 +25,7 @@ from yieldagent.domain.errors import (
     NotFound,
 )
 from yieldagent.domain.partners.safe_accounts import SafeAccountConstants, safe_account_address
-from yieldagent.domain.ports.storage import SmartAccountRepository
+from yieldagent.domain.ports.accounts import Provider, SmartAccount, SmartAccountRepository
 
 DEFAULT_AGENT_ID = "yield-agent"
 """Agent id used when the caller does not name one."""
@@ -101,30 +100,6 @@ def agent_index(agent_id: str) -> int:
 def smart_account_address(owner: str, agent_id: str = DEFAULT_AGENT_ID) -> str:
     """Return the EIP-55 address of ``owner``'s Kernel v3.1 account for ``agent_id``."""
     return kernel_account_address(owner, agent_index(agent_id))
-
-
-class Provider(StrEnum):
-    """Who makes the account: the path segment of its endpoints."""
-
-    ZERODEV = "zerodev"
-    SAFE = "safe"
-
-
-@dataclass(frozen=True, slots=True)
-class SmartAccount:
-    """A smart account recorded for a partner's user on one chain.
-
-    ``fee_collector`` is the collector a Safe account is registered with at its set-up
-    (part of its address); empty for a Kernel account.
-    """
-
-    chain_id: int
-    eoa: str
-    agent_id: str
-    address: str
-    partner_id: int
-    provider: Provider = Provider.ZERODEV
-    fee_collector: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,2 +1,5 @@
-"""Every port the domain and its adapters use: what they ask of a chain, of storage and of
-time, who signs for the operator, and whom the domain tells how runs ended."""
+"""The ports of the outside world's vocabulary and the shared kernel: what the domain asks
+of a chain, of time and of the operator's signer, and where leases, the agent's schedule,
+idempotency keys, smart accounts and partners' credentials are kept. A port that carries a
+higher package's values is declared in that package (``books.ports``, ``market.ports``,
+``agent.ports``)."""

@@ -1,11 +1,11 @@
 """The chain port: everything the service asks of an EVM chain.
 
 Two adapters answer it: the deterministic market simulator (``chain.simulated``,
-the embedded default and the test bed) and, later, web3 against a real chain.
-The port asks only what a real chain can answer: balances, receipts of transfers,
-protocol state read from contracts, and transactions that return a hash and a
-block. Amounts are integers in the token's smallest unit; rates are annual,
-scaled by RAY (1e27), as the rate models compute them.
+the embedded default and the test bed) and web3 against a real chain. The port asks
+only what a real chain can answer: balances, positions, receipts of transfers, its
+history, and transactions that return a hash and a block. Amounts are integers in the
+token's smallest unit. What the chain's markets quote is the market's port
+(``domain.market.ports``), which every adapter answers too.
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.risk.guards import PoolReading
-
-if TYPE_CHECKING:
-    from yieldagent.domain.partners.smart_accounts import SmartAccount
+from yieldagent.domain.ports.accounts import SmartAccount
 
 
 class ChainKind(StrEnum):
@@ -197,10 +193,6 @@ class ChainPort(Protocol):
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         """The ERC-20 transfer made by transaction ``tx_hash``, if it exists and is mined."""
 
-    async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
-        """Each protocol's pool as it is now, able to quote its supply APR after adding or
-        removing an amount: our own rate impact."""
-
     async def check_account(self, account: SmartAccount) -> None:
         """Refuses (NotImplementedYet) an account the service cannot act through on this
         chain; sends nothing. Asked before anything is stored for it."""
@@ -286,14 +278,3 @@ class BatchReads(Protocol):
         self, token: str, holders: Sequence[str]
     ) -> dict[str, tuple[int, list[Position]]]:
         """Each holder's balance of ``token`` and its positions in ``token``'s pools."""
-
-
-@runtime_checkable
-class RiskReads(Protocol):
-    """A chain that reads its pools' guard inputs: their switches (paused, frozen), share
-    prices, collateral feeds and recent history. A chain without it is guarded on what its
-    quotes show (supply, borrows, cash)."""
-
-    async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
-        """Each of ``protocols``' pool of ``token``, for its guards; pools it does not know
-        are left out."""

@@ -1,9 +1,9 @@
 """Risk guards: named rules that keep wallets out of failing pools and keep the service
 from owning too much of one.
 
-Pure: a guard reads what the chain port read of a pool (``PoolReading``, with a small
-bounded history of earlier readings) and the service's own position there, and says
-whether the pool may take new funds or must be left (``guards.assess``). What a guard
+Pure: a guard reads what the chain read of a pool (``market.readings.PoolReading``, with
+a small bounded history of earlier readings) and the service's own position there, and
+says whether the pool may take new funds or must be left (``guards.assess``). What a guard
 allows one wallet to hold in a pool (the pool share and pool size caps) is
 ``limits.wallet_cap``; ``limits.guarded`` turns the verdicts into the optimizer's
 constraints, so every allocation the optimizer makes respects them.

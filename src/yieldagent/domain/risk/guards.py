@@ -15,16 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from yieldagent.domain.risk.history import Snapshot
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.readings import PoolReading, RiskState
 from yieldagent.domain.risk.settings import RiskSettings, exact
-
-
-class RiskState(StrEnum):
-    """What a pool may do, least strict first."""
-
-    OK = "ok"
-    NO_NEW_FUNDS = "no_new_funds"
-    EXIT = "exit"
 
 
 class Rule(StrEnum):
@@ -40,45 +33,6 @@ class Rule(StrEnum):
     DEPEG = "depeg"
     MOVE_LOSS = "move_loss"
     MIN_WAIT = "min_wait"
-
-
-@dataclass(frozen=True, slots=True)
-class CollateralFeed:
-    """A price feed of a collateral a pool lends against, and the price it is pegged to,
-    in one fixed-point scale (a feed's own, 8 decimals for most)."""
-
-    token: str
-    price: int
-    peg: int
-    updated_at: int | None = None
-    """When the feed last answered (unix seconds); None where the chain keeps the feed
-    current (the simulator)."""
-    readable: bool = True
-    """False: the feed could not be read (``price`` then means nothing)."""
-
-    def stale(self, now: int, max_age: int) -> bool:
-        """Whether the feed cannot vouch for its price at ``now``: unreadable, or its
-        last answer older than ``max_age`` seconds."""
-        if not self.readable:
-            return True
-        return self.updated_at is not None and now - self.updated_at > max_age
-
-
-@dataclass(frozen=True, slots=True)
-class PoolReading:
-    """What the chain port read of one pool for its guards: the present and its history."""
-
-    protocol: str
-    now: Snapshot
-    history: tuple[Snapshot, ...] = ()
-    """Earlier snapshots, oldest first (``history.recorded``); ``now`` need not be among
-    them."""
-    collateral: tuple[CollateralFeed, ...] = ()
-
-    @property
-    def cash(self) -> int:
-        """What the pool can pay out now."""
-        return max(self.now.tvl - self.now.borrows, 0)
 
 
 @dataclass(frozen=True, slots=True)

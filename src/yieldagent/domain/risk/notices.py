@@ -8,6 +8,11 @@ that selected the pool's protocol. Wallets that are deactivated or blocked hold 
 the agent moves and hear nothing. So one change costs at most one event per live wallet
 of the pool's token on its chain, and a change of reasons alone (the state staying the
 same) is not an event.
+
+The events are derived here, against the state the pool was judged from, and stored with
+the pool's record (``tell``): a store that is an outbox (``RiskOutbox``) keeps them in the
+record's transaction, and refuses a change whose pool another process changed meanwhile,
+which is then derived again from what that process stored.
 """
 
 from __future__ import annotations
@@ -15,19 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from yieldagent.domain.books.events import RISK_CHANGED, EventDraft
+from yieldagent.domain.books.ports import PoolWallet, RiskChange, RiskOutbox
 from yieldagent.domain.books.wallet_states import WalletStatus
-from yieldagent.domain.ports.storage import RiskRecord
+from yieldagent.domain.market.ports import RiskRecord, RiskRepository
+from yieldagent.domain.market.readings import RiskState
 
 QUIET = frozenset({WalletStatus.DEACTIVATED, WalletStatus.BLOCKED})
 """Statuses whose wallets hear no pool's change."""
 
 
 def concerned(
-    status: str, allocation: Mapping[str, int], selected: Sequence[str], protocol: str
+    status: str, positions: Mapping[str, int], selected: Sequence[str], protocol: str
 ) -> bool:
-    """Whether a wallet in ``status``, holding ``allocation`` and having selected
+    """Whether a wallet in ``status``, holding ``positions`` and having selected
     ``selected``, hears of a change of ``protocol``'s pool (of the wallet's token)."""
-    if allocation.get(protocol, 0) > 0:
+    if positions.get(protocol, 0) > 0:
         return True
     return status not in QUIET and protocol in selected
 
@@ -61,3 +68,45 @@ def risk_changed(
             "reasons": list(record.reasons),
         },
     )
+
+
+def notices(
+    chain_id: int, previous: str, record: RiskRecord, wallets: Sequence[PoolWallet]
+) -> tuple[EventDraft, ...]:
+    """The events telling those of ``wallets`` it concerns that ``record``'s pool went from
+    ``previous``."""
+    return tuple(
+        risk_changed(chain_id, w.wallet_id, w.partner_id, w.address, previous, record)
+        for w in wallets
+        if concerned(w.status, w.positions, w.selected, record.protocol)
+    )
+
+
+def tell(
+    store: RiskRepository,
+    chain_id: int,
+    records: Sequence[RiskRecord],
+    stored: Mapping[tuple[str, str], str],
+) -> None:
+    """Stores ``records``, each with the events its change from the pool's ``stored``
+    state (by protocol and token; ``ok`` when missing) tells, when ``store`` keeps events;
+    a change whose pool another process changed meanwhile is derived again from the
+    state that process stored."""
+    if not isinstance(store, RiskOutbox):
+        store.save(chain_id, records)
+        return
+    pending, states = list(records), stored
+    while pending:
+        wallets: dict[str, list[PoolWallet]] = {}
+        changes = []
+        for record in pending:
+            previous = states.get((record.protocol, record.token), RiskState.OK)
+            events: tuple[EventDraft, ...] = ()
+            if changed(previous, record):
+                if record.token not in wallets:
+                    wallets[record.token] = store.wallets_of(chain_id, record.token)
+                events = notices(chain_id, previous, record, wallets[record.token])
+            changes.append(RiskChange(record, previous, events))
+        pending = [change.record for change in store.save_changes(chain_id, changes)]
+        if pending:
+            states = {(r.protocol, r.token): r.state for r in store.records(chain_id)}

@@ -1,7 +1,7 @@
 """The guards applied to a chain's pools: what the agent and the placement of new funds
 plan with (``RiskView``), and the use case that reads and records it (``RiskSurvey``).
 
-A survey reads each pool's guard inputs from the chain (``RiskReads``; a chain without
+A survey reads each pool's guard inputs from the chain (``PoolReads``; a chain without
 them is judged on its quotes: supply, borrows, cash), what the service holds there and
 each pool's stored record, and judges every pool (``guards.assess``). A chain read only at
 its head gives no history: the record then keeps the pool's recent snapshots
@@ -20,22 +20,13 @@ from typing import Protocol
 
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.domain.constraints import Constraints
-from yieldagent.domain.optimizer.curves import Candidate
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rebalance import Thresholds
-from yieldagent.domain.ports.chain import ChainPort, RiskReads
-from yieldagent.domain.ports.storage import RiskRecord, RiskRepository
-from yieldagent.domain.risk.guards import (
-    OK,
-    Exposure,
-    PoolReading,
-    RiskState,
-    Rule,
-    Verdict,
-    assess,
-)
-from yieldagent.domain.risk.history import Snapshot, remembered
+from yieldagent.domain.constraints import Constraints, Thresholds
+from yieldagent.domain.market.curves import Candidate
+from yieldagent.domain.market.history import Snapshot, remembered
+from yieldagent.domain.market.ports import MarketChain, PoolReads, RiskRecord, RiskRepository
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.readings import PoolReading, RiskState
+from yieldagent.domain.risk.guards import OK, Exposure, Rule, Verdict, assess
 from yieldagent.domain.risk.limits import (
     cap_within,
     guarded,
@@ -44,6 +35,7 @@ from yieldagent.domain.risk.limits import (
     share_room,
     unbound_below,
 )
+from yieldagent.domain.risk.notices import tell
 from yieldagent.domain.risk.settings import RiskSettings
 
 
@@ -209,7 +201,7 @@ class RiskSurvey:
     async def judge(
         self,
         chain_id: int,
-        chain: ChainPort,
+        chain: MarketChain,
         token: str,
         quotes: Mapping[str, PoolQuote],
         at: int,
@@ -218,7 +210,7 @@ class RiskSurvey:
         new loss exclusion and every changed state, and tells the observer."""
         protocols = sorted(quotes)
         readings = {q.protocol: reading_of(q, at) for q in quotes.values()}
-        if isinstance(chain, RiskReads):
+        if isinstance(chain, PoolReads):
             readings.update({r.protocol: r for r in await chain.pool_readings(token, protocols)})
         exposure = self._store.exposure(chain_id, token)
         records = {(r.protocol, r.token): r for r in self._store.records(chain_id)}
@@ -251,13 +243,13 @@ class RiskSurvey:
                     self._observer.changed(chain_id, token, protocol, verdict)
             judged.append(Judged(protocol, token, verdict, ours, updated))
         if changed:
-            self._store.save(chain_id, changed)
+            tell(self._store, chain_id, changed, {k: r.state for k, r in records.items()})
         return judged
 
     async def view(
         self,
         chain_id: int,
-        chain: ChainPort,
+        chain: MarketChain,
         quotes: Mapping[str, Mapping[str, PoolQuote]],
         at: int,
         wallet_ids: Sequence[int] = (),
@@ -283,6 +275,7 @@ class RiskSurvey:
         """Lifts the loss exclusion of ``protocol``'s pools on ``chain_id`` at chain time
         ``at``: the loss guard looks at share prices only from then on. Returns the
         records it cleared (none if no pool was excluded)."""
+        records = self._store.records(chain_id)
         cleared = [
             replace(
                 r,
@@ -292,18 +285,18 @@ class RiskSurvey:
                 reasons=(),
                 peak_share_price=0,  # the price from now on is the new reference
             )
-            for r in self._store.records(chain_id)
+            for r in records
             if r.protocol == protocol and r.loss_excluded
         ]
         if cleared:
-            self._store.save(chain_id, cleared)
+            tell(self._store, chain_id, cleared, {(r.protocol, r.token): r.state for r in records})
         return cleared
 
 
 async def risk_view(
     survey: RiskSurvey | None,
     chain_id: int,
-    chain: ChainPort,
+    chain: MarketChain,
     wallets: Sequence[Wallet],
     valuations: Mapping[int, Valuation],
     at: int,

@@ -33,10 +33,10 @@ from yieldagent.chain.web3.protocols.base import (
 )
 from yieldagent.chain.web3.reader import BlockId, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
-from yieldagent.domain.optimizer.rate_models import AaveV3
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.market.rate_models import AaveV3
 from yieldagent.domain.ports.chain import Block
-from yieldagent.domain.risk.history import Snapshot
 
 RESERVE_FACTOR_SHIFT = 64
 RESERVE_FACTOR_MASK = 0xFFFF

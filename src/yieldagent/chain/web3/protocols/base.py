@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from yieldagent.chain.web3.abis import APPROVE, Fn
 from yieldagent.chain.web3.reader import BlockId
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rate_models import SECONDS_PER_YEAR
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.rate_models import SECONDS_PER_YEAR
 from yieldagent.domain.ports.chain import Block
 
 PER_SECOND_WAD_TO_ANNUAL_RAY = SECONDS_PER_YEAR * 10**9

@@ -44,9 +44,9 @@ from yieldagent.chain.web3.protocols.base import (
 )
 from yieldagent.chain.web3.protocols.onchain_models import JumpRateModel
 from yieldagent.chain.web3.reader import BlockId, Read, RpcReader, read
-from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
-from yieldagent.domain.risk.history import Snapshot
 
 WAD = 10**18
 WAD_TO_RAY = 10**9

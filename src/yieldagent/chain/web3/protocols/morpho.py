@@ -46,9 +46,9 @@ from yieldagent.chain.web3.protocols.base import (
 from yieldagent.chain.web3.protocols.onchain_models import AdaptiveCurveModel
 from yieldagent.chain.web3.reader import BlockId, ReadReverted, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote
+from yieldagent.domain.market.history import Snapshot
+from yieldagent.domain.market.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
-from yieldagent.domain.risk.history import Snapshot
 
 WAD_TO_RAY = 10**9
 VAULT_MORPHO = Fn("MORPHO()", "address")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from yieldagent.chain.web3.protocols import morpho_math as mm
-from yieldagent.domain.optimizer.rate_models import (
+from yieldagent.domain.market.rate_models import (
     RAY,
     SECONDS_PER_YEAR,
     CompoundV3,

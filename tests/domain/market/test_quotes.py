@@ -8,8 +8,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yieldagent.domain.optimizer.quotes import MarketQuote, PoolQuote, spread
-from yieldagent.domain.optimizer.rate_models import RAY, AaveV3, MorphoBlue, percent
+from yieldagent.domain.market.quotes import MarketQuote, PoolQuote, spread
+from yieldagent.domain.market.rate_models import RAY, AaveV3, MorphoBlue, percent
 
 UNIT = 10**6
 USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"

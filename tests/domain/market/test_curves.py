@@ -14,8 +14,8 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.chain.web3.protocols.onchain_models import CometModel
-from yieldagent.domain.optimizer.curves import Candidate, Yields, rate_function, weighted_apr
-from yieldagent.domain.optimizer.rate_models import CompoundV3
+from yieldagent.domain.market.curves import Candidate, Yields, rate_function, weighted_apr
+from yieldagent.domain.market.rate_models import CompoundV3
 
 BASE = 8453
 SEED = 7

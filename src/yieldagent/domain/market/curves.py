@@ -21,8 +21,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from yieldagent.domain.optimizer.quotes import PoolQuote
-from yieldagent.domain.optimizer.rate_models import RAY, supply_rate_function
+from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.rate_models import RAY, supply_rate_function
 
 PERCENT = RAY // 100
 """``rate / PERCENT`` is ``rate * 100 / RAY`` (``apr_percent``), the same float for one

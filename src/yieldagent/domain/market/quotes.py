@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from yieldagent.domain.optimizer.rate_models import RAY, RateModel, apr_percent, apy_from_apr
+from yieldagent.domain.market.rate_models import RAY, RateModel, apr_percent, apy_from_apr
 
 
 class LendingMarket(Protocol):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from yieldagent.domain.optimizer.rate_models import (
+from yieldagent.domain.market.rate_models import (
     INITIAL_RATE_AT_TARGET,
     LN2_EXACT,
     MAX_RATE_AT_TARGET,

@@ -1,0 +1,1 @@
+"""One module per revision; each carries the logic it needs, frozen as it was written."""
