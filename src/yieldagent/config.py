@@ -18,7 +18,7 @@ from pathlib import Path
 
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.risk.settings import RiskSettings
-from yieldagent.secrets import Secret
+from yieldagent.secret_values import Secret
 
 DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; refused on a real chain)
 
