@@ -6,7 +6,8 @@ from collections.abc import Mapping
 
 import grpc
 
-from yieldagent.domain.addresses import parse_address, parse_amount
+from yieldagent.domain.addresses import parse_address
+from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound

@@ -8,13 +8,9 @@ from typing import TypeAlias
 
 import grpc
 
-from yieldagent.domain.addresses import (
-    parse_address,
-    parse_addresses,
-    parse_amount,
-    parse_tx_hash,
-)
+from yieldagent.domain.addresses import parse_address, parse_addresses, parse_tx_hash
 from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.history import Reports, WalletView
 from yieldagent.domain.books.wallets import TransactionRecord, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
