@@ -69,7 +69,6 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import create_keystore, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.chain.simulated.risk import WHAT, Scenarios
 from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
@@ -94,6 +93,7 @@ from yieldagent.service.compose import (
     destination_policy,
     run_service,
 )
+from yieldagent.simulated_world.state import MarketError
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
