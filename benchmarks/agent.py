@@ -52,7 +52,6 @@ from typing import Any
 from sqlalchemy import Engine, event, insert, text
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.pools import deposit, quote_of
 from yieldagent.domain.agent.runs import Agent
@@ -63,6 +62,7 @@ from yieldagent.domain.optimizer.curves import Candidate
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
+from yieldagent.service.chains import simulated_chains
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore

@@ -11,7 +11,6 @@ import pytest
 
 from support.wallet_setup import BASE, activated, make_lifecycle, positions
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
 from yieldagent.domain.books.accounting import WithdrawalSplit
@@ -23,6 +22,7 @@ from yieldagent.domain.books.operations import (
     StepAction,
 )
 from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.service.chains import simulated_chains
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore

@@ -66,7 +66,6 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import create_keystore, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import WHAT, Scenarios
@@ -86,6 +85,7 @@ from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.observability.logs import configure_logging
 from yieldagent.service import runtime
+from yieldagent.service.chains import build_chains, served_catalog, simulated_market
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.compose import (
     build_agent,
@@ -240,7 +240,16 @@ def _sim_scenario(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _cmd_devnet(settings: Settings, args: argparse.Namespace) -> None:
-    from yieldagent.devnet import actions  # web3's sync client: loaded only here
+    # The devnet is a tool of a source checkout, not part of the wheel: loaded only here.
+    try:
+        from yieldagent.devnet import actions
+    except ModuleNotFoundError as missing:
+        if missing.name != "yieldagent.devnet":
+            raise
+        raise ConfigurationError(
+            "the devnet commands run from a source checkout (make install), "
+            "where make devnet starts the devnet"
+        ) from None
 
     url = _devnet_url(settings, args.chain)
     if args.action == "advance":

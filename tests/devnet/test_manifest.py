@@ -9,13 +9,8 @@ import pytest
 
 from support.devnet import Devnet
 from yieldagent.devnet.anvil import rpc
-from yieldagent.devnet.manifest import (
-    MANIFEST_ENV,
-    Manifest,
-    ProtocolDeployment,
-    SafeDeployment,
-    manifest_path,
-)
+from yieldagent.devnet.run import MANIFEST_ENV, manifest_path
+from yieldagent.service.deployments import Manifest, ProtocolDeployment, SafeDeployment
 
 MORPHO = ProtocolDeployment(
     name="morpho_gauntlet_usdc_prime",

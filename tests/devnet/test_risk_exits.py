@@ -25,7 +25,6 @@ from support.devnet_books import devnet_chain_books, idle_balance, positions
 from support.devnet_service import OPERATOR_KEY, devnet_env, utilization
 from support.devnet_time import frozen_time
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, safe_chains, served_catalog, simulated_market
 from yieldagent.config import Settings, load_settings
 from yieldagent.devnet import actions, switches
 from yieldagent.devnet.morpho import PEGGED_SYMBOL
@@ -38,6 +37,7 @@ from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, Provider, account_key
 from yieldagent.domain.partners.smart_accounts import open_account as open_smart_account
+from yieldagent.service.chains import build_chains, safe_chains, served_catalog, simulated_market
 from yieldagent.service.compose import build_agent, build_lifecycle, load_operator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.storage.db import create_db_engine, migrate

@@ -14,7 +14,7 @@ import pytest
 from eth_account import Account
 
 from yieldagent.devnet.anvil import free_port, rpc
-from yieldagent.devnet.manifest import Manifest
+from yieldagent.service.deployments import Manifest
 
 pytestmark = pytest.mark.evm
 

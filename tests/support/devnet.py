@@ -17,7 +17,7 @@ from web3 import HTTPProvider, Web3
 from yieldagent.devnet.anvil import Anvil, free_port, rpc
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
+from yieldagent.service.deployments import Manifest, ProtocolDeployment
 
 
 class Devnet(NamedTuple):

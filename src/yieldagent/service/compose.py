@@ -20,13 +20,6 @@ from multiprocessing.connection import Connection
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import (
-    build_chains,
-    fee_collector,
-    safe_chains,
-    served_catalog,
-    simulated_market,
-)
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.config import Settings, check_production
@@ -52,6 +45,13 @@ from yieldagent.observability.metrics import (
 )
 from yieldagent.observability.risk_metrics import RiskMetrics
 from yieldagent.service import runtime
+from yieldagent.service.chains import (
+    build_chains,
+    fee_collector,
+    safe_chains,
+    served_catalog,
+    simulated_market,
+)
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.service.edge import EnvoyProcess
 from yieldagent.service.grpc_server import (

@@ -18,7 +18,6 @@ from support.devnet import Devnet
 from support.safe_world import SENTINEL, Signer, operator_key, safe_world
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
-from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.safe import selector
@@ -30,6 +29,7 @@ from yieldagent.domain.partners.smart_accounts import (
     SmartAccount,
     smart_account_address,
 )
+from yieldagent.service.deployments import chain_config
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.nonces import NonceStore
 
@@ -53,7 +53,7 @@ async def chain(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[Web3Ch
         SendSettings(poll_seconds=0.02, receipt_timeout_seconds=30.0),
     )
     world = safe_world(devnet_snapshot, COLLECTOR)
-    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest, safe=world.constants())
+    config = chain_config(devnet_snapshot.manifest, safe=world.constants())
     yield Web3Chain(w3, config, sender)
     await w3.provider.disconnect()
     engine.dispose()

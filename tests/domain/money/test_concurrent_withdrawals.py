@@ -37,7 +37,6 @@ from support.wallet_setup import (
     stored,
 )
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, WithdrawalRecord
@@ -59,6 +58,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.service.chains import simulated_chains
 from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.operations import OperationStore
