@@ -80,9 +80,8 @@ def _by_holders(
     PostgreSQL takes them as one array and probes an index once per holder (``LATERAL``
     with ``OFFSET 0``, which the planner keeps as one probe per holder): asked for
     ``holder = ANY(list)`` it scanned every position or balance of the token once the fleet
-    had a few thousand wallets, and planned each of the list's values. For 500 holders'
-    positions at 10,000 wallets that read took about 20 ms, and takes about 8 ms now, most
-    of it turning the rows into Python values.
+    had a few thousand wallets, and planned each of the list's values, so the read grew with
+    the fleet (``docs/performance.md``).
     """
     if dialect != "postgresql":
         listed = one_of(table.c.holder, "holders")
