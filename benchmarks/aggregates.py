@@ -44,6 +44,7 @@ from sqlalchemy import Engine, insert, text
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.books.aggregates import Totals
 from yieldagent.domain.books.effects import recompute
 from yieldagent.domain.books.history import Reports, Statistics, percentages
@@ -51,7 +52,6 @@ from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Journal, TransactionRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Constraints
-from yieldagent.service.chains import simulated_chains
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.storage.aggregates import replace_totals, wallet_facts

@@ -47,6 +47,14 @@ from benchmarks.rpc_counter import RpcCounter, RpcCounts
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.web3.adapter import Web3Chain
+from yieldagent.composition.chains import (
+    build_chains,
+    safe_chains,
+    served_catalog,
+    simulated_market,
+)
+from yieldagent.composition.compose import build_agent, build_lifecycle
+from yieldagent.composition.deployments import Manifest
 from yieldagent.config import load_settings
 from yieldagent.devnet import actions
 from yieldagent.devnet.aave import borrow_to_utilization_aave
@@ -67,9 +75,6 @@ from yieldagent.domain.partners.smart_accounts import (
     SafeChains,
     open_account,
 )
-from yieldagent.service.chains import build_chains, safe_chains, served_catalog, simulated_market
-from yieldagent.service.compose import build_agent, build_lifecycle
-from yieldagent.service.deployments import Manifest
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore

@@ -20,9 +20,9 @@ from support.devnet import devnet, devnet_snapshot
 from support.wallet_setup import BASE, make_lifecycle
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.service.chains import simulated_chains
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from yieldagent.cli import main
-from yieldagent.service import runtime
+from yieldagent.composition import runtime
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore

@@ -13,6 +13,7 @@ from support.wallet_setup import BASE, activated, make_lifecycle, positions
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.operations import (
     Operation,
@@ -22,7 +23,6 @@ from yieldagent.domain.books.operations import (
     StepAction,
 )
 from yieldagent.domain.partners.partners import PERMISSIONS
-from yieldagent.service.chains import simulated_chains
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore

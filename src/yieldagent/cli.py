@@ -69,6 +69,15 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import create_keystore, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import WHAT, Scenarios
+from yieldagent.composition import runtime
+from yieldagent.composition.chains import build_chains, served_catalog, simulated_market
+from yieldagent.composition.clock import SYSTEM_CLOCK
+from yieldagent.composition.compose import (
+    build_agent,
+    build_lifecycle,
+    destination_policy,
+    run_service,
+)
 from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
@@ -84,15 +93,6 @@ from yieldagent.domain.errors import (
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS, Partner
 from yieldagent.observability.logs import configure_logging
-from yieldagent.service import runtime
-from yieldagent.service.chains import build_chains, served_catalog, simulated_market
-from yieldagent.service.clock import SYSTEM_CLOCK
-from yieldagent.service.compose import (
-    build_agent,
-    build_lifecycle,
-    destination_policy,
-    run_service,
-)
 from yieldagent.simulated_world.state import MarketError
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from yieldagent.catalog import load_catalog
+from yieldagent.composition.chains import SIMULATED_FEE_COLLECTOR, SIMULATED_MODULE, safe_chains
+from yieldagent.composition.deployments import Manifest, SafeDeployment
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.errors import ChainUnavailable
-from yieldagent.service.chains import SIMULATED_FEE_COLLECTOR, SIMULATED_MODULE, safe_chains
-from yieldagent.service.deployments import Manifest, SafeDeployment
 
 OPERATOR = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
 COLLECTOR = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from support.devnet import Devnet
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment, SafeDeployment
 from yieldagent.devnet.anvil import rpc
 from yieldagent.devnet.run import MANIFEST_ENV, manifest_path
-from yieldagent.service.deployments import Manifest, ProtocolDeployment, SafeDeployment
 
 MORPHO = ProtocolDeployment(
     name="morpho_gauntlet_usdc_prime",

@@ -10,12 +10,12 @@ from web3.contract import Contract
 from support.devnet import Devnet
 from support.devnet_time import advance, frozen_time
 from support.smart_account import USDC_UNIT
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.morpho import SEED_ASSETS, SEED_SPLIT, VAULT_NAME
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
 from yieldagent.domain.optimizer.rate_models import RAY, SECONDS_PER_YEAR, MorphoBlue
-from yieldagent.service.deployments import ProtocolDeployment
 
 pytestmark = pytest.mark.evm
 

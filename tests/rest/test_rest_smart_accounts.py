@@ -6,6 +6,11 @@ from typing import Any
 
 from support.service import RunningService
 from yieldagent.catalog import load_catalog
+from yieldagent.composition.chains import (
+    SIMULATED_FEE_COLLECTOR,
+    SIMULATED_MODULE,
+    SIMULATED_MODULE_SETUP,
+)
 from yieldagent.domain.partners.safe_accounts import (
     COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
     SAFE_L2_1_4_1,
@@ -14,11 +19,6 @@ from yieldagent.domain.partners.safe_accounts import (
     safe_account_address,
 )
 from yieldagent.domain.partners.smart_accounts import smart_account_address
-from yieldagent.service.chains import (
-    SIMULATED_FEE_COLLECTOR,
-    SIMULATED_MODULE,
-    SIMULATED_MODULE_SETUP,
-)
 
 PATH = "/api/v1/proxy/zerodev/smart-accounts"
 SAFE = "/api/v1/proxy/safe/smart-accounts"

@@ -11,8 +11,8 @@ from eth_utils.crypto import keccak
 from web3 import Web3
 
 from support.books import ChainBooks, Movement
+from yieldagent.composition.deployments import Manifest
 from yieldagent.domain.books.wallets import Wallet
-from yieldagent.service.deployments import Manifest
 
 TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()
 

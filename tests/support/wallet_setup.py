@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.domain.books.effects import Commits
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
@@ -23,7 +24,6 @@ from yieldagent.domain.partners.smart_accounts import (
     smart_account_address,
 )
 from yieldagent.domain.ports.chain import ChainPort
-from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore

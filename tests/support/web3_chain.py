@@ -24,11 +24,11 @@ from support.safe_world import operator_key, safe_world
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
+from yieldagent.composition.deployments import chain_config
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.usdc import ONE_USDC, mint
 from yieldagent.domain.partners.safe_accounts import safe_account_address
 from yieldagent.domain.partners.smart_accounts import Provider, SmartAccount
-from yieldagent.service.deployments import chain_config
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.nonces import NonceStore
 

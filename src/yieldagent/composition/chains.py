@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.web3.config import CollateralFeedConfig
+from yieldagent.composition.deployments import Manifest, chain_config
 from yieldagent.config import Settings
 from yieldagent.domain.catalog import Catalog, relocate
 from yieldagent.domain.errors import ConfigurationError
@@ -32,7 +33,6 @@ from yieldagent.domain.partners.safe_accounts import (
 from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.chain import ChainPort
 from yieldagent.domain.ports.signer import Signer
-from yieldagent.service.deployments import Manifest, chain_config
 from yieldagent.storage.nonces import NonceStore
 from yieldagent.storage.simulation import SimulationStore
 

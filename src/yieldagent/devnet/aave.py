@@ -17,10 +17,10 @@ from fractions import Fraction
 
 from web3.contract import Contract
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.toolchain import aave_artifact
 from yieldagent.devnet.usdc import ONE_USDC, ensure_balance, usdc_artifact
-from yieldagent.service.deployments import ProtocolDeployment
 
 RAY = 10**27
 PRICE_UNIT = 10**8  # the oracle's base currency unit: USD with 8 decimals, as Chainlink's

@@ -14,10 +14,10 @@ from fractions import Fraction
 from web3 import Web3
 from web3.contract import Contract
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.service.deployments import ProtocolDeployment
 
 MIN_SUPPLY = 5_000_000 * 10**6  # USDC supplied to each pool (each Morpho market) at least
 COLLATERAL_USD = 3000  # Comet's and Moonwell's collateral: 3,000 USDC per 1e18 units

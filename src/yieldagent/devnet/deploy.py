@@ -19,11 +19,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment
 from yieldagent.devnet.aave import borrow_to_utilization_aave, deploy_aave
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.toolchain import compile_project
 from yieldagent.devnet.usdc import USDC_DECIMALS, USDC_SYMBOL, deploy_usdc
-from yieldagent.service.deployments import Manifest, ProtocolDeployment
 
 logger = logging.getLogger(__name__)
 

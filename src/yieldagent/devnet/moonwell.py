@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from web3 import Web3
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.tokens import deploy_token
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.service.deployments import ProtocolDeployment
 
 WAD = 10**18
 # Moonwell USDC on Base, yearly, scaled 1e18 (reference-facts.md): base, multiplier, jump, kink.

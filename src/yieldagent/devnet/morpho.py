@@ -18,10 +18,10 @@ from fractions import Fraction
 from eth_abi.abi import encode
 from web3 import Web3
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.tokens import deploy_token, mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
-from yieldagent.service.deployments import ProtocolDeployment
 
 WAD = 10**18
 LLTVS = (770 * WAD // 1000, 860 * WAD // 1000, 915 * WAD // 1000)

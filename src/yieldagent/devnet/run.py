@@ -22,12 +22,12 @@ from pathlib import Path
 from types import FrameType
 
 from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.composition.deployments import Manifest
 from yieldagent.config import load_settings
 from yieldagent.devnet.anvil import BASE_CHAIN_ID, Anvil
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.observability.logs import configure_logging
-from yieldagent.service.deployments import Manifest
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ collateral's feed. Devnet only: the deployer holds every admin role here.
 
 from __future__ import annotations
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
-from yieldagent.service.deployments import ProtocolDeployment
 
 CRASHED_PRICE = 1
 """The volatile collateral's oracle price after the crash: next to nothing."""

@@ -16,7 +16,7 @@ The REST edge (Envoy plus envoy/rest.lua) knows no route. For every
 - whether the service renders the method's REST reply itself (``SERVED_AS_JSON``).
 
 Envoy has the status and JSON hints from the request schema it is rendered with
-(``service.edge``); the service renders the same hints itself for ``SERVED_AS_JSON``.
+(``composition.edge``); the service renders the same hints itself for ``SERVED_AS_JSON``.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 from yieldagent.chain.web3.config import CollateralFeedConfig
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment, chain_config
 from yieldagent.config import load_settings
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.service.deployments import Manifest, ProtocolDeployment, chain_config
 
 USDC = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
 VAULT = "0x82e01223d51eb87e16a03e24687edf0f294da6f1"

@@ -3,7 +3,7 @@
 A ``Web3ChainConfig`` names contracts only; everything else (rate parameters, reserve
 factors, market states, the tokens an Aave reserve issues, a feed's decimals) is read from
 the chain. The composition root builds it from the chain's deployment manifest
-(``service.deployments.chain_config``); the adapter takes plain values and reads no file.
+(``composition.deployments.chain_config``); the adapter takes plain values and reads no file.
 The pegged collaterals the depeg guard watches (``collateral_feeds``) come from the manifest
 or ``YIELDAGENT_COLLATERAL_FEEDS_<chain_id>``.
 """
