@@ -43,8 +43,8 @@ from unittest import mock
 from sqlalchemy import Engine, insert, text
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.books.aggregates import Totals
 from yieldagent.domain.books.effects import recompute
 from yieldagent.domain.books.history import Reports, Statistics, percentages

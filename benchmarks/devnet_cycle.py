@@ -45,9 +45,16 @@ from web3 import HTTPProvider, Web3
 
 from benchmarks.rpc_proxy import RpcCounts, RpcProxy
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, safe_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.web3.adapter import Web3Chain
+from yieldagent.composition.chains import (
+    build_chains,
+    safe_chains,
+    served_catalog,
+    simulated_market,
+)
+from yieldagent.composition.compose import build_agent, build_lifecycle
+from yieldagent.composition.deployments import Manifest
 from yieldagent.config import load_settings
 from yieldagent.devnet import actions
 from yieldagent.devnet.aave import borrow_to_utilization_aave
@@ -55,7 +62,6 @@ from yieldagent.devnet.anvil import Anvil, free_port, rpc
 from yieldagent.devnet.borrowing import borrow_to_utilization
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import Manifest
 from yieldagent.devnet.usdc import mint, usdc_artifact
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.constraints import Constraints
@@ -69,7 +75,6 @@ from yieldagent.domain.partners.smart_accounts import (
     open_account,
 )
 from yieldagent.domain.ports.accounts import Provider
-from yieldagent.service.compose import build_agent, build_lifecycle
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.smart_accounts import SmartAccountStore

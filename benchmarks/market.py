@@ -19,11 +19,12 @@ from pathlib import Path
 from sqlalchemy import text
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError, PoolState, advance, copy_pool, quote_of
+from yieldagent.chain.simulated.pools import advance, copy_pool, quote_of
 from yieldagent.domain.ports.chain import ChainKind, Send
+from yieldagent.simulated_world.clock import SimClock
+from yieldagent.simulated_world.state import MarketError, PoolState
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
 

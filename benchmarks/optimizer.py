@@ -22,12 +22,13 @@ from itertools import combinations
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
-from yieldagent.chain.simulated.pools import PoolState, copy_pool, deposit, quote_of
+from yieldagent.chain.simulated.pools import copy_pool, deposit, quote_of
 from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.rebalance import Costs, optimize
 from yieldagent.domain.optimizer.search import allocate
+from yieldagent.simulated_world.state import PoolState
 
 GENESIS = 1_767_225_600
 BASE = 8453

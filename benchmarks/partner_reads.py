@@ -55,9 +55,9 @@ from benchmarks.rest_reads import (
     running_service,
 )
 from benchmarks.soak import envoy_of
+from yieldagent.composition.edge import EnvoyProcess
 from yieldagent.config import load_settings
 from yieldagent.domain.constraints import Constraints
-from yieldagent.service.edge import EnvoyProcess
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.tables import DepositRow, WalletRow, WalletScheduleRow, WithdrawalRow
 

@@ -19,8 +19,8 @@ from support.databases import BACKENDS, temporary_database
 from support.devnet import devnet, devnet_snapshot
 from support.wallet_setup import BASE, make_lifecycle
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.ports.credentials import Partner

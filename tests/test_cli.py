@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import CoroutineType
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from yieldagent.cli import main
-from yieldagent.service import runtime
+from yieldagent.composition import runtime
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore
@@ -142,3 +143,12 @@ def test_the_service_runs_on_the_configured_event_loop(
     monkeypatch.setenv("YIELDAGENT_EVENT_LOOP", event_loop)
     assert main(["serve"]) == 0
     assert ran == [("run_service", event_loop)]
+
+
+def test_the_devnet_commands_say_where_they_run_without_the_devnet(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "yieldagent.devnet", None)  # as in an installed wheel
+    code, refused = _run(capsys, "devnet", "advance", "--seconds", "60")
+    assert code == 1
+    assert "source checkout" in str(refused["error"])

@@ -11,9 +11,9 @@ import pytest
 
 from support.wallet_setup import BASE, activated, make_lifecycle, positions
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import main
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.operations import (
     Operation,

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from yieldagent.secrets import child_environment
+from yieldagent.secret_values import child_environment
 
 _TIED = """\
 import ctypes, os, signal, sys

@@ -66,11 +66,18 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, served_catalog, simulated_market
 from yieldagent.chain.operator import create_keystore, load_operator_wallet
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.chain.simulated.risk import WHAT, Scenarios
+from yieldagent.composition import runtime
+from yieldagent.composition.chains import build_chains, served_catalog, simulated_market
+from yieldagent.composition.clock import SYSTEM_CLOCK
+from yieldagent.composition.compose import (
+    build_agent,
+    build_lifecycle,
+    destination_policy,
+    run_service,
+)
 from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
@@ -87,14 +94,7 @@ from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import configure_logging
-from yieldagent.service import runtime
-from yieldagent.service.clock import SYSTEM_CLOCK
-from yieldagent.service.compose import (
-    build_agent,
-    build_lifecycle,
-    destination_policy,
-    run_service,
-)
+from yieldagent.simulated_world.state import MarketError
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.operations import OperationStore, operation_json
 from yieldagent.storage.partners import PartnerStore
@@ -241,7 +241,16 @@ def _sim_scenario(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _cmd_devnet(settings: Settings, args: argparse.Namespace) -> None:
-    from yieldagent.devnet import actions  # web3's sync client: loaded only here
+    # The devnet is a tool of a source checkout, not part of the wheel: loaded only here.
+    try:
+        from yieldagent.devnet import actions
+    except ModuleNotFoundError as missing:
+        if missing.name != "yieldagent.devnet":
+            raise
+        raise ConfigurationError(
+            "the devnet commands run from a source checkout (make install), "
+            "where make devnet starts the devnet"
+        ) from None
 
     url = _devnet_url(settings, args.chain)
     if args.action == "advance":

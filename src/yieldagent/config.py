@@ -18,7 +18,7 @@ from pathlib import Path
 
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.risk.settings import RiskSettings
-from yieldagent.secrets import Secret
+from yieldagent.secret_values import Secret
 
 DEV_KEY_PASSWORD = "yieldagent-development"  # noqa: S105  (documented; refused on a real chain)
 
@@ -93,7 +93,7 @@ class Settings:
     """Whether the gRPC server answers server reflection."""
     grpc_processes: int = 1
     """Processes serving gRPC behind Envoy: the main one and ``grpc_processes - 1`` more,
-    each on a private loopback port of its own (``service.processes``)."""
+    each on a private loopback port of its own (``composition.processes``)."""
     grpc_edge_port: int | None = None
     """Envoy's gRPC listener (on ``http_host``); None: gRPC clients reach the server only."""
     client_rate_limit: int = 100

@@ -48,7 +48,7 @@ from support.agent_world import (
 )
 from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS, USDC, activated, make_lifecycle
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.books.operations import Operation
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.money.lifecycle import Lifecycle

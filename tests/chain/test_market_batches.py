@@ -23,8 +23,8 @@ from support.databases import temporary_database
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.domain.ports.chain import ChainKind, Send, TxReceipt
+from yieldagent.simulated_world.state import MarketError
 from yieldagent.storage import simulation
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore

@@ -17,8 +17,8 @@ from sqlmodel import Session, select
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError
 from yieldagent.domain.market.rate_models import RAY
+from yieldagent.simulated_world.state import MarketError
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.tables import (

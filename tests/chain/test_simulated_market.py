@@ -13,8 +13,9 @@ from sqlmodel import Session, func, select
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS, TIMING, genesis_pools
 from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError, PoolState, advance, value_of
+from yieldagent.chain.simulated.pools import advance, value_of
 from yieldagent.domain.market.rate_models import RAY
+from yieldagent.simulated_world.state import MarketError, PoolState
 from yieldagent.storage.simulation import SimulationStore
 from yieldagent.storage.tables import (
     SimBalanceRow,

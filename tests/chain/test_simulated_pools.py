@@ -13,9 +13,6 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool, genesis_pools
 from yieldagent.chain.simulated.pools import (
     STEP_SECONDS,
-    MarketError,
-    MarketState,
-    PoolState,
     accrue,
     advance,
     catch_up,
@@ -40,6 +37,7 @@ from yieldagent.domain.market.rate_models import (
     percent,
     ray_div,
 )
+from yieldagent.simulated_world.state import MarketError, MarketState, PoolState
 
 GENESIS = 1_767_225_600  # 2026-01-01T00:00:00Z, a step boundary
 SEED = 7

@@ -11,8 +11,6 @@ import pytest
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
 from yieldagent.chain.simulated.pools import (
-    MarketError,
-    PoolState,
     advance,
     deposit,
     drain,
@@ -23,6 +21,7 @@ from yieldagent.chain.simulated.pools import (
 )
 from yieldagent.chain.simulated.risk import collateral_of, readings
 from yieldagent.domain.market.history import MAX_SNAPSHOTS
+from yieldagent.simulated_world.state import MarketError, PoolState
 
 BASE = 8453
 GENESIS = 1_767_225_600

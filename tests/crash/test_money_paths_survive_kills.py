@@ -89,12 +89,13 @@ from support.wallet_setup import (
     top_up_deposit,
 )
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
-from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.chains import simulated_chains
 from yieldagent.domain.books.operations import OPEN, OperationKind, OperationStatus, scoped
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.simulated_world.state import MinedTx
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.tables import IdempotencyKeyRow, OperationRow
 from yieldagent.storage.wallets import WalletStore

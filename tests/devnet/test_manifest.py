@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 
 from support.devnet import Devnet
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment, SafeDeployment
 from yieldagent.devnet.anvil import rpc
-from yieldagent.devnet.manifest import (
-    MANIFEST_ENV,
-    Manifest,
-    ProtocolDeployment,
-    SafeDeployment,
-    manifest_path,
-)
+from yieldagent.devnet.run import MANIFEST_ENV, manifest_path
 
 MORPHO = ProtocolDeployment(
     name="morpho_gauntlet_usdc_prime",

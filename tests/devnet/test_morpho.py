@@ -10,8 +10,8 @@ from web3.contract import Contract
 from support.devnet import Devnet
 from support.devnet_time import advance, frozen_time
 from support.smart_account import USDC_UNIT
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.borrowing import borrow_to_utilization
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.morpho import SEED_ASSETS, SEED_SPLIT, VAULT_NAME
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project

@@ -6,7 +6,7 @@ added nothing, while withdrawals are paused); partners see it in the protocol li
 part of an exit waits for cash, and the ``protocol.risk_changed`` event; and the books agree
 with the chain's own logs and balances, to the unit.
 
-The service's parts are built as the service builds them (``service.compose``) from the
+The service's parts are built as the service builds them (``composition.compose``) from the
 settings the devnet gives it; the devnet is reverted after each test.
 """
 
@@ -25,7 +25,13 @@ from support.devnet_books import devnet_chain_books, idle_balance, positions
 from support.devnet_service import OPERATOR_KEY, devnet_env, utilization
 from support.devnet_time import frozen_time
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import build_chains, safe_chains, served_catalog, simulated_market
+from yieldagent.composition.chains import (
+    build_chains,
+    safe_chains,
+    served_catalog,
+    simulated_market,
+)
+from yieldagent.composition.compose import build_agent, build_lifecycle, load_operator
 from yieldagent.config import Settings, load_settings
 from yieldagent.devnet import actions, switches
 from yieldagent.devnet.morpho import PEGGED_SYMBOL
@@ -39,7 +45,6 @@ from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, account_key
 from yieldagent.domain.partners.smart_accounts import open_account as open_smart_account
 from yieldagent.domain.ports.accounts import Provider
-from yieldagent.service.compose import build_agent, build_lifecycle, load_operator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import EventStore

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 
+from yieldagent.composition.deployments import Manifest
 from yieldagent.devnet.anvil import free_port, rpc
-from yieldagent.devnet.manifest import Manifest
 
 pytestmark = pytest.mark.evm
 

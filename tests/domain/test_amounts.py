@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yieldagent.domain.addresses import MAX_AMOUNT, parse_amount
+from yieldagent.domain.amounts import MAX_AMOUNT, parse_amount
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.errors import InvalidInput
 

@@ -61,7 +61,7 @@ NOT_PROVOKED = {
     "(tests/rest/test_idempotency.py)",
     (f"POST {SAFES}", 409): "only while a call with the same Idempotency-Key runs",
     (f"POST {SAFES}", 503): "only on a real chain without a fee collector apart from the "
-    "operator (tests/chain/test_safe_chains.py)",
+    "operator (tests/composition/test_chains.py)",
     (f"POST {REWARDS}", 409): "only while the wallet is deactivating or another call holds "
     "it, which the simulated chain never makes last",
 }

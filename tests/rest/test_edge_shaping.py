@@ -20,10 +20,10 @@ import pytest
 from sqlalchemy import Engine
 
 from support.service import RunningService, free_port
+from yieldagent.composition.edge import EnvoyProcess
 from yieldagent.config import load_settings
 from yieldagent.domain.errors import Conflict, InvalidInput
 from yieldagent.domain.partners.partners import PERMISSIONS
-from yieldagent.service.edge import EnvoyProcess
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies

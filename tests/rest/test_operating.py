@@ -32,10 +32,10 @@ from support.service import Response, RunningService, running_service
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.cli import _lifecycle
+from yieldagent.composition.compose import agent_cycle, build_agent
 from yieldagent.config import load_settings
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.observability.logs import RequestIdFilter
-from yieldagent.service.compose import agent_cycle, build_agent
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.simulation import SimulationStore

@@ -6,7 +6,7 @@ from typing import Any
 
 from support.service import RunningService
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import (
+from yieldagent.composition.chains import (
     SIMULATED_FEE_COLLECTOR,
     SIMULATED_MODULE,
     SIMULATED_MODULE_SETUP,

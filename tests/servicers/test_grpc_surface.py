@@ -24,14 +24,14 @@ from support.wallet_setup import BASE, BASE_USDC, USDC, fund
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.clock import SYSTEM_CLOCK
+from yieldagent.composition.compose import build_server
+from yieldagent.composition.grpc_server import ApiServer, mark_serving
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.ports.credentials import Partner
-from yieldagent.service.clock import SYSTEM_CLOCK
-from yieldagent.service.compose import build_server
-from yieldagent.service.grpc_server import ApiServer, mark_serving
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import EDGE_HEADER, ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies

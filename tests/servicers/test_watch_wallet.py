@@ -25,6 +25,8 @@ from support.wallet_setup import (
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import Scenarios
+from yieldagent.composition.compose import build_server
+from yieldagent.composition.grpc_server import mark_serving
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
@@ -32,8 +34,6 @@ from yieldagent.domain.ports.credentials import Partner
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.metrics import REGISTRY
-from yieldagent.service.compose import build_server
-from yieldagent.service.grpc_server import mark_serving
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.risk import RiskStore

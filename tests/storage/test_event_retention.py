@@ -11,12 +11,12 @@ from sqlalchemy import Engine, Table, func, select, update
 
 from support.wallet_setup import USDC, activated, make_lifecycle
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.compose import PRUNE_BATCHES_PER_RUN, event_pruning
 from yieldagent.domain.books.events import EventDraft
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.metrics import REGISTRY
-from yieldagent.service.compose import PRUNE_BATCHES_PER_RUN, event_pruning
 from yieldagent.storage.events import EventStore, Pruned, record_events
 from yieldagent.storage.tables import WalletEventRow, WebhookDeliveryRow
 from yieldagent.storage.webhooks import WebhookStore

@@ -32,7 +32,7 @@ from support.books import book_disagreements
 from support.wallet_setup import BASE, BASE_USDC, PROTOCOLS
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import FAUCET, SimulatedMarket
-from yieldagent.chain.simulated.pools import PoolState, advance, deposit, quote_of, value_of
+from yieldagent.chain.simulated.pools import advance, deposit, quote_of, value_of
 from yieldagent.domain.books.effects import derive, recompute
 from yieldagent.domain.books.valuation import moment_of
 from yieldagent.domain.books.wallet_states import WalletStatus
@@ -42,6 +42,7 @@ from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.optimizer.search import allocate
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
+from yieldagent.simulated_world.state import MinedTx, PoolState, ScaledPosition
 from yieldagent.storage.aggregates import replace_totals, wallet_facts
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.events import record_events
@@ -52,7 +53,6 @@ from yieldagent.storage.tables import (
     OperationRow,
     PerformancePointRow,
     SimPoolRow,
-    SimPositionRow,
     SimTransactionRow,
     SmartAccountRow,
     TransactionRow,
@@ -145,11 +145,12 @@ def bulk_activated(
             sequence = unit.next_sequence()
             tx_hash = "0x" + keccak(text=f"agent-world:{clock.seed}:{sequence}").hex()
             unit.record(
-                SimTransactionRow(
+                MinedTx(
                     tx_hash=tx_hash,
                     chain_id=BASE,
                     block_number=block,
                     timestamp=now,
+                    sequence=sequence,
                     kind=kind,
                     token=BASE_USDC,
                     sender=sender,
@@ -180,12 +181,13 @@ def bulk_activated(
                 pool = pools[protocol]
                 wallet.scaled[protocol] = deposit(pool, part)
                 unit.save_position(  # a new holder: no position to read first
-                    SimPositionRow(
+                    ScaledPosition(
                         pool_id=pool_ids[protocol],
                         holder=address,
                         scaled=wallet.scaled[protocol],
                         reward_snapshot=pool.reward_index,
                         rewards_owed=0,
+                        stored=False,
                     )
                 )
                 wallet.supplies.append(

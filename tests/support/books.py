@@ -76,7 +76,7 @@ from sqlalchemy import Engine
 
 from support.agent_setup import runs_of
 from support.wallet_setup import FEE
-from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.market import LOSS, SimulatedMarket
 from yieldagent.domain.books.aggregates import Totals, apr_units
 from yieldagent.domain.books.effects import run_moves
 from yieldagent.domain.books.events import (
@@ -91,6 +91,7 @@ from yieldagent.domain.books.events import (
 from yieldagent.domain.books.wallet_states import ACTIVE, WalletStatus
 from yieldagent.domain.books.wallets import DepositRecord, Wallet, WithdrawalRecord
 from yieldagent.domain.pagination import PageRequest
+from yieldagent.simulated_world.state import MinedTx
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.wallets import WalletStore
 

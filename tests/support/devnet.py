@@ -14,10 +14,10 @@ from typing import NamedTuple
 import pytest
 from web3 import HTTPProvider, Web3
 
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment
 from yieldagent.devnet.anvil import Anvil, free_port, rpc
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
 
 
 class Devnet(NamedTuple):

@@ -11,7 +11,7 @@ from eth_utils.crypto import keccak
 from web3 import Web3
 
 from support.books import ChainBooks, Movement
-from yieldagent.devnet.manifest import Manifest
+from yieldagent.composition.deployments import Manifest
 from yieldagent.domain.books.wallets import Wallet
 
 TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()

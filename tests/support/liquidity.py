@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from support.wallet_setup import BASE, BASE_USDC, DAY
 from yieldagent.chain.simulated.market import SimulatedMarket
-from yieldagent.chain.simulated.pools import PoolState
+from yieldagent.simulated_world.state import PoolState
 
 LENDER = "0x" + "1e" * 20
 """Another supplier of the pools, whose moves drain and refill a pool's cash."""

@@ -13,8 +13,8 @@ from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
 
+from yieldagent.composition.compose import Service
 from yieldagent.config import load_settings
-from yieldagent.service.compose import Service
 
 
 def free_port() -> int:

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.domain.books.effects import Commits
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.wallets import TransactionRecord, Wallet
@@ -20,7 +21,6 @@ from yieldagent.domain.money.lifecycle import ActivationRequest, Lifecycle, Poli
 from yieldagent.domain.pagination import PageRequest
 from yieldagent.domain.partners.smart_accounts import DEFAULT_AGENT_ID, smart_account_address
 from yieldagent.domain.ports.accounts import SmartAccount
-from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore

@@ -23,8 +23,8 @@ from support.devnet import Devnet
 from support.safe_world import operator_key, safe_world
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
-from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
+from yieldagent.composition.deployments import chain_config
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.usdc import ONE_USDC, mint
 from yieldagent.domain.partners.safe_accounts import safe_account_address
@@ -114,7 +114,7 @@ async def env(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[ChainEnv
     )
     collector = devnet_snapshot.manifest.extras["fee_collector"]
     constants = safe_world(devnet_snapshot, collector).constants()
-    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest, safe=constants)
+    config = chain_config(devnet_snapshot.manifest, safe=constants)
 
     def build(**changes: Any) -> Web3Chain:
         return Web3Chain(w3, replace(config, **changes), sender)

@@ -14,10 +14,10 @@ from support.wallet_setup import USDC, activated, make_lifecycle
 from support.webhook_delivery import LOCAL, Clock, deliverer
 from support.webhook_receiver import ENDLESS, Receiver
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.compose import count_delivery
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.metrics import REGISTRY
-from yieldagent.service.compose import count_delivery
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.webhooks import WebhookStore

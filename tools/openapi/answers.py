@@ -39,7 +39,8 @@ from typing import Any
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
-from yieldagent.domain.addresses import parse_address, parse_addresses, parse_amount, parse_tx_hash
+from yieldagent.domain.addresses import parse_address, parse_addresses, parse_tx_hash
+from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import wallet_not_found
 from yieldagent.domain.dates import parse_iso

@@ -3,8 +3,8 @@
 The key comes from ``YIELDAGENT_OPERATOR_PRIVATE_KEY``, and is then never written
 anywhere, or from a Web3 Secret Storage keystore under the data directory (scrypt +
 AES-128-CTR, mode 0600) opened with ``YIELDAGENT_OPERATOR_KEY_PASSWORD``. It is decrypted
-once, when the signer is loaded at start (a scrypt of about half a second), and lives on in
-the signer alone (``chain.signers.local``).
+once, when the signer is loaded at start (scrypt is slow on purpose), and lives on in the
+signer alone (``chain.signers.local``).
 
 On the simulated chain a missing keystore is created, with the configured password (the
 development one by default), so that ``make run`` needs no configuration. Where money is

@@ -17,8 +17,8 @@ from fractions import Fraction
 
 from web3.contract import Contract
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.toolchain import aave_artifact
 from yieldagent.devnet.usdc import ONE_USDC, ensure_balance, usdc_artifact
 

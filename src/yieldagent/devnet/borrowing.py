@@ -14,8 +14,8 @@ from fractions import Fraction
 from web3 import Web3
 from web3.contract import Contract
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment
 from yieldagent.devnet.aave import borrow_to_utilization_aave, deploy_aave
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
 from yieldagent.devnet.multicall import deploy_multicall3
 from yieldagent.devnet.toolchain import compile_project
 from yieldagent.devnet.usdc import USDC_DECIMALS, USDC_SYMBOL, deploy_usdc

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from web3 import Web3
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.tokens import deploy_token
 from yieldagent.devnet.toolchain import compile_project
 

@@ -18,8 +18,8 @@ from fractions import Fraction
 from eth_abi.abi import encode
 from web3 import Web3
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.tokens import deploy_token, mint_and_approve
 from yieldagent.devnet.toolchain import compile_project
 

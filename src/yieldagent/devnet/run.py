@@ -18,20 +18,23 @@ import os
 import signal
 import time
 from dataclasses import replace
+from pathlib import Path
 from types import FrameType
 
 from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.composition.deployments import Manifest
 from yieldagent.config import load_settings
 from yieldagent.devnet.anvil import BASE_CHAIN_ID, Anvil
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import Manifest, manifest_path
 from yieldagent.observability.logs import configure_logging
 
 logger = logging.getLogger(__name__)
 
 PORT_ENV = "YIELDAGENT_DEVNET_PORT"
 DEFAULT_PORT = 8545
+MANIFEST_ENV = "YIELDAGENT_DEVNET_MANIFEST"
+DEFAULT_MANIFEST = Path("var") / "devnet.json"
 OPERATOR_GAS_MONEY = 10**21  # wei (1,000 ether)
 
 
@@ -41,6 +44,11 @@ class _Stop(Exception):
 
 def _stop(signum: int, frame: FrameType | None) -> None:
     raise _Stop(signal.Signals(signum).name)
+
+
+def manifest_path() -> Path:
+    """Where the manifest goes: ``$YIELDAGENT_DEVNET_MANIFEST``, else ``var/devnet.json``."""
+    return Path(os.environ.get(MANIFEST_ENV) or DEFAULT_MANIFEST)
 
 
 def summary(manifest: Manifest, path: str) -> dict[str, object]:

@@ -37,8 +37,8 @@ from web3 import Web3
 from web3.contract import Contract
 from web3.types import TxParams
 
+from yieldagent.composition.deployments import ProtocolDeployment, SafeDeployment
 from yieldagent.devnet.deployer import Deployer, DeployError
-from yieldagent.devnet.manifest import ProtocolDeployment, SafeDeployment
 from yieldagent.devnet.toolchain import NODE_MODULES, Artifact, ToolchainError, compile_project
 
 DETERMINISTIC_DEPLOYER = "0x4e59b44847b379578588920cA78FbF26c0B4956C"

@@ -9,8 +9,8 @@ collateral's feed. Devnet only: the deployer holds every admin role here.
 
 from __future__ import annotations
 
+from yieldagent.composition.deployments import ProtocolDeployment
 from yieldagent.devnet.deployer import Deployer
-from yieldagent.devnet.manifest import ProtocolDeployment
 from yieldagent.devnet.tokens import mint_and_approve
 from yieldagent.devnet.toolchain import aave_artifact, compile_project
 

@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from yieldagent.secrets import child_environment
+from yieldagent.secret_values import child_environment
 
 REPO = Path(__file__).resolve().parents[3]
 CONTRACTS = REPO / "contracts"

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from yieldagent.domain.addresses import MAX_AMOUNT, parse_amount
+from yieldagent.domain.amounts import MAX_AMOUNT, parse_amount
 from yieldagent.domain.errors import FieldViolation, InvalidInput
 
 DEFAULT_MIN_FRACTION = 0.05

@@ -16,7 +16,7 @@ The REST edge (Envoy plus envoy/rest.lua) knows no route. For every
 - whether the service renders the method's REST reply itself (``SERVED_AS_JSON``).
 
 Envoy has the status and JSON hints from the request schema it is rendered with
-(``service.edge``); the service renders the same hints itself for ``SERVED_AS_JSON``.
+(``composition.edge``); the service renders the same hints itself for ``SERVED_AS_JSON``.
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ Metadata = tuple[tuple[str, str], ...]
 SERVED_AS_JSON = frozenset({"/yieldagent.v1.WalletService/GetWallet"})
 """Methods whose REST reply the service renders as the contract's JSON itself, which Envoy
 passes on as it is (``servicers.rest_json``): the wallet read partners poll, kept per
-wallet version. Envoy's transcoding and reshaping of it were 45% of Envoy's work per read,
-and grew with the wallet's history."""
+wallet version. Envoy's transcoding and reshaping of it were most of Envoy's work per read,
+and grew with the wallet's history (``docs/performance.md``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ It is the JSON Envoy's transcoder prints (proto field names, every field without
 printed) shaped as envoy/rest.lua shapes that: the decimal strings at the method's integer
 paths as JSON integers, and the unset fields at its null paths as ``null``. It travels in a
 ``google.api.HttpBody``: Envoy's transcoder is rendered with a descriptor set in which these
-methods answer one (``service.edge``), and passes its bytes to the client as they are. gRPC
+methods answer one (``composition.edge``), and passes its bytes to the client as they are. gRPC
 callers get the method's own message; a servicer that keeps its replies answers both
 kinds (``servicers.replies.Reply``), and the interceptor, which knows the caller, sends
 one.

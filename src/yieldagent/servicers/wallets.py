@@ -9,13 +9,9 @@ from typing import TypeAlias
 import grpc
 from google.protobuf.message import Message
 
-from yieldagent.domain.addresses import (
-    parse_address,
-    parse_addresses,
-    parse_amount,
-    parse_tx_hash,
-)
+from yieldagent.domain.addresses import parse_address, parse_addresses, parse_tx_hash
 from yieldagent.domain.agent.runs import Agent
+from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.history import Reports, WalletView
 from yieldagent.domain.books.ports import EventFeed
 from yieldagent.domain.books.wallets import TransactionRecord

@@ -5,8 +5,8 @@ the process. PostgreSQL takes one statement with every row in one JSON document,
 server unpacks with the table's column types (``json_to_recordset``): one parameter, one
 statement text per set of columns, one round trip. As an executemany (one statement per
 row, pipelined), as multi-row VALUES (one parameter per value) or with one array per
-column (which psycopg quotes value by value in Python), these writes took 30 to 120 µs per
-row in the agent's first cycle, the server's part included; as one document, 15 to 50.
+column (which psycopg quotes value by value in Python), these writes cost more per
+row, the server's part included (``docs/performance.md``).
 
 Values go into the document as JSON has them: integers exactly, whatever their size;
 floats as Python prints them, which reads back the same; datetimes, which must carry

@@ -53,8 +53,7 @@ class OneOf(ColumnElement[bool]):
     SQLite gets an IN list (one variable per key). PostgreSQL gets the whole list as one
     array, ``column = ANY(CAST(:name AS type[]))``: one statement text whatever the list's
     length, so the driver parses it once and SQLAlchemy expands nothing. With an IN list of
-    500 keys both did, and PostgreSQL planned each of them, which cost about 5 ms per
-    batch of 500 wallets.
+    500 keys both did, and PostgreSQL planned each of them, a cost paid by every batch.
     """
 
     inherit_cache = True

@@ -5,7 +5,9 @@ SQLite it takes the database's write lock at once. Either way simulated writes f
 every process run one at a time, and a unit never deadlocks halfway through.
 
 One module, longer than the house's usual: every read and write of the simulated world goes
-through one unit of work (``SimSession``), so that its locking rule holds in one place.
+through one unit of work (``SimSession``), so that its locking rule holds in one place. The
+two classes implement the simulated world's store port (``simulated_world.store``), which
+the simulator is given by the composition root.
 """
 
 from __future__ import annotations
@@ -34,9 +36,16 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from yieldagent.chain.simulated.clock import SimClock
-from yieldagent.chain.simulated.pools import MarketError, MarketState, PoolState
 from yieldagent.domain.market.history import Snapshot
+from yieldagent.simulated_world.clock import SimClock
+from yieldagent.simulated_world.state import (
+    MarketError,
+    MarketState,
+    MinedTx,
+    PoolState,
+    ScaledPosition,
+    WorldClock,
+)
 from yieldagent.storage.bulk import insert_many, update_many
 from yieldagent.storage.db import one_of
 from yieldagent.storage.tables import (
@@ -71,9 +80,8 @@ def _by_holders(
     PostgreSQL takes them as one array and probes an index once per holder (``LATERAL``
     with ``OFFSET 0``, which the planner keeps as one probe per holder): asked for
     ``holder = ANY(list)`` it scanned every position or balance of the token once the fleet
-    had a few thousand wallets, and planned each of the list's values. For 500 holders'
-    positions at 10,000 wallets that read took about 20 ms, and takes about 8 ms now, most
-    of it turning the rows into Python values.
+    had a few thousand wallets, and planned each of the list's values, so the read grew with
+    the fleet (``docs/performance.md``).
     """
     if dialect != "postgresql":
         listed = one_of(table.c.holder, "holders")
@@ -126,29 +134,6 @@ class _HolderReads:
 def _chunks(holders: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(holders), CHUNK):
         yield holders[start : start + CHUNK]
-
-
-@dataclass(slots=True)
-class Holding:
-    """A holder's position in a pool, read for a batch of writes (``holdings``) and written
-    back by ``save_holdings``; ``stored`` tells whether its row exists yet."""
-
-    pool_id: int
-    holder: str
-    scaled: int
-    reward_snapshot: int
-    rewards_owed: int
-    stored: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class WorldClock:
-    """The stored clock: seed, genesis time and the simulated clock itself."""
-
-    seed: int
-    genesis: int
-    clock: SimClock
-    sequence: int
 
 
 def _markets_json(markets: list[MarketState]) -> str:
@@ -226,6 +211,41 @@ def _pool(row: SimPoolRow) -> PoolState:
         withdraw_paused="withdraw" in switches,
         history=_history(row.history),
     )
+
+
+def _mined(row: SimTransactionRow) -> MinedTx:
+    return MinedTx(
+        row.tx_hash,
+        row.chain_id,
+        row.block_number,
+        row.timestamp,
+        row.sequence,
+        row.kind,
+        row.token,
+        row.sender,
+        row.recipient,
+        row.amount,
+        row.token_out,
+        row.amount_out,
+    )
+
+
+def _columns(tx: MinedTx) -> dict[str, Any]:
+    """A transaction as the column values of its row."""
+    return {
+        "tx_hash": tx.tx_hash,
+        "chain_id": tx.chain_id,
+        "block_number": tx.block_number,
+        "timestamp": tx.timestamp,
+        "sequence": tx.sequence,
+        "kind": tx.kind,
+        "token": tx.token,
+        "sender": tx.sender,
+        "recipient": tx.recipient,
+        "amount": tx.amount,
+        "token_out": tx.token_out,
+        "amount_out": tx.amount_out,
+    }
 
 
 def _write_pool(row: SimPoolRow, pool: PoolState) -> None:
@@ -344,19 +364,13 @@ class SimSession:
         assert row.id is not None
         return row.id
 
-    def position(self, pool: PoolState, holder: str) -> SimPositionRow:
-        """``holder``'s position in ``pool`` (a zero one if none is stored)."""
+    def position(self, pool: PoolState, holder: str) -> ScaledPosition:
+        """``holder``'s position in ``pool`` (a zero one, not stored, if none is)."""
         pool_id = self.pool_id(pool)
         row = self._session.get(SimPositionRow, (pool_id, holder))
         if row is None:
-            row = SimPositionRow(
-                pool_id=pool_id,
-                holder=holder,
-                scaled=0,
-                reward_snapshot=pool.reward_index,
-                rewards_owed=0,
-            )
-        return row
+            return ScaledPosition(pool_id, holder, 0, pool.reward_index, 0, stored=False)
+        return ScaledPosition(pool_id, holder, row.scaled, row.reward_snapshot, row.rewards_owed)
 
     def scaled_positions(self, chain_id: int, token: str, holder: str) -> dict[str, int]:
         """``holder``'s scaled units per protocol, in the pools of ``token``; one query."""
@@ -400,17 +414,32 @@ class SimSession:
         )
         return {row.holder: row.scaled for row in rows if row.scaled > 0}
 
-    def save_position(self, row: SimPositionRow) -> None:
-        """Writes a position back."""
+    def save_position(self, position: ScaledPosition) -> None:
+        """Writes a position back (a stored one's row is in the session since
+        ``position`` read it)."""
+        key = (position.pool_id, position.holder)
+        row = self._session.get(SimPositionRow, key) if position.stored else None
+        if row is None:
+            row = SimPositionRow(
+                pool_id=position.pool_id,
+                holder=position.holder,
+                scaled=position.scaled,
+                reward_snapshot=position.reward_snapshot,
+                rewards_owed=position.rewards_owed,
+            )
+        else:
+            row.scaled = position.scaled
+            row.reward_snapshot = position.reward_snapshot
+            row.rewards_owed = position.rewards_owed
         self._session.add(row)
 
     def holdings(
         self, pools: Sequence[PoolState], holders: Sequence[str]
-    ) -> dict[tuple[int, str], Holding]:
+    ) -> dict[tuple[int, str], ScaledPosition]:
         """The stored positions of ``holders`` in ``pools`` (read through ``pools`` in this
         session), by (pool id, holder); one query per ``CHUNK`` holders."""
         pool_ids = [self.pool_id(pool) for pool in pools]
-        held: dict[tuple[int, str], Holding] = {}
+        held: dict[tuple[int, str], ScaledPosition] = {}
         if not pool_ids:
             return held
         connection = self._session.connection()
@@ -419,10 +448,10 @@ class SimSession:
                 self._reads.positions, {"pool_ids": pool_ids, "holders": list(chunk)}
             )
             for holder, pool_id, scaled, snapshot, owed in rows:
-                held[(pool_id, holder)] = Holding(pool_id, holder, scaled, snapshot, owed)
+                held[(pool_id, holder)] = ScaledPosition(pool_id, holder, scaled, snapshot, owed)
         return held
 
-    def save_holdings(self, holdings: Iterable[Holding]) -> None:
+    def save_holdings(self, holdings: Iterable[ScaledPosition]) -> None:
         """Writes positions back: one statement for the new ones, one for the stored ones."""
         new: list[dict[str, Any]] = []
         stored: list[dict[str, Any]] = []
@@ -498,38 +527,38 @@ class SimSession:
         insert_many(connection, _balances, new)
         update_many(connection, _balances, ("chain_id", "token", "holder"), old)
 
-    def record(self, transaction: SimTransactionRow) -> None:
+    def record(self, transaction: MinedTx) -> None:
         """Records a mined transaction."""
-        self._session.add(transaction)
+        self._session.add(SimTransactionRow(**_columns(transaction)))
 
-    def record_many(self, transactions: Sequence[Mapping[str, object]]) -> None:
-        """Records mined transactions, given as the column values of their rows; one
-        statement."""
-        insert_many(self._session.connection(), _transactions, transactions)
+    def record_many(self, transactions: Sequence[MinedTx]) -> None:
+        """Records mined transactions; one statement."""
+        insert_many(self._session.connection(), _transactions, list(map(_columns, transactions)))
 
-    def transactions_of(
-        self, chain_id: int, holder: str, since_block: int
-    ) -> list[SimTransactionRow]:
+    def transactions_of(self, chain_id: int, holder: str, since_block: int) -> list[MinedTx]:
         """Transactions sending from or to ``holder`` from ``since_block`` on, in order."""
         return list(
-            self._session.exec(
-                select(SimTransactionRow)
-                .where(
-                    SimTransactionRow.chain_id == chain_id,
-                    col(SimTransactionRow.block_number) >= since_block,
-                    (col(SimTransactionRow.sender) == holder)
-                    | (col(SimTransactionRow.recipient) == holder),
-                )
-                .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.sequence))
+            map(
+                _mined,
+                self._session.exec(
+                    select(SimTransactionRow)
+                    .where(
+                        SimTransactionRow.chain_id == chain_id,
+                        col(SimTransactionRow.block_number) >= since_block,
+                        (col(SimTransactionRow.sender) == holder)
+                        | (col(SimTransactionRow.recipient) == holder),
+                    )
+                    .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.sequence))
+                ),
             )
         )
 
     def transactions_of_many(
         self, chain_id: int, holders: Sequence[str], since_block: int
-    ) -> dict[str, list[SimTransactionRow]]:
+    ) -> dict[str, list[MinedTx]]:
         """``transactions_of`` each of ``holders`` (each one a key); one query per
         ``CHUNK`` holders."""
-        found: dict[str, list[SimTransactionRow]] = {holder: [] for holder in holders}
+        found: dict[str, list[MinedTx]] = {holder: [] for holder in holders}
         for chunk in _chunks(list(found)):
             wanted = set(chunk)
             rows = self._session.exec(
@@ -543,13 +572,15 @@ class SimSession:
                 .order_by(col(SimTransactionRow.block_number), col(SimTransactionRow.sequence))
             )
             for row in rows:
+                mined = _mined(row)
                 for holder in {row.sender, row.recipient} & wanted:
-                    found[holder].append(row)
+                    found[holder].append(mined)
         return found
 
-    def transaction(self, tx_hash: str) -> SimTransactionRow | None:
+    def transaction(self, tx_hash: str) -> MinedTx | None:
         """The transaction with this hash, if any."""
-        return self._session.get(SimTransactionRow, tx_hash)
+        row = self._session.get(SimTransactionRow, tx_hash)
+        return _mined(row) if row is not None else None
 
 
 class SimulationStore:

@@ -13,16 +13,15 @@ not claimed: they wait, and go out once it is enabled again. A dead delivery
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, and_, exists, func, or_, select, update
 from sqlmodel import Session, col
 
-from yieldagent.domain.books.events import WalletEvent
 from yieldagent.domain.errors import NotFound
 from yieldagent.domain.partners.partners import check_partner_name
+from yieldagent.domain.ports.webhooks import Attempt, Claimed, DeliveryEntry, Webhook
 from yieldagent.storage.events import event_of
 from yieldagent.storage.tables import (
     PartnerRow,
@@ -38,78 +37,6 @@ _partners = PartnerRow.__table__  # type: ignore[attr-defined]
 _ACTIVE = select(_partners.c.id).where(_partners.c.active.is_(True))
 
 
-@dataclass(frozen=True, slots=True)
-class Webhook:
-    """A partner's webhook: where its events go, and the sealed secret that signs them."""
-
-    partner_id: int
-    partner_name: str
-    url: str
-    sealed_secret: str
-
-
-@dataclass(frozen=True, slots=True)
-class Claimed:
-    """A delivery the job holds the lease of: its event and where it goes."""
-
-    id: int
-    event: WalletEvent
-    attempts: int
-    """Attempts made before this one."""
-    partner_id: int
-    url: str
-    sealed_secret: str
-    created_at: float
-    """When the delivery (and its event) was recorded (wall-clock unix time)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """How posting one claimed delivery went."""
-
-    delivery_id: int
-    delivered: bool
-    status: int | None
-    error: str
-    next_attempt_at: float
-    """When to try again, if it was not delivered (wall-clock unix time)."""
-    dead: bool = False
-    """Not delivered, and never to be tried again."""
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryEntry:
-    """One delivery as the operator's log shows it."""
-
-    event_id: int
-    kind: str
-    wallet: str
-    attempts: int
-    last_status: int | None
-    last_error: str
-    next_attempt_at: datetime | None
-    delivered_at: datetime | None
-    dead_at: datetime | None = None
-
-    def json(self) -> dict[str, Any]:
-        """The entry as JSON values."""
-
-        def moment(value: datetime | None) -> str | None:
-            return value.isoformat().replace("+00:00", "Z") if value else None
-
-        return {
-            "event_id": self.event_id,
-            "type": self.kind,
-            "wallet": self.wallet,
-            "attempt": self.attempts,
-            "status_code": self.last_status,
-            "error": self.last_error or None,
-            "next_attempt_at": moment(self.next_attempt_at),
-            "delivered_at": moment(self.delivered_at),
-            "dead_at": moment(self.dead_at),
-        }
-
-
 def _utc(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
@@ -117,7 +44,8 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 
 class WebhookStore:
-    """Reads and writes partners' webhooks and their deliveries."""
+    """Reads and writes partners' webhooks and their deliveries (the ports
+    ``DeliveryQueue`` and ``WebhookRegistry`` of ``domain.ports.webhooks``)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -219,18 +147,22 @@ class WebhookStore:
                 .where(_deliveries.c.id.in_(ids))
                 .order_by(_deliveries.c.event_id)
             ).all()
-        return [
-            Claimed(
-                row.delivery_id,
-                event_of(row),
-                row.attempts,
-                row.partner_id,
-                row.url,
-                row.secret,
-                _utc(row.delivery_created_at).timestamp(),  # type: ignore[union-attr]
+        claimed = []
+        for row in rows:
+            event = event_of(row)
+            claimed.append(
+                Claimed(
+                    row.delivery_id,
+                    event.id,
+                    event.body(),
+                    row.attempts,
+                    row.partner_id,
+                    row.url,
+                    row.secret,
+                    _utc(row.delivery_created_at).timestamp(),  # type: ignore[union-attr]
+                )
             )
-            for row in rows
-        ]
+        return claimed
 
     def finish(self, owner: str, attempts: Sequence[Attempt]) -> int:
         """Records the outcome of each attempt and releases its lease, in one transaction;

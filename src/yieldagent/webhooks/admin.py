@@ -7,7 +7,7 @@ from typing import Any
 
 from yieldagent.domain.errors import InvalidInput
 from yieldagent.domain.partners.webhooks import check_webhook_url
-from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.domain.ports.webhooks import WebhookRegistry
 from yieldagent.webhooks.destinations import PUBLIC_ONLY, DestinationPolicy, check_destination
 from yieldagent.webhooks.sealing import SecretBox, partner_context
 from yieldagent.webhooks.signing import new_secret
@@ -16,7 +16,7 @@ MAX_LOG = 1000
 
 
 def set_webhook(
-    store: WebhookStore,
+    store: WebhookRegistry,
     box: SecretBox,
     name: str,
     url: str,
@@ -33,7 +33,7 @@ def set_webhook(
     return {"name": name, "url": url, "secret": secret}
 
 
-def delivery_log(store: WebhookStore, name: str, limit: int) -> dict[str, Any]:
+def delivery_log(store: WebhookRegistry, name: str, limit: int) -> dict[str, Any]:
     """The partner's latest deliveries (1 to 1000), newest first, and how many still wait."""
     if not 1 <= limit <= MAX_LOG:
         raise InvalidInput.field(("limit",), f"Input should be from 1 to {MAX_LOG}", "range")

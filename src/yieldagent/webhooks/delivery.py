@@ -1,7 +1,7 @@
 """The delivery job: posts each partner's events to its webhook, at least once, in order
 per wallet.
 
-Each run claims the due deliveries (``storage.webhooks``: the oldest undelivered one of
+Each run claims the due deliveries (the ``DeliveryQueue`` port: the oldest undelivered one of
 each wallet, leased), posts them concurrently (one per wallet at a time), and records the
 round's attempts in one transaction. A 2xx answer delivers; anything else (another
 status, a timeout, a refused connection) schedules the next attempt after a backoff:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from yieldagent.storage.webhooks import Attempt, Claimed, WebhookStore
+from yieldagent.domain.ports.webhooks import Attempt, Claimed, DeliveryQueue
 from yieldagent.webhooks.destinations import (
     PUBLIC_ONLY,
     DestinationPolicy,
@@ -104,7 +104,7 @@ class Deliverer:
 
     def __init__(
         self,
-        store: WebhookStore,
+        store: DeliveryQueue,
         box: SecretBox,
         settings: DeliverySettings,
         observe: Callable[[DeliveryOutcome], None] | None = None,
@@ -171,11 +171,11 @@ class Deliverer:
         if refused is not None:
             error = f"refused destination: {refused}"
         elif secret is not None:
-            body = encode(item.event.body())
+            body = encode(item.body)
             headers = {
                 "Content-Type": "application/json",
                 SIGNATURE_HEADER: signature(secret, int(self._clock()), body),
-                EVENT_ID_HEADER: str(item.event.id),
+                EVENT_ID_HEADER: str(item.event_id),
             }
             try:
                 async with http.post(
@@ -200,7 +200,7 @@ class Deliverer:
         retry_at = now + backoff(attempt, self._settings.max_backoff_seconds)
         dead = not delivered and now - item.created_at > self._settings.dead_after_seconds
         outcome = DeliveryOutcome(
-            item.event.id,
+            item.event_id,
             item.partner_id,
             attempt,
             delivered,

@@ -6,9 +6,9 @@ from fractions import Fraction
 
 import pytest
 
-from yieldagent.chain.web3.config import CollateralFeedConfig, Web3ChainConfig
+from yieldagent.chain.web3.config import CollateralFeedConfig
+from yieldagent.composition.deployments import Manifest, ProtocolDeployment, chain_config
 from yieldagent.config import load_settings
-from yieldagent.devnet.manifest import Manifest, ProtocolDeployment
 from yieldagent.domain.errors import ConfigurationError
 
 USDC = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
@@ -40,7 +40,7 @@ def _manifest() -> Manifest:
 
 
 def test_a_manifest_gives_checksummed_contracts() -> None:
-    config = Web3ChainConfig.from_manifest(_manifest(), confirmations=2)
+    config = chain_config(_manifest(), confirmations=2)
     [vault] = config.protocols
     assert config.token == "0x5FbDB2315678afecb367f032d93F642f64180aa3"
     assert vault.address == "0x82e01223d51Eb87e16A03E24687EDF0F294da6f1"

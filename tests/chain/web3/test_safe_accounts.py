@@ -18,8 +18,8 @@ from support.devnet import Devnet
 from support.safe_world import SENTINEL, Signer, operator_key, safe_world
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
-from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
+from yieldagent.composition.deployments import chain_config
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.safe import selector
 from yieldagent.devnet.usdc import ONE_USDC, mint
@@ -50,7 +50,7 @@ async def chain(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[Web3Ch
         SendSettings(poll_seconds=0.02, receipt_timeout_seconds=30.0),
     )
     world = safe_world(devnet_snapshot, COLLECTOR)
-    config = Web3ChainConfig.from_manifest(devnet_snapshot.manifest, safe=world.constants())
+    config = chain_config(devnet_snapshot.manifest, safe=world.constants())
     yield Web3Chain(w3, config, sender)
     await w3.provider.disconnect()
     engine.dispose()

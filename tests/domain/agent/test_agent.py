@@ -43,6 +43,7 @@ from support.wallet_setup import (
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.domain.books.operations import (
     Move,
     Operation,
@@ -59,7 +60,6 @@ from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.ports.chain import GasCost
-from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.runs import RunStore

@@ -25,6 +25,7 @@ from support.wallet_setup import (
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.simulated.risk import Scenarios
+from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.events import RISK_CHANGED, WalletEvent
@@ -33,7 +34,6 @@ from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
-from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.servicers.events import wallet_event
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.operations import OperationStore

@@ -51,7 +51,7 @@ from support.wallet_setup import (
     top_up_deposit,
 )
 from yieldagent.chain.simulated.genesis import REWARD_TOKENS
-from yieldagent.chain.simulated.market import MinedTx, SimulatedMarket
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.reconciliation import Repair
 from yieldagent.domain.books.wallet_states import WalletStatus
@@ -60,6 +60,7 @@ from yieldagent.domain.errors import ChainRejected, ChainUnavailable
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.credentials import Partner
+from yieldagent.simulated_world.state import MinedTx
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.wallets import WalletStore
 

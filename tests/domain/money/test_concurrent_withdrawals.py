@@ -37,8 +37,9 @@ from support.wallet_setup import (
     stored,
 )
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import simulated_chains
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.chains import simulated_chains
+from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, WithdrawalRecord
 from yieldagent.domain.errors import InvalidRequest
@@ -59,7 +60,6 @@ from yieldagent.domain.ports.chain import (
     TxReceipt,
 )
 from yieldagent.domain.ports.credentials import Partner
-from yieldagent.service.clock import SYSTEM_CLOCK
 from yieldagent.storage.db import create_db_engine
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.simulation import SimulationStore

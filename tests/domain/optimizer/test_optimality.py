@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.genesis import genesis_pool
-from yieldagent.chain.simulated.pools import PoolState, copy_pool, deposit, quote_of
+from yieldagent.chain.simulated.pools import copy_pool, deposit, quote_of
 from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.optimizer.optimality import is_settled
 from yieldagent.domain.optimizer.rebalance import Costs, optimize
+from yieldagent.simulated_world.state import PoolState
 
 BASE = 8453
 SEED = 7

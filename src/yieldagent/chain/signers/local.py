@@ -3,8 +3,8 @@
 The key arrives decrypted, once, at start (``chain.operator``), and stays in this object
 alone: it is not in ``repr``, not logged, and never handed out, so nothing else in the
 service can copy it. A signature is a local secp256k1 operation, made in a worker thread:
-with eth-keys' pure-Python backend it takes milliseconds (24 ms on a loaded 2-core
-machine), which the event loop does not wait for.
+with eth-keys' pure-Python backend it takes milliseconds, which the event loop does not
+wait for.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from yieldagent.chain.simulated.genesis import reward_token
-from yieldagent.chain.simulated.market import LOSS, MinedTx, SimulatedMarket
-from yieldagent.chain.simulated.pools import MarketError, quote_of
+from yieldagent.chain.simulated.market import LOSS, SimulatedMarket
+from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.market.readings import PoolReading
@@ -26,6 +26,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.simulated_world.state import MarketError, MinedTx
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from eth_utils.address import to_checksum_address
 
-from yieldagent.chain.simulated.pools import MarketState, PoolState, first_step_after
+from yieldagent.chain.simulated.pools import first_step_after
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
 from yieldagent.domain.market.rate_models import RAY, model_for
+from yieldagent.simulated_world.state import MarketState, PoolState
 
 
 @dataclass(frozen=True, slots=True)

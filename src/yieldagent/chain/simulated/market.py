@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 
 from eth_utils.crypto import keccak
 
-from yieldagent.chain.simulated.clock import SimClock
 from yieldagent.chain.simulated.genesis import TIMING, genesis_pools, reward_token
 from yieldagent.chain.simulated.pools import (
     STEP_SECONDS,
-    MarketError,
-    PoolState,
     advance,
     catch_up,
     deposit,
@@ -37,41 +33,9 @@ from yieldagent.chain.simulated.sends import SendBatch, checkpoint_rewards
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.ports.chain import ChainKind, Send
-from yieldagent.storage.simulation import SimSession, SimulationStore
-from yieldagent.storage.tables import SimTransactionRow
-
-
-@dataclass(frozen=True, slots=True)
-class MinedTx:
-    """A mined simulated transaction."""
-
-    tx_hash: str
-    chain_id: int
-    block_number: int
-    timestamp: int
-    kind: str
-    token: str
-    sender: str
-    recipient: str
-    amount: int
-    token_out: str | None = None
-    amount_out: int | None = None
-
-
-def _mined(row: SimTransactionRow) -> MinedTx:
-    return MinedTx(
-        row.tx_hash,
-        row.chain_id,
-        row.block_number,
-        row.timestamp,
-        row.kind,
-        row.token,
-        row.sender,
-        row.recipient,
-        row.amount,
-        row.token_out,
-        row.amount_out,
-    )
+from yieldagent.simulated_world.clock import SimClock
+from yieldagent.simulated_world.state import MarketError, MinedTx, PoolState
+from yieldagent.simulated_world.store import WorldStore, WorldUnit
 
 
 def _tx_hash(seed: int, sequence: int) -> str:
@@ -86,11 +50,12 @@ FAUCET = "0x" + "fa" * 20
 
 
 class SimulatedMarket:
-    """The simulated world, stored in the service's database."""
+    """The simulated world, kept by ``store`` (the service's database: the composition
+    root passes ``storage.simulation.SimulationStore``)."""
 
     def __init__(
         self,
-        store: SimulationStore,
+        store: WorldStore,
         catalog: Catalog,
         seed: int,
         speed: float,
@@ -135,7 +100,7 @@ class SimulatedMarket:
         with self.store.reading() as unit:
             return self._now(unit)
 
-    def _now(self, unit: SimSession) -> int:
+    def _now(self, unit: WorldUnit) -> int:
         world = unit.clock()
         if world is None:
             raise RuntimeError("the simulated world does not exist: call start() first")
@@ -161,7 +126,7 @@ class SimulatedMarket:
             self._settle(unit, now)
         return now
 
-    def _settle(self, unit: SimSession, now: int) -> None:
+    def _settle(self, unit: WorldUnit, now: int) -> None:
         for pool in unit.pools():
             catch_up(pool, now, self._seed)
             unit.save_pool(pool)
@@ -209,7 +174,7 @@ class SimulatedMarket:
         return pools, prices, key[2]
 
     def _projected(
-        self, unit: SimSession, chain_id: int, token: str | None
+        self, unit: WorldUnit, chain_id: int, token: str | None
     ) -> tuple[list[PoolState], tuple[int, str | None, int, int]]:
         """``pools_now`` within ``unit``, and the key it is cached under."""
         world = unit.clock()
@@ -285,27 +250,25 @@ class SimulatedMarket:
     def history(self, chain_id: int, holder: str, since_block: int) -> list[MinedTx]:
         """Transactions involving ``holder`` on ``chain_id`` from ``since_block`` on."""
         with self.store.reading() as unit:
-            return [_mined(row) for row in unit.transactions_of(chain_id, holder, since_block)]
+            return unit.transactions_of(chain_id, holder, since_block)
 
     def histories(
         self, chain_id: int, holders: Sequence[str], since_block: int
     ) -> dict[str, list[MinedTx]]:
         """``history`` of each of ``holders`` (each one a key), read at once."""
         with self.store.reading() as unit:
-            found = unit.transactions_of_many(chain_id, holders, since_block)
-            return {holder: [_mined(row) for row in rows] for holder, rows in found.items()}
+            return unit.transactions_of_many(chain_id, holders, since_block)
 
     def transaction(self, tx_hash: str) -> MinedTx | None:
         """A mined simulated transaction."""
         with self.store.reading() as unit:
-            row = unit.transaction(tx_hash)
-            return _mined(row) if row is not None else None
+            return unit.transaction(tx_hash)
 
     # -- writes -----------------------------------------------------------------
 
     def _mine(
         self,
-        unit: SimSession,
+        unit: WorldUnit,
         chain_id: int,
         kind: str,
         token: str,
@@ -320,7 +283,7 @@ class SimulatedMarket:
         assert world is not None
         now = world.clock.now(self._wall())
         sequence = unit.next_sequence()
-        row = SimTransactionRow(
+        mined = MinedTx(
             tx_hash=_tx_hash(world.seed, sequence),
             chain_id=chain_id,
             block_number=self.block_number(chain_id, now, world.genesis),
@@ -334,11 +297,11 @@ class SimulatedMarket:
             token_out=token_out,
             amount_out=amount_out,
         )
-        unit.record(row)
-        return _mined(row)
+        unit.record(mined)
+        return mined
 
     def note_loss(
-        self, unit: SimSession, chain_id: int, token: str, protocol: str, holder: str, amount: int
+        self, unit: WorldUnit, chain_id: int, token: str, protocol: str, holder: str, amount: int
     ) -> MinedTx:
         """Records what a holder lost when ``protocol``'s pool wrote off bad debt: a
         ``loss`` row of the holder's history (no token moves; the chain port leaves it
@@ -367,7 +330,7 @@ class SimulatedMarket:
 
     def _transfer(
         self,
-        unit: SimSession,
+        unit: WorldUnit,
         chain_id: int,
         token: str,
         sender: str,
@@ -395,7 +358,7 @@ class SimulatedMarket:
         with self.store.writing() as unit:
             return self._transfer(unit, chain_id, token, sender, recipient, amount)
 
-    def _pool(self, unit: SimSession, chain_id: int, protocol: str, token: str) -> PoolState:
+    def _pool(self, unit: WorldUnit, chain_id: int, protocol: str, token: str) -> PoolState:
         for pool in unit.pools(chain_id, token):
             if pool.protocol == protocol:
                 advance(pool, self._now(unit), self._seed)
@@ -462,7 +425,7 @@ class SimulatedMarket:
             now = world.clock.now(self._wall())
             block = self.block_number(chain_id, now, world.genesis)
             batch = SendBatch(unit, chain_id, sends, now, self._seed)
-            rows: list[dict[str, object]] = []
+            mined_now: list[MinedTx] = []
             for send in sends:
                 try:
                     if send.action == ChainKind.SUPPLY:
@@ -477,36 +440,24 @@ class SimulatedMarket:
                 except MarketError as refused:
                     done.append(refused)
                     continue
-                sequence = world.sequence + len(rows) + 1
+                sequence = world.sequence + len(mined_now) + 1
                 mined = MinedTx(
                     _tx_hash(world.seed, sequence),
                     chain_id,
                     block,
                     now,
+                    sequence,
                     send.action,
                     send.token,
                     sender,
                     recipient,
                     amount,
                 )
-                rows.append(
-                    {
-                        "tx_hash": mined.tx_hash,
-                        "chain_id": chain_id,
-                        "block_number": block,
-                        "timestamp": now,
-                        "sequence": sequence,
-                        "kind": mined.kind,
-                        "token": mined.token,
-                        "sender": sender,
-                        "recipient": recipient,
-                        "amount": amount,
-                    }
-                )
+                mined_now.append(mined)
                 done.append(mined)
             batch.save()
-            unit.take_sequences(len(rows))
-            unit.record_many(rows)
+            unit.take_sequences(len(mined_now))
+            unit.record_many(mined_now)
         return done
 
     def price(self, chain_id: int, token: str) -> tuple[Decimal, int]:

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from fractions import Fraction
 
 from yieldagent.domain.market.history import MAX_SNAPSHOTS, Snapshot, recorded
 from yieldagent.domain.market.quotes import MarketQuote, PoolQuote, pool_rate, spread
-from yieldagent.domain.market.rate_models import RAY, SECONDS_PER_YEAR, RateModel, model_for
+from yieldagent.domain.market.rate_models import RAY, SECONDS_PER_YEAR
+from yieldagent.simulated_world.state import MarketError, MarketState, PoolState
 
 STEP_SECONDS = 3600
 """Borrow demand changes at every multiple of this many seconds of simulated time."""
@@ -47,71 +48,6 @@ _MIN_UTILIZATION, _MAX_UTILIZATION = 0.30, 0.97
 _REVERSION = 0.05  # share of the gap to the mean utilization closed each step
 _VOLATILITY = 0.01  # standard deviation of the target utilization's step
 _FOLLOW = 0.5  # share of the gap between borrows and their target closed each step
-
-
-class MarketError(ValueError):
-    """An action the market cannot carry out (not enough funds or liquidity)."""
-
-
-@dataclass(slots=True)
-class MarketState:
-    """One lending market: what is supplied and borrowed, and where demand pulls."""
-
-    name: str
-    supply: int
-    borrows: int
-    rate_at_target: int
-    mean_utilization: float
-    target_utilization: float
-
-    @property
-    def held(self) -> int:
-        """What the pool holds of the market: all of it (a simulated market lends for one
-        pool only)."""
-        return self.supply
-
-    def cash(self) -> int:
-        """What can be withdrawn from the market now."""
-        return max(self.supply - self.borrows, 0)
-
-
-@dataclass(slots=True)
-class PoolState:
-    """A pool an agent supplies to, and the markets it lends through."""
-
-    chain_id: int
-    protocol: str
-    token: str
-    kind: str
-    fee: int
-    liquidity_index: int
-    scaled_supply: int
-    markets: list[MarketState]
-    updated_at: int
-    next_step: int
-    reward_token: str | None = None
-    reward_rate: int = 0
-    reward_index: int = 0
-    supply_paused: bool = False
-    withdraw_paused: bool = False
-    history: tuple[Snapshot, ...] = ()
-    """Snapshots of the pool, oldest first (``snapshot_of``)."""
-    model: RateModel = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self.model = model_for(self.kind)
-
-    def total_supply(self) -> int:
-        """Underlying supplied to the pool's markets, interest included."""
-        return sum(m.supply for m in self.markets)
-
-    def cash(self) -> int:
-        """What can be withdrawn from the pool now."""
-        return sum(m.cash() for m in self.markets)
-
-    def borrows(self) -> int:
-        """Underlying lent out of the pool's markets."""
-        return sum(m.borrows for m in self.markets)
 
 
 def snapshot_of(pool: PoolState, at: int) -> Snapshot:

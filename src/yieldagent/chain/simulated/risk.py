@@ -21,7 +21,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from yieldagent.chain.simulated.pools import (
-    PoolState,
     advance,
     drain,
     lose,
@@ -31,10 +30,11 @@ from yieldagent.chain.simulated.pools import (
 )
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.market.readings import CollateralFeed, PoolReading
+from yieldagent.simulated_world.state import PoolState
 
 if TYPE_CHECKING:
     from yieldagent.chain.simulated.market import SimulatedMarket
-    from yieldagent.storage.simulation import SimSession
+    from yieldagent.simulated_world.store import WorldUnit
 
 PRICE_DECIMALS = 8
 """A feed's decimals, as Chainlink's USD feeds have."""
@@ -93,7 +93,7 @@ class Scenarios:
     def __init__(self, market: SimulatedMarket) -> None:
         self._market = market
 
-    def _pools(self, unit: SimSession, chain_id: int, protocol: str, now: int) -> list[PoolState]:
+    def _pools(self, unit: WorldUnit, chain_id: int, protocol: str, now: int) -> list[PoolState]:
         """Every pool of ``protocol`` on ``chain_id`` (one per token), brought to ``now``."""
         pools = [p for p in unit.pools(chain_id) if p.protocol == protocol]
         if not pools:
@@ -102,7 +102,7 @@ class Scenarios:
             advance(pool, now, self._market.seed)
         return pools
 
-    def _changed(self, unit: SimSession, pools: Sequence[PoolState]) -> None:
+    def _changed(self, unit: WorldUnit, pools: Sequence[PoolState]) -> None:
         for pool in pools:
             unit.save_pool(pool)
         unit.take_sequences(1)  # a new state of the world: projections are read afresh

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from yieldagent.chain.simulated.pools import (
-    MarketError,
-    PoolState,
     advance,
     deposit,
     rewards_owed,
@@ -21,14 +19,15 @@ from yieldagent.chain.simulated.pools import (
     withdraw,
 )
 from yieldagent.domain.ports.chain import Send
-from yieldagent.storage.simulation import Holding, SimSession
+from yieldagent.simulated_world.state import MarketError, PoolState, ScaledPosition
+from yieldagent.simulated_world.store import WorldUnit
 
 
 class SendBatch:
     """The state a batch of sends on one chain reads and changes, in memory."""
 
     def __init__(
-        self, unit: SimSession, chain_id: int, sends: Sequence[Send], now: int, seed: int
+        self, unit: WorldUnit, chain_id: int, sends: Sequence[Send], now: int, seed: int
     ) -> None:
         self._unit = unit
         self._chain_id = chain_id
@@ -61,16 +60,16 @@ class SendBatch:
             self._advanced.add(key)
         return pool, self._pool_ids[key]
 
-    def _holding(self, pool: PoolState, pool_id: int, holder: str) -> Holding:
+    def _holding(self, pool: PoolState, pool_id: int, holder: str) -> ScaledPosition:
         """The holder's position (a zero one, not stored, if none is): a copy to change."""
         held = self._holdings.get((pool_id, holder))
         if held is None:
-            return Holding(pool_id, holder, 0, pool.reward_index, 0, stored=False)
-        return Holding(
+            return ScaledPosition(pool_id, holder, 0, pool.reward_index, 0, stored=False)
+        return ScaledPosition(
             pool_id, holder, held.scaled, held.reward_snapshot, held.rewards_owed, held.stored
         )
 
-    def _keep(self, pool: PoolState, held: Holding) -> None:
+    def _keep(self, pool: PoolState, held: ScaledPosition) -> None:
         key = (held.pool_id, held.holder)
         self._holdings[key] = held
         self._changed_holdings.add(key)

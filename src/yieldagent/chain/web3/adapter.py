@@ -76,12 +76,7 @@ from yieldagent.chain.web3.protocols.moonwell import MTokenPool
 from yieldagent.chain.web3.protocols.morpho import VaultPool
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
-from yieldagent.chain.web3.transactions import (
-    NonceSource,
-    Receipt,
-    SendSettings,
-    TransactionSender,
-)
+from yieldagent.chain.web3.transactions import Receipt, SendSettings, TransactionSender
 from yieldagent.domain.errors import (
     ChainRejected,
     ChainUnavailable,
@@ -107,6 +102,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
+from yieldagent.domain.ports.nonces import NonceSource
 from yieldagent.domain.ports.signer import Signer
 
 GAS_UNITS = {
@@ -196,7 +192,7 @@ class Web3Chain:
     ) -> Web3Chain:
         """The adapter of the node at ``url``: its operator signs with ``signer`` (the
         signer port, ``chain.operator.load_operator_wallet``) and leases nonces from ``nonces``
-        (``storage.nonces.NonceStore``)."""
+        (the nonce port; the composition root passes ``storage.nonces.NonceStore``)."""
         w3 = AsyncWeb3(AsyncHTTPProvider(url))
         sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
         return cls(w3, config, sender)

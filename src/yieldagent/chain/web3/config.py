@@ -2,9 +2,10 @@
 
 A ``Web3ChainConfig`` names contracts only; everything else (rate parameters, reserve
 factors, market states, the tokens an Aave reserve issues, a feed's decimals) is read from
-the chain. It is built from the devnet's manifest (``from_manifest``) or, for a production
-RPC, written from the catalog's addresses. The pegged collaterals the depeg guard watches
-(``collateral_feeds``) come from the manifest or ``YIELDAGENT_COLLATERAL_FEEDS_<chain_id>``.
+the chain. The composition root builds it from the chain's deployment manifest
+(``composition.deployments.chain_config``); the adapter takes plain values and reads no file.
+The pegged collaterals the depeg guard watches (``collateral_feeds``) come from the manifest
+or ``YIELDAGENT_COLLATERAL_FEEDS_<chain_id>``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 from eth_utils.address import to_checksum_address
 
@@ -111,43 +111,3 @@ class Web3ChainConfig:
             if protocol.name == name:
                 return protocol
         raise ConfigurationError(f"no protocol {name!r} on chain {self.chain_id}")
-
-    @classmethod
-    def from_manifest(cls, manifest: Any, **overrides: Any) -> Web3ChainConfig:
-        """The config of a devnet from its ``yieldagent.devnet.manifest.Manifest``."""
-        protocols = tuple(
-            ProtocolConfig(
-                name=p.name,
-                kind=p.kind,
-                address=to_checksum_address(p.address),
-                contracts={k: _maybe_address(v) for k, v in p.contracts.items()},
-                markets=tuple(p.markets),
-            )
-            for p in manifest.protocols
-        )
-        values: dict[str, Any] = {
-            "chain_id": manifest.chain_id,
-            "token": to_checksum_address(manifest.token),
-            "token_symbol": manifest.token_symbol,
-            "token_decimals": manifest.token_decimals,
-            "protocols": protocols,
-            "reward_token": _address(manifest.reward_token),
-            "swap_router": _address(manifest.swap_router),
-            "module": _address(manifest.safe.module) if manifest.safe is not None else None,
-            "collateral_feeds": tuple(
-                CollateralFeedConfig.of(token, feed["feed"], feed["peg"])
-                for token, feed in sorted(getattr(manifest, "collateral_feeds", {}).items())
-            ),
-        }
-        values.update(overrides)
-        return cls(**values)
-
-
-def _address(value: str | None) -> str | None:
-    if not value or int(value, 16) == 0:
-        return None
-    return to_checksum_address(value)
-
-
-def _maybe_address(value: str) -> str:
-    return to_checksum_address(value) if is_address(value) else value

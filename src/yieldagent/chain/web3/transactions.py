@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from eth_typing import ChecksumAddress
 from eth_utils.address import to_checksum_address
@@ -53,6 +53,7 @@ from yieldagent.chain.web3.node_answers import (
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
+from yieldagent.domain.ports.nonces import NonceSource
 from yieldagent.domain.ports.signer import Signer
 
 log = logging.getLogger(__name__)
@@ -62,25 +63,6 @@ T = TypeVar("T")
 FIRST_POLL_SECONDS = 0.02
 """How soon a sent transaction's receipt is first looked for; each later look waits twice
 as long, up to ``SendSettings.poll_seconds``."""
-
-
-class NonceSource(Protocol):
-    """Where nonces come from: ``storage.nonces.NonceStore``."""
-
-    def reserve(
-        self,
-        chain_id: int,
-        address: str,
-        chain_pending_nonce: int,
-        hold_seconds: float | None = None,
-    ) -> int:
-        """A nonce for ``address``'s next transaction, held for ``hold_seconds``."""
-
-    def consume(self, chain_id: int, address: str, nonce: int) -> None:
-        """The chain has ``nonce``."""
-
-    def release(self, chain_id: int, address: str, nonce: int) -> None:
-        """``nonce`` was never broadcast: hand it out again."""
 
 
 @dataclass(frozen=True, slots=True)

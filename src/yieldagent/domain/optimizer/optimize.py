@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from yieldagent.domain.addresses import parse_address, parse_amount
+from yieldagent.domain.addresses import parse_address
+from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import RawConstraint, Thresholds, parse_constraints
 from yieldagent.domain.errors import InvalidInput, InvalidRequest, NotFound

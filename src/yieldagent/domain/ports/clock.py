@@ -1,7 +1,7 @@
 """The clock port: wall time, a monotonic clock, and sleeping.
 
 The domain reads time and waits only through this port, so it does no I/O of its own
-and tests can drive time. ``yieldagent.service.clock.SystemClock`` is the real one.
+and tests can drive time. ``yieldagent.composition.clock.SystemClock`` is the real one.
 """
 
 from __future__ import annotations

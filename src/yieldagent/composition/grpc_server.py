@@ -1,7 +1,7 @@
 """The grpc.aio server: the API's servicers behind one interceptor, with the standard health
 service and, when enabled, server reflection; plaintext, or TLS with the configured
 certificate. What backs each servicer is decided by the composition root
-(``service.compose``); this module knows only gRPC.
+(``composition.compose``); this module knows only gRPC.
 """
 
 from __future__ import annotations

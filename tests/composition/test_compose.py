@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from yieldagent.chain.signers.local import LocalKeySigner
+from yieldagent.composition import compose
+from yieldagent.composition.compose import Service, load_operator
 from yieldagent.config import Settings, load_settings
 from yieldagent.domain.errors import ConfigurationError
-from yieldagent.service import compose
-from yieldagent.service.compose import Service, load_operator
 
 KEY = "0x" + "5e" * 32
 

@@ -19,6 +19,8 @@ from sqlalchemy import Engine
 
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.web3.config import CollateralFeedConfig
+from yieldagent.composition.deployments import Manifest, chain_config
 from yieldagent.config import Settings
 from yieldagent.domain.catalog import Catalog, relocate
 from yieldagent.domain.errors import ConfigurationError
@@ -31,6 +33,7 @@ from yieldagent.domain.partners.safe_accounts import (
 )
 from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.signer import Signer
+from yieldagent.storage.nonces import NonceStore
 from yieldagent.storage.simulation import SimulationStore
 
 
@@ -55,8 +58,6 @@ def simulated_chains(market: SimulatedMarket, catalog: Catalog) -> dict[int, Mar
 
 def served_catalog(settings: Settings, catalog: Catalog) -> Catalog:
     """The catalog as the service serves it: each web3 chain at its manifest's addresses."""
-    from yieldagent.devnet.manifest import Manifest
-
     for chain_id in sorted(settings.rpc_urls):
         path = settings.deployment(chain_id)
         if path is None:
@@ -88,11 +89,8 @@ def build_chains(
 def _web3_chain(
     settings: Settings, engine: Engine, operator: Signer, chain_id: int, url: str
 ) -> MarketChain:
-    from yieldagent.chain.web3.adapter import Web3Chain
-    from yieldagent.chain.web3.config import CollateralFeedConfig, Web3ChainConfig
+    from yieldagent.chain.web3.adapter import Web3Chain  # web3 loads only for a web3 chain
     from yieldagent.chain.web3.transactions import SendSettings
-    from yieldagent.devnet.manifest import Manifest
-    from yieldagent.storage.nonces import NonceStore
 
     path = settings.deployment(chain_id)
     if path is None:
@@ -106,7 +104,7 @@ def _web3_chain(
         overrides["collateral_feeds"] = tuple(
             CollateralFeedConfig.of(*feed) for feed in settings.collateral_feeds[chain_id]
         )
-    config = Web3ChainConfig.from_manifest(
+    config = chain_config(
         Manifest.load(path),
         confirmations=settings.confirmations,
         log_range=settings.log_range,
@@ -169,8 +167,6 @@ def safe_chains(settings: Settings, catalog: Catalog, operator: str) -> SafeChai
 
 def _web3_constants(settings: Settings, chain_id: int, operator: str) -> SafeAccountConstants | str:
     """A web3 chain's constants from its manifest, or why there are none."""
-    from yieldagent.devnet.manifest import Manifest
-
     if not settings.fee_collector:
         return "YIELDAGENT_FEE_COLLECTOR is not set; a real chain needs a fee collector"
     path = settings.deployment(chain_id)

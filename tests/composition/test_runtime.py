@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import uvloop
 
-from yieldagent.service import runtime
+from yieldagent.composition import runtime
 
 
 @pytest.fixture

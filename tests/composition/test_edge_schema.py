@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
+from yieldagent.composition.edge import render_config, request_schema
 from yieldagent.config import load_settings
-from yieldagent.service.edge import render_config, request_schema
 from yieldagent.servicers.method_policy import api_services
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yieldagent.chain.simulated.clock import SimClock
+from yieldagent.simulated_world.clock import SimClock
 
 ANCHOR = 1_767_225_600
 WALL = 1_700_000_000.0

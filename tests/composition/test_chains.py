@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import SIMULATED_FEE_COLLECTOR, SIMULATED_MODULE, safe_chains
+from yieldagent.composition.chains import SIMULATED_FEE_COLLECTOR, SIMULATED_MODULE, safe_chains
+from yieldagent.composition.deployments import Manifest, SafeDeployment
 from yieldagent.config import Settings, load_settings
-from yieldagent.devnet.manifest import Manifest, SafeDeployment
 from yieldagent.domain.errors import ChainUnavailable
 
 OPERATOR = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"

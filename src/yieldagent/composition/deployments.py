@@ -1,8 +1,10 @@
-"""The devnet's deployment manifest: what was deployed where, as one JSON file.
+"""A chain's deployment manifest: what is deployed where, as one JSON file.
 
-``make devnet`` writes it to ``var/devnet.json`` (or ``YIELDAGENT_DEVNET_MANIFEST``); the
-web3 adapter, the tests and the CLI read it back with ``Manifest.load``. Addresses are
-EIP-55 checksummed hex strings.
+The service reads one for each web3 chain (``YIELDAGENT_DEPLOYMENT_<chain_id>``, by default
+the devnet's ``<data dir>/devnet.json``) with ``Manifest.load``, and the composition root
+turns it into plain values: the web3 adapter's config (``chain_config``), the catalog's
+addresses and the Safe constants (``chains``). ``make devnet`` writes one; so can an
+operator, for any other chain. Addresses are EIP-55 checksummed hex strings.
 """
 
 from __future__ import annotations
@@ -13,13 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-MANIFEST_ENV = "YIELDAGENT_DEVNET_MANIFEST"
-DEFAULT_MANIFEST = Path("var") / "devnet.json"
+from eth_utils.address import to_checksum_address
 
-
-def manifest_path() -> Path:
-    """Where the manifest lives: ``$YIELDAGENT_DEVNET_MANIFEST``, else ``var/devnet.json``."""
-    return Path(os.environ.get(MANIFEST_ENV) or DEFAULT_MANIFEST)
+from yieldagent.chain.web3.config import CollateralFeedConfig, ProtocolConfig, Web3ChainConfig
+from yieldagent.domain.addresses import is_address
 
 
 @dataclass(frozen=True)
@@ -176,3 +175,44 @@ class Manifest:
     def load(cls, path: Path) -> Manifest:
         """The manifest written at ``path``."""
         return cls.from_json(path.read_text())
+
+
+def chain_config(manifest: Manifest, **overrides: Any) -> Web3ChainConfig:
+    """The web3 adapter's config of the chain ``manifest`` describes; ``overrides`` set
+    the settings' fields (``confirmations``, ``log_range``, ``safe``, ``collateral_feeds``)."""
+    protocols = tuple(
+        ProtocolConfig(
+            name=p.name,
+            kind=p.kind,
+            address=to_checksum_address(p.address),
+            contracts={k: _maybe_address(v) for k, v in p.contracts.items()},
+            markets=tuple(p.markets),
+        )
+        for p in manifest.protocols
+    )
+    values: dict[str, Any] = {
+        "chain_id": manifest.chain_id,
+        "token": to_checksum_address(manifest.token),
+        "token_symbol": manifest.token_symbol,
+        "token_decimals": manifest.token_decimals,
+        "protocols": protocols,
+        "reward_token": _address(manifest.reward_token),
+        "swap_router": _address(manifest.swap_router),
+        "module": _address(manifest.safe.module) if manifest.safe is not None else None,
+        "collateral_feeds": tuple(
+            CollateralFeedConfig.of(token, feed["feed"], feed["peg"])
+            for token, feed in sorted(manifest.collateral_feeds.items())
+        ),
+    }
+    values.update(overrides)
+    return Web3ChainConfig(**values)
+
+
+def _address(value: str | None) -> str | None:
+    if not value or int(value, 16) == 0:
+        return None
+    return to_checksum_address(value)
+
+
+def _maybe_address(value: str) -> str:
+    return to_checksum_address(value) if is_address(value) else value

@@ -1,19 +1,18 @@
 """The serving process's Python runtime: its event loop, and the settings for a server's
 latency once it has started.
 
-Measured on the fleet poll (``make bench``, 32 connections, one serving process):
-
 - uvloop as the event loop (``YIELDAGENT_EVENT_LOOP``): grpc.aio hands each call from its
-  completion queue to the loop and back; on libuv the server spent 14 to 33% less CPU per
-  read than on the standard library's loop over three runs, and the poll's p99 went from
-  1.40× FastAPI's to 0.73–1.14× (FastAPI on uvloop too).
+  completion queue to the loop and back, which libuv's loop does for less CPU per read and
+  a lower p99 than the standard library's.
 - ``gc.freeze()``: what start-up created (modules, protobuf descriptors, SQLAlchemy's
-  metadata: about 150,000 objects) leaves the collector's reach. A full collection then
-  scans only what serving has kept since: 10 to 15 ms instead of about 110 ms, a pause
-  the poll saw as a p99 of 80 to 90 ms in the seconds it fell in.
+  metadata) leaves the collector's reach. A full collection then scans only what serving
+  has kept since, and its pause no longer shows in the poll's p99.
 - ``sys.setswitchinterval(0.001)``: gRPC's completion-queue thread hands each call to
   the event loop, and waits for the interpreter lock while the loop runs Python; at most a
-  millisecond rather than the default five (about 6% more reads a second, a lower p99).
+  millisecond rather than the default five, so more reads a second with a lower p99.
+
+What each was worth on the fleet poll is in ``docs/performance.md`` (Figures behind the
+code).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from yieldagent.service.worker import Worker
+from yieldagent.composition.worker import Worker
 
 
 async def test_jobs_run_every_tick_and_failures_do_not_stop_the_loop() -> None:

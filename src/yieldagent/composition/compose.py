@@ -20,15 +20,27 @@ from multiprocessing.connection import Connection
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
-from yieldagent.chain.chains import (
+from yieldagent.chain.operator import load_operator_wallet
+from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition import runtime
+from yieldagent.composition.chains import (
     build_chains,
     fee_collector,
     safe_chains,
     served_catalog,
     simulated_market,
 )
-from yieldagent.chain.operator import load_operator_wallet
-from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.composition.clock import SYSTEM_CLOCK
+from yieldagent.composition.edge import EnvoyProcess
+from yieldagent.composition.grpc_server import (
+    ApiServer,
+    Registration,
+    Tls,
+    api_server,
+    mark_serving,
+)
+from yieldagent.composition.processes import ServingProcesses, serve_until_stopped
+from yieldagent.composition.worker import Job, Worker
 from yieldagent.config import Settings, check_production
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
@@ -52,18 +64,6 @@ from yieldagent.observability.metrics import (
     service_registry,
 )
 from yieldagent.observability.risk_metrics import RiskMetrics
-from yieldagent.service import runtime
-from yieldagent.service.clock import SYSTEM_CLOCK
-from yieldagent.service.edge import EnvoyProcess
-from yieldagent.service.grpc_server import (
-    ApiServer,
-    Registration,
-    Tls,
-    api_server,
-    mark_serving,
-)
-from yieldagent.service.processes import ServingProcesses, serve_until_stopped
-from yieldagent.service.worker import Job, Worker
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
@@ -391,7 +391,7 @@ process (Envoy's cluster lists it)."""
 
 
 def serve_process(settings: Settings, connection: Connection) -> None:
-    """An extra serving process (``service.processes``): the API on a private port, no
+    """An extra serving process (``composition.processes``): the API on a private port, no
     background work, until the main process stops it or is gone. The main process has
     migrated the database and created the operator key and the simulated world."""
     configure_logging(settings.log_level, settings.log_format)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yieldagent.secrets import Secret, child_environment
+from yieldagent.secret_values import Secret, child_environment
 
 
 def test_a_secret_shows_only_stars() -> None:
