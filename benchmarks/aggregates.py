@@ -250,7 +250,7 @@ def totals_switched_off() -> Iterator[None]:
     """``WalletStore.commit`` without the chain totals: nothing computed, nothing applied
     (the standing is still read: the same query reads the version the commit checks)."""
     with (
-        mock.patch("yieldagent.storage.journals.changes", new=_no_change),
+        mock.patch("yieldagent.domain.books.effects.changes", new=_no_change),
         mock.patch("yieldagent.storage.journals.apply_changes", new=_nothing_to_do),
     ):
         yield
