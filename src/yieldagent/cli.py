@@ -78,7 +78,7 @@ from yieldagent.composition.compose import (
     destination_policy,
     run_service,
 )
-from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
+from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings, logged_secrets
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
 from yieldagent.domain.dates import iso
@@ -622,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = load_settings()
-        configure_logging(settings.log_level, settings.log_format)
+        configure_logging(settings.log_level, settings.log_format, logged_secrets(settings))
         _COMMANDS[args.command](settings, args)
     except (YieldAgentError, MarketError) as error:
         # A detail of several lines (production mode's problems) is printed as a list.

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.risk.settings import RiskSettings
@@ -163,6 +164,16 @@ class Settings:
     def operator_keystore(self) -> Path:
         """Where the generated operator key is kept, encrypted (Web3 Secret Storage)."""
         return self.data_dir / "operator-keystore.json"
+
+
+def logged_secrets(settings: Settings) -> list[str]:
+    """Texts no log line may carry: each node's URL, and its path and query on their own
+    (a provider puts its API key in either, and an HTTP client may print them apart)."""
+    found = []
+    for url in settings.rpc_urls.values():
+        parts = urlsplit(url)
+        found += [url, parts.path, parts.query, parts.netloc.rpartition("@")[0]]
+    return [text for text in found if len(text) > 1]
 
 
 def require_operator_key(settings: Settings) -> None:

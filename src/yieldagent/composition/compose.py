@@ -41,7 +41,7 @@ from yieldagent.composition.grpc_server import (
 )
 from yieldagent.composition.processes import ServingProcesses, serve_until_stopped
 from yieldagent.composition.worker import Job, Worker
-from yieldagent.config import Settings, check_production
+from yieldagent.config import Settings, check_production, logged_secrets
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
@@ -394,7 +394,7 @@ def serve_process(settings: Settings, connection: Connection) -> None:
     """An extra serving process (``composition.processes``): the API on a private port, no
     background work, until the main process stops it or is gone. The main process has
     migrated the database and created the operator key and the simulated world."""
-    configure_logging(settings.log_level, settings.log_format)
+    configure_logging(settings.log_level, settings.log_format, logged_secrets(settings))
     runtime.run(_serve_privately(settings, connection), settings.event_loop)
 
 

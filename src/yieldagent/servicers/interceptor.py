@@ -37,7 +37,12 @@ from typing import Any
 
 import grpc
 
-from yieldagent.domain.errors import NotImplementedYet, RateLimited, YieldAgentError
+from yieldagent.domain.errors import (
+    NodeUnavailable,
+    NotImplementedYet,
+    RateLimited,
+    YieldAgentError,
+)
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import bind_request_id, unbind_request_id
@@ -290,8 +295,8 @@ async def _refuse(
         return
     if isinstance(error, RateLimited):
         RATE_LIMITED.inc()
-    log.info(
-        "request refused",
-        extra={"method": policy.full_name, "error": type(error).__name__, "detail": error.detail},
-    )
+    extra = {"method": policy.full_name, "error": type(error).__name__, "detail": error.detail}
+    if isinstance(error, NodeUnavailable):
+        extra["cause"] = error.cause  # the adapter's words: the failed call, never the URL
+    log.info("request refused", extra=extra)
     await errors.abort(context, error, policy, rest, echo)
