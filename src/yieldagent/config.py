@@ -85,7 +85,8 @@ class Settings:
     metrics_host: str | None = None
     """The address ``/metrics`` binds; None (not set): 127.0.0.1."""
     environment: str = "development"
-    """``development`` or ``production`` (which refuses unsafe settings at start)."""
+    """``development`` (simulated chains only), ``devnet`` (a local devnet on loopback
+    RPC URLs) or ``production`` (which refuses unsafe settings at start)."""
     tls_cert_file: Path | None = None
     """PEM certificate chain the REST and gRPC listeners present; None: plaintext."""
     tls_key_file: Path | None = None
@@ -130,6 +131,11 @@ class Settings:
     def production(self) -> bool:
         """Whether the service runs in production (``YIELDAGENT_ENV=production``)."""
         return self.environment == "production"
+
+    @property
+    def devnet(self) -> bool:
+        """Whether the web3 chains are a local devnet (``YIELDAGENT_ENV=devnet``)."""
+        return self.environment == "devnet"
 
     @property
     def partner_rate_burst(self) -> float:
@@ -254,7 +260,7 @@ def _access_log(env: Mapping[str, str]) -> Path | None:
 
 
 ON = frozenset({"on", "true", "yes", "1"})
-ENVIRONMENTS = ("development", "production")
+ENVIRONMENTS = ("development", "devnet", "production")
 """``YIELDAGENT_ENV``'s values, the default first."""
 EVENT_LOOPS = ("uvloop", "asyncio")
 """``YIELDAGENT_EVENT_LOOP``'s values, the default first."""
@@ -439,7 +445,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         environment=environment,
         tls_cert_file=tls_cert,
         tls_key_file=tls_key,
-        grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
+        grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment != "production"),
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
@@ -548,6 +554,21 @@ def unreachable_metrics(settings: Settings) -> list[str]:
     ]
 
 
+def unlimited_callers(settings: Settings) -> list[str]:
+    """Rate limits turned off, which let one client or one leaked partner key take the
+    whole service (and the operator's gas)."""
+    problems = []
+    if settings.client_rate_limit == 0:
+        problems.append(
+            "per-client limits are off (YIELDAGENT_CLIENT_RATE_LIMIT=0): set a rate a second"
+        )
+    if settings.partner_rate_limit == 0:
+        problems.append(
+            "per-partner limits are off (YIELDAGENT_PARTNER_RATE_LIMIT=0): set a rate a second"
+        )
+    return problems
+
+
 def production_problems(settings: Settings, with_edge: bool = True) -> list[str]:
     """Everything production mode refuses in ``settings``, one sentence each;
     ``with_edge``: whether Envoy's listeners run too."""
@@ -557,11 +578,41 @@ def production_problems(settings: Settings, with_edge: bool = True) -> list[str]
         *too_few_confirmations(settings),
         *generated_sealing_key(settings),
         *unreachable_metrics(settings),
+        *unlimited_callers(settings),
     ]
 
 
+def environment_problem(settings: Settings) -> str | None:
+    """Why ``YIELDAGENT_ENV`` does not fit the chains served, if it does not: a node's URL
+    means real money unless the environment says ``devnet``, and a devnet is local."""
+    names = ", ".join(f"YIELDAGENT_RPC_URL_{chain_id}" for chain_id in sorted(settings.rpc_urls))
+    if settings.environment == "development" and settings.rpc_urls:
+        return (
+            f"{names} {'is' if len(settings.rpc_urls) == 1 else 'are'} set, so the service "
+            "may move real money, but YIELDAGENT_ENV is development (the default, for "
+            "simulated chains only): set YIELDAGENT_ENV=production, or YIELDAGENT_ENV=devnet "
+            "for a local devnet"
+        )
+    if settings.devnet:
+        remote = [
+            f"YIELDAGENT_RPC_URL_{chain_id}"
+            for chain_id, url in sorted(settings.rpc_urls.items())
+            if not is_loopback(urlsplit(url).hostname or "")
+        ]
+        if remote:
+            return (
+                f"YIELDAGENT_ENV=devnet serves a devnet on this machine, but {', '.join(remote)} "
+                "names a node elsewhere: set YIELDAGENT_ENV=production for a real chain"
+            )
+    return None
+
+
 def check_production(settings: Settings, with_edge: bool = True) -> None:
-    """Raises ConfigurationError listing every problem, in production mode; else nothing."""
+    """Raises ConfigurationError when ``YIELDAGENT_ENV`` does not fit the chains served,
+    or, in production mode, listing every problem; else nothing."""
+    unfit = environment_problem(settings)
+    if unfit is not None:
+        raise ConfigurationError(unfit)
     if not settings.production:
         return
     problems = production_problems(settings, with_edge)

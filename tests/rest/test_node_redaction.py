@@ -144,6 +144,7 @@ def test_a_failing_nodes_key_reaches_no_reply_event_status_or_log(
     caplog.set_level(logging.DEBUG)
     url, headers, wallet = _prepare(tmp_path)
     env = {
+        "YIELDAGENT_ENV": "devnet",
         "YIELDAGENT_RPC_URL_8453": failing_node,
         "YIELDAGENT_DEPLOYMENT_8453": str(tmp_path / "deployment.json"),
         "YIELDAGENT_OPERATOR_PRIVATE_KEY": Account.create().key.hex(),
