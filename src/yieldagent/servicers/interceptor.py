@@ -122,14 +122,14 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             self._wrapped[details.method] = cached
         return cached[1]
 
-    def _admit(
+    async def _admit(
         self, policy: MethodPolicy, metadata: Metadata, limiter: RateLimiter | None
     ) -> tuple[Partner | None, object | None]:
         """The calling partner, authenticated and within its rate limit, bound as the current
         caller (with the token that unbinds it); none for a public method. Raises otherwise."""
         if policy.permission is None:
             return None, None
-        partner = self._authenticator.authenticate(metadata, policy.permission)
+        partner = await self._authenticator.authenticate(metadata, policy.permission)
         if limiter is not None:
             limiter.check(partner.id)
         return partner, self._authenticator.bind(partner)
@@ -160,7 +160,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             replayed: Metadata = ()
             try:
                 try:
-                    partner, token = self._admit(policy, metadata, limiter)
+                    partner, token = await self._admit(policy, metadata, limiter)
                     key = key_of(metadata) if idempotency is not None else None
                     if idempotency is not None and key is not None and partner is not None:
                         response, replayed = await idempotency.call(
@@ -219,7 +219,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             token = None
             lease = None
             try:
-                partner, token = self._admit(policy, metadata, limiter)
+                partner, token = await self._admit(policy, metadata, limiter)
                 if streams is not None and partner is not None and policy.permission:
                     lease = streams.open(partner, presented_digest(metadata), policy.permission)
                 if echo:
