@@ -78,7 +78,13 @@ from yieldagent.composition.compose import (
     destination_policy,
     run_service,
 )
-from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings, logged_secrets
+from yieldagent.config import (
+    DEV_KEY_PASSWORD,
+    Settings,
+    load_settings,
+    logged_secrets,
+    weak_password,
+)
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
 from yieldagent.domain.dates import iso
@@ -471,6 +477,12 @@ def _cmd_operator(settings: Settings, args: argparse.Namespace) -> None:
         raise ConfigurationError(
             "set YIELDAGENT_OPERATOR_KEY_PASSWORD: a keystore for a real chain needs a "
             "password of its own"
+        )
+    weak = None if settings.devnet else weak_password(password)
+    if weak is not None:
+        raise ConfigurationError(
+            f"YIELDAGENT_OPERATOR_KEY_PASSWORD is too weak for a real chain's key: {weak} "
+            "(YIELDAGENT_ENV=devnet accepts it for a devnet)"
         )
     if not create_keystore(path, password):
         raise ConfigurationError(f"{path} already holds an operator key: it is kept")

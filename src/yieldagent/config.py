@@ -182,6 +182,20 @@ def logged_secrets(settings: Settings) -> list[str]:
     return [text for text in found if len(text) > 1]
 
 
+MIN_KEY_PASSWORD_LENGTH = 16
+"""The shortest keystore password a real chain accepts: the keystore file is all a thief
+needs besides it, and scrypt slows a guess, it does not stop a short password's search."""
+
+
+def weak_password(password: str) -> str | None:
+    """Why ``password`` is too weak to guard real money, if it is."""
+    if len(password) < MIN_KEY_PASSWORD_LENGTH:
+        return f"it has fewer than {MIN_KEY_PASSWORD_LENGTH} characters"
+    if len(set(password)) < 6:
+        return "it repeats a few characters"
+    return None
+
+
 def require_operator_key(settings: Settings) -> None:
     """Refuses a development operator key where money is real (any ``YIELDAGENT_RPC_URL_*``
     set): the default keystore password, which anyone who reads this file knows, or no key
@@ -196,6 +210,12 @@ def require_operator_key(settings: Settings) -> None:
             f"{chains} set, so the operator key guards real money: set "
             "YIELDAGENT_OPERATOR_KEY_PASSWORD to the operator keystore's password (the "
             "development default is refused), or set YIELDAGENT_OPERATOR_PRIVATE_KEY"
+        )
+    weak = None if settings.devnet else weak_password(settings.operator_key_password.reveal())
+    if weak is not None:
+        raise ConfigurationError(
+            f"{chains} set, so the operator key guards real money, but "
+            f"YIELDAGENT_OPERATOR_KEY_PASSWORD is weak: {weak}"
         )
     if not settings.operator_keystore.exists():
         raise ConfigurationError(
@@ -377,9 +397,17 @@ def _risk(env: Mapping[str, str]) -> RiskSettings:
     )
 
 
+OPERATOR_KEY_VARIABLE = "YIELDAGENT_OPERATOR_PRIVATE_KEY"
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Reads the settings from ``env`` (the process environment by default)."""
-    env = os.environ if env is None else env
+    """Reads the settings from ``env`` (the process environment by default). From the
+    process environment, the operator's private key is taken out once read: nothing
+    started later (a child, a library reading the environment) finds it there."""
+    if env is None:
+        settings = load_settings(dict(os.environ))
+        os.environ.pop(OPERATOR_KEY_VARIABLE, None)
+        return settings
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
     environment = _choice(env, "YIELDAGENT_ENV", ENVIRONMENTS)
@@ -398,7 +426,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         envoy_admin_port=_port_or_off(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
         data_dir=data_dir,
         database_url=database_url,
-        operator_private_key=_secret(env, "YIELDAGENT_OPERATOR_PRIVATE_KEY"),
+        operator_private_key=_secret(env, OPERATOR_KEY_VARIABLE),
         operator_key_password=Secret(
             env.get("YIELDAGENT_OPERATOR_KEY_PASSWORD") or DEV_KEY_PASSWORD
         ),
