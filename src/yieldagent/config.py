@@ -398,15 +398,18 @@ def _risk(env: Mapping[str, str]) -> RiskSettings:
 
 
 OPERATOR_KEY_VARIABLE = "YIELDAGENT_OPERATOR_PRIVATE_KEY"
+KEY_PASSWORD_VARIABLE = "YIELDAGENT_OPERATOR_KEY_PASSWORD"  # noqa: S105  (a name, not a value)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Reads the settings from ``env`` (the process environment by default). From the
-    process environment, the operator's private key is taken out once read: nothing
-    started later (a child, a library reading the environment) finds it there."""
+    process environment, the operator's private key and its keystore's password are taken
+    out once read: nothing started later (a serving process, a library reading the
+    environment) finds them there."""
     if env is None:
         settings = load_settings(dict(os.environ))
         os.environ.pop(OPERATOR_KEY_VARIABLE, None)
+        os.environ.pop(KEY_PASSWORD_VARIABLE, None)
         return settings
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
