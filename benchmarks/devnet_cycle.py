@@ -114,6 +114,7 @@ class Service:
             {
                 "YIELDAGENT_DATA_DIR": str(data),
                 "YIELDAGENT_DATABASE_URL": f"sqlite:///{data / 'bench.db'}",
+                "YIELDAGENT_ENV": "devnet",
                 "YIELDAGENT_RPC_URL_8453": rpc_url,
                 "YIELDAGENT_DEPLOYMENT_8453": str(manifest_path),
                 "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,

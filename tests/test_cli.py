@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -79,7 +80,7 @@ def test_partner_rotate_with_grace_keeps_the_old_key_valid(
         authenticator = Authenticator(PartnerStore(engine))
         for key in (created["api_key"], rotated["api_key"]):
             headers = [("x-partner-name", "acme"), ("x-partner-api-key", str(key))]
-            assert authenticator.authenticate(headers, "wallets").name == "acme"
+            assert asyncio.run(authenticator.authenticate(headers, "wallets")).name == "acme"
     finally:
         engine.dispose()
     with pytest.raises(SystemExit):

@@ -46,10 +46,13 @@ def test_create_key_creates_once_and_a_real_chain_then_starts_with_it(
         == "0x" + json.loads(keystore.read_text())["address"].lower()
     )
     first = keystore.read_text()
+    # Each command is a process of its own, which takes the password out of its environment.
+    monkeypatch.setenv("YIELDAGENT_OPERATOR_KEY_PASSWORD", PASSWORD)
     code, error = _run(capsys, "operator", "create-key")
     assert code == 1 and "already holds an operator key" in str(error["error"])
     assert keystore.read_text() == first
     monkeypatch.setenv("YIELDAGENT_RPC_URL_8453", "http://127.0.0.1:1")
+    monkeypatch.setenv("YIELDAGENT_OPERATOR_KEY_PASSWORD", PASSWORD)
     code, shown = _run(capsys, "operator", "address")
     assert code == 0 and shown == {"address": created["address"]}
     assert PASSWORD not in json.dumps(shown) + first

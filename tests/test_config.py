@@ -268,3 +268,42 @@ def test_envoy_has_one_worker_by_default_and_at_least_one() -> None:
     assert load_settings({"YIELDAGENT_ENVOY_WORKERS": "4"}).envoy_workers == 4
     with pytest.raises(ConfigurationError, match="YIELDAGENT_ENVOY_WORKERS must be at least 1"):
         load_settings({"YIELDAGENT_ENVOY_WORKERS": "0"})
+
+
+def test_a_nodes_url_with_no_environment_named_refuses_to_start() -> None:
+    """A mistaken operator sets a provider's URL and forgets YIELDAGENT_ENV: the service
+    would serve real money in development mode (plaintext anywhere, reflection on)."""
+    for env in ({}, {"YIELDAGENT_ENV": "development"}):
+        settings = load_settings({**env, "YIELDAGENT_RPC_URL_8453": "https://base.example/v2/k"})
+        with pytest.raises(ConfigurationError) as refused:
+            check_production(settings)
+        assert refused.value.detail.startswith("YIELDAGENT_RPC_URL_8453 is set, so the service")
+        assert "set YIELDAGENT_ENV=production, or YIELDAGENT_ENV=devnet" in refused.value.detail
+        assert "base.example" not in refused.value.detail  # names the variable, not its URL
+
+
+def test_the_devnet_named_serves_a_local_node_only() -> None:
+    local = {"YIELDAGENT_ENV": "devnet", "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:8545"}
+    settings = load_settings(local)
+    check_production(settings)  # development's leniency, on purpose
+    assert settings.devnet and not settings.production and settings.grpc_reflection
+    remote = load_settings({**local, "YIELDAGENT_RPC_URL_1": "https://eth.example/v2/key"})
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_RPC_URL_1 names a node elsewhere"):
+        check_production(remote)
+
+
+def test_production_refuses_turned_off_rate_limits(tmp_path: Path) -> None:
+    for name in ("YIELDAGENT_CLIENT_RATE_LIMIT", "YIELDAGENT_PARTNER_RATE_LIMIT"):
+        problems = production_problems(load_settings(_production(tmp_path, **{name: "0"})))
+        assert problems == [
+            f"per-{name.split('_')[1].lower()} limits are off ({name}=0): set a rate a second"
+        ]
+
+
+def test_production_refuses_a_plaintext_grpc_server_off_loopback_without_the_edge(
+    tmp_path: Path,
+) -> None:
+    env = _production(tmp_path, YIELDAGENT_HTTP_HOST="127.0.0.1")
+    del env["YIELDAGENT_TLS_CERT_FILE"], env["YIELDAGENT_TLS_KEY_FILE"]
+    [problem] = production_problems(load_settings(env), with_edge=False)
+    assert problem.startswith("the gRPC server listener on 192.0.2.10 (YIELDAGENT_GRPC_HOST)")

@@ -78,7 +78,13 @@ from yieldagent.composition.compose import (
     destination_policy,
     run_service,
 )
-from yieldagent.config import DEV_KEY_PASSWORD, Settings, load_settings
+from yieldagent.config import (
+    DEV_KEY_PASSWORD,
+    Settings,
+    load_settings,
+    logged_secrets,
+    weak_password,
+)
 from yieldagent.domain.addresses import is_address, parse_address
 from yieldagent.domain.books.effects import disagreeing_chains, rebuild_totals
 from yieldagent.domain.dates import iso
@@ -472,6 +478,12 @@ def _cmd_operator(settings: Settings, args: argparse.Namespace) -> None:
             "set YIELDAGENT_OPERATOR_KEY_PASSWORD: a keystore for a real chain needs a "
             "password of its own"
         )
+    weak = None if settings.devnet else weak_password(password)
+    if weak is not None:
+        raise ConfigurationError(
+            f"YIELDAGENT_OPERATOR_KEY_PASSWORD is too weak for a real chain's key: {weak} "
+            "(YIELDAGENT_ENV=devnet accepts it for a devnet)"
+        )
     if not create_keystore(path, password):
         raise ConfigurationError(f"{path} already holds an operator key: it is kept")
     _print({"address": load_operator_wallet(settings).address, "keystore": str(path)})
@@ -622,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = load_settings()
-        configure_logging(settings.log_level, settings.log_format)
+        configure_logging(settings.log_level, settings.log_format, logged_secrets(settings))
         _COMMANDS[args.command](settings, args)
     except (YieldAgentError, MarketError) as error:
         # A detail of several lines (production mode's problems) is printed as a list.

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.risk.settings import RiskSettings
@@ -84,7 +85,8 @@ class Settings:
     metrics_host: str | None = None
     """The address ``/metrics`` binds; None (not set): 127.0.0.1."""
     environment: str = "development"
-    """``development`` or ``production`` (which refuses unsafe settings at start)."""
+    """``development`` (simulated chains only), ``devnet`` (a local devnet on loopback
+    RPC URLs) or ``production`` (which refuses unsafe settings at start)."""
     tls_cert_file: Path | None = None
     """PEM certificate chain the REST and gRPC listeners present; None: plaintext."""
     tls_key_file: Path | None = None
@@ -131,6 +133,11 @@ class Settings:
         return self.environment == "production"
 
     @property
+    def devnet(self) -> bool:
+        """Whether the web3 chains are a local devnet (``YIELDAGENT_ENV=devnet``)."""
+        return self.environment == "devnet"
+
+    @property
     def partner_rate_burst(self) -> float:
         """The calls a partner may make at once: two seconds' worth of its rate, at least 1."""
         return max(2.0 * self.partner_rate_limit, 1.0)
@@ -165,6 +172,30 @@ class Settings:
         return self.data_dir / "operator-keystore.json"
 
 
+def logged_secrets(settings: Settings) -> list[str]:
+    """Texts no log line may carry: each node's URL, and its path and query on their own
+    (a provider puts its API key in either, and an HTTP client may print them apart)."""
+    found = []
+    for url in settings.rpc_urls.values():
+        parts = urlsplit(url)
+        found += [url, parts.path, parts.query, parts.netloc.rpartition("@")[0]]
+    return [text for text in found if len(text) > 1]
+
+
+MIN_KEY_PASSWORD_LENGTH = 16
+"""The shortest keystore password a real chain accepts: the keystore file is all a thief
+needs besides it, and scrypt slows a guess, it does not stop a short password's search."""
+
+
+def weak_password(password: str) -> str | None:
+    """Why ``password`` is too weak to guard real money, if it is."""
+    if len(password) < MIN_KEY_PASSWORD_LENGTH:
+        return f"it has fewer than {MIN_KEY_PASSWORD_LENGTH} characters"
+    if len(set(password)) < 6:
+        return "it repeats a few characters"
+    return None
+
+
 def require_operator_key(settings: Settings) -> None:
     """Refuses a development operator key where money is real (any ``YIELDAGENT_RPC_URL_*``
     set): the default keystore password, which anyone who reads this file knows, or no key
@@ -179,6 +210,12 @@ def require_operator_key(settings: Settings) -> None:
             f"{chains} set, so the operator key guards real money: set "
             "YIELDAGENT_OPERATOR_KEY_PASSWORD to the operator keystore's password (the "
             "development default is refused), or set YIELDAGENT_OPERATOR_PRIVATE_KEY"
+        )
+    weak = None if settings.devnet else weak_password(settings.operator_key_password.reveal())
+    if weak is not None:
+        raise ConfigurationError(
+            f"{chains} set, so the operator key guards real money, but "
+            f"YIELDAGENT_OPERATOR_KEY_PASSWORD is weak: {weak}"
         )
     if not settings.operator_keystore.exists():
         raise ConfigurationError(
@@ -243,7 +280,7 @@ def _access_log(env: Mapping[str, str]) -> Path | None:
 
 
 ON = frozenset({"on", "true", "yes", "1"})
-ENVIRONMENTS = ("development", "production")
+ENVIRONMENTS = ("development", "devnet", "production")
 """``YIELDAGENT_ENV``'s values, the default first."""
 EVENT_LOOPS = ("uvloop", "asyncio")
 """``YIELDAGENT_EVENT_LOOP``'s values, the default first."""
@@ -360,9 +397,20 @@ def _risk(env: Mapping[str, str]) -> RiskSettings:
     )
 
 
+OPERATOR_KEY_VARIABLE = "YIELDAGENT_OPERATOR_PRIVATE_KEY"
+KEY_PASSWORD_VARIABLE = "YIELDAGENT_OPERATOR_KEY_PASSWORD"  # noqa: S105  (a name, not a value)
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Reads the settings from ``env`` (the process environment by default)."""
-    env = os.environ if env is None else env
+    """Reads the settings from ``env`` (the process environment by default). From the
+    process environment, the operator's private key and its keystore's password are taken
+    out once read: nothing started later (a serving process, a library reading the
+    environment) finds them there."""
+    if env is None:
+        settings = load_settings(dict(os.environ))
+        os.environ.pop(OPERATOR_KEY_VARIABLE, None)
+        os.environ.pop(KEY_PASSWORD_VARIABLE, None)
+        return settings
     data_dir = Path(env.get("YIELDAGENT_DATA_DIR") or "var").resolve()
     database_url = env.get("YIELDAGENT_DATABASE_URL") or f"sqlite:///{data_dir / 'yieldagent.db'}"
     environment = _choice(env, "YIELDAGENT_ENV", ENVIRONMENTS)
@@ -381,7 +429,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         envoy_admin_port=_port_or_off(env, "YIELDAGENT_ENVOY_ADMIN_PORT", 0),
         data_dir=data_dir,
         database_url=database_url,
-        operator_private_key=_secret(env, "YIELDAGENT_OPERATOR_PRIVATE_KEY"),
+        operator_private_key=_secret(env, OPERATOR_KEY_VARIABLE),
         operator_key_password=Secret(
             env.get("YIELDAGENT_OPERATOR_KEY_PASSWORD") or DEV_KEY_PASSWORD
         ),
@@ -428,7 +476,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         environment=environment,
         tls_cert_file=tls_cert,
         tls_key_file=tls_key,
-        grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment == "development"),
+        grpc_reflection=_switch(env, "YIELDAGENT_GRPC_REFLECTION", environment != "production"),
         client_rate_limit=max(_int(env, "YIELDAGENT_CLIENT_RATE_LIMIT", 100), 0),
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
@@ -537,6 +585,21 @@ def unreachable_metrics(settings: Settings) -> list[str]:
     ]
 
 
+def unlimited_callers(settings: Settings) -> list[str]:
+    """Rate limits turned off, which let one client or one leaked partner key take the
+    whole service (and the operator's gas)."""
+    problems = []
+    if settings.client_rate_limit == 0:
+        problems.append(
+            "per-client limits are off (YIELDAGENT_CLIENT_RATE_LIMIT=0): set a rate a second"
+        )
+    if settings.partner_rate_limit == 0:
+        problems.append(
+            "per-partner limits are off (YIELDAGENT_PARTNER_RATE_LIMIT=0): set a rate a second"
+        )
+    return problems
+
+
 def production_problems(settings: Settings, with_edge: bool = True) -> list[str]:
     """Everything production mode refuses in ``settings``, one sentence each;
     ``with_edge``: whether Envoy's listeners run too."""
@@ -546,11 +609,41 @@ def production_problems(settings: Settings, with_edge: bool = True) -> list[str]
         *too_few_confirmations(settings),
         *generated_sealing_key(settings),
         *unreachable_metrics(settings),
+        *unlimited_callers(settings),
     ]
 
 
+def environment_problem(settings: Settings) -> str | None:
+    """Why ``YIELDAGENT_ENV`` does not fit the chains served, if it does not: a node's URL
+    means real money unless the environment says ``devnet``, and a devnet is local."""
+    names = ", ".join(f"YIELDAGENT_RPC_URL_{chain_id}" for chain_id in sorted(settings.rpc_urls))
+    if settings.environment == "development" and settings.rpc_urls:
+        return (
+            f"{names} {'is' if len(settings.rpc_urls) == 1 else 'are'} set, so the service "
+            "may move real money, but YIELDAGENT_ENV is development (the default, for "
+            "simulated chains only): set YIELDAGENT_ENV=production, or YIELDAGENT_ENV=devnet "
+            "for a local devnet"
+        )
+    if settings.devnet:
+        remote = [
+            f"YIELDAGENT_RPC_URL_{chain_id}"
+            for chain_id, url in sorted(settings.rpc_urls.items())
+            if not is_loopback(urlsplit(url).hostname or "")
+        ]
+        if remote:
+            return (
+                f"YIELDAGENT_ENV=devnet serves a devnet on this machine, but {', '.join(remote)} "
+                "names a node elsewhere: set YIELDAGENT_ENV=production for a real chain"
+            )
+    return None
+
+
 def check_production(settings: Settings, with_edge: bool = True) -> None:
-    """Raises ConfigurationError listing every problem, in production mode; else nothing."""
+    """Raises ConfigurationError when ``YIELDAGENT_ENV`` does not fit the chains served,
+    or, in production mode, listing every problem; else nothing."""
+    unfit = environment_problem(settings)
+    if unfit is not None:
+        raise ConfigurationError(unfit)
     if not settings.production:
         return
     problems = production_problems(settings, with_edge)

@@ -116,7 +116,9 @@ def test_a_real_chain_opens_a_keystore_with_its_own_password(tmp_path: Path) -> 
     keystore = json.loads((tmp_path / "operator-keystore.json").read_text())
     assert signer.address.lower() == "0x" + keystore["address"].lower()
     with pytest.raises(ConfigurationError, match="does not open with"):
-        load_operator_wallet(load_settings({**env, "YIELDAGENT_OPERATOR_KEY_PASSWORD": "wrong"}))
+        load_operator_wallet(
+            load_settings({**env, "YIELDAGENT_OPERATOR_KEY_PASSWORD": "a wrong but long password"})
+        )
 
 
 async def test_the_key_is_decrypted_once_not_per_signature(

@@ -35,13 +35,32 @@ async def test_the_key_is_loaded_in_a_thread_of_its_own(
 
 async def test_a_real_chain_with_the_development_password_stops_the_start(tmp_path: Path) -> None:
     settings = load_settings(
-        {"YIELDAGENT_DATA_DIR": str(tmp_path), "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:1"}
+        {
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
+            "YIELDAGENT_ENV": "devnet",
+            "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:1",
+        }
     )
     service = Service(settings, with_edge=False)
     with pytest.raises(ConfigurationError, match="set YIELDAGENT_OPERATOR_KEY_PASSWORD"):
         await service.start()
     await service.stop()
     assert os.listdir(tmp_path) == []  # no database, no keystore
+
+
+async def test_a_nodes_url_in_development_mode_stops_the_start(tmp_path: Path) -> None:
+    settings = load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
+            "YIELDAGENT_RPC_URL_8453": "http://127.0.0.1:1",
+            "YIELDAGENT_OPERATOR_PRIVATE_KEY": "0x" + "5e" * 32,
+        }
+    )
+    service = Service(settings, with_edge=False)
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ENV is development"):
+        await service.start()
+    await service.stop()
+    assert os.listdir(tmp_path) == []  # nothing listened, nothing was written
 
 
 async def test_several_serving_processes_without_envoy_stop_the_start(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ answer is always the one a fresh lookup would give."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,9 +30,11 @@ class CountingPartners:
         )
     )
     lookups: int = 0
+    threads: list[int] = field(default_factory=list)
 
     def credentials(self, name: str) -> StoredCredentials | None:
         self.lookups += 1
+        self.threads.append(threading.get_ident())
         return self.stored if name == "acme" else None
 
 
@@ -44,23 +48,23 @@ def test_repeated_refusals_cost_one_lookup() -> None:
     for name in ("acme", "nobody"):
         for _ in range(50):
             with pytest.raises(AuthenticationFailed):
-                authenticator.authenticate(_headers(name, "ya_wrong"), "wallets")
+                asyncio.run(authenticator.authenticate(_headers(name, "ya_wrong"), "wallets"))
     assert partners.lookups == 2
 
 
 def test_successes_and_disabled_partners_are_looked_up_every_time() -> None:
     partners = CountingPartners()
     authenticator = Authenticator(partners)
-    assert authenticator.authenticate(_headers("acme", KEY), "wallets").name == "acme"
+    assert asyncio.run(authenticator.authenticate(_headers("acme", KEY), "wallets")).name == "acme"
     partners.stored = replace(
         partners.stored, partner=replace(partners.stored.partner, active=False)
     )
     with pytest.raises(AccessDenied):
-        authenticator.authenticate(_headers("acme", KEY), "wallets")
+        asyncio.run(authenticator.authenticate(_headers("acme", KEY), "wallets"))
     partners.stored = replace(
         partners.stored, partner=replace(partners.stored.partner, active=True)
     )
-    assert authenticator.authenticate(_headers("acme", KEY), "wallets").name == "acme"
+    assert asyncio.run(authenticator.authenticate(_headers("acme", KEY), "wallets")).name == "acme"
     assert partners.lookups == 3
 
 
@@ -69,7 +73,7 @@ def test_missing_credentials_need_no_lookup() -> None:
     authenticator = Authenticator(partners)
     for headers in ([], [("x-partner-name", "acme")], [("x-partner-api-key", KEY)]):
         with pytest.raises(AuthenticationFailed):
-            authenticator.authenticate(headers, "wallets")
+            asyncio.run(authenticator.authenticate(headers, "wallets"))
     assert partners.lookups == 0
 
 
@@ -116,6 +120,18 @@ def _fresh(stored: StoredCredentials | None, key: str) -> str:
 
 def _remembered(authenticator: Authenticator, name: str, key: str) -> str:
     try:
-        return authenticator.authenticate(_headers(name, key), "wallets").name
+        return asyncio.run(authenticator.authenticate(_headers(name, key), "wallets")).name
     except AuthenticationFailed:
         return "refused"
+
+
+async def test_the_key_lookup_runs_off_the_event_loop() -> None:
+    """The lookup is a database query: on the loop's thread it would stall every call
+    the process serves for as long as the database takes."""
+    partners = CountingPartners()
+    authenticator = Authenticator(partners)
+    assert (await authenticator.authenticate(_headers("acme", KEY), "wallets")).name == "acme"
+    with pytest.raises(AuthenticationFailed):
+        await authenticator.authenticate(_headers("nobody", KEY), "wallets")
+    assert len(partners.threads) == 2
+    assert threading.get_ident() not in partners.threads

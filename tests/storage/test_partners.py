@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import Engine, text
 
@@ -84,11 +86,15 @@ def test_rotation_with_grace_keeps_the_old_key_until_it_expires(
     assert credentials.previous_digest == key_digest(old_key)
     assert credentials.previous_expires_at == clock.now + 300
     for key in (old_key, new_key):
-        assert authenticator.authenticate(_headers("acme", key), "wallets").name == "acme"
+        assert (
+            asyncio.run(authenticator.authenticate(_headers("acme", key), "wallets")).name == "acme"
+        )
     clock.now += 300
     with pytest.raises(AuthenticationFailed):
-        authenticator.authenticate(_headers("acme", old_key), "wallets")
-    assert authenticator.authenticate(_headers("acme", new_key), "wallets").name == "acme"
+        asyncio.run(authenticator.authenticate(_headers("acme", old_key), "wallets"))
+    assert (
+        asyncio.run(authenticator.authenticate(_headers("acme", new_key), "wallets")).name == "acme"
+    )
 
 
 def test_a_second_rotation_keeps_only_the_latest_previous_key(
@@ -101,13 +107,17 @@ def test_a_second_rotation_keeps_only_the_latest_previous_key(
     _, second = partners.rotate("acme", grace_seconds=300)
     _, third = partners.rotate("acme", grace_seconds=60)
     with pytest.raises(AuthenticationFailed):
-        authenticator.authenticate(_headers("acme", first), "wallets")
-    assert authenticator.authenticate(_headers("acme", second), "wallets").name == "acme"
+        asyncio.run(authenticator.authenticate(_headers("acme", first), "wallets"))
+    assert (
+        asyncio.run(authenticator.authenticate(_headers("acme", second), "wallets")).name == "acme"
+    )
     _, fourth = partners.rotate("acme")  # no grace: every earlier key ends now
     for key in (second, third):
         with pytest.raises(AuthenticationFailed):
-            authenticator.authenticate(_headers("acme", key), "wallets")
-    assert authenticator.authenticate(_headers("acme", fourth), "wallets").name == "acme"
+            asyncio.run(authenticator.authenticate(_headers("acme", key), "wallets"))
+    assert (
+        asyncio.run(authenticator.authenticate(_headers("acme", fourth), "wallets")).name == "acme"
+    )
     with engine.connect() as connection:
         row = connection.execute(
             text("SELECT previous_key_digest, previous_key_expires_at FROM partners")

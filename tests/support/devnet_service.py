@@ -32,6 +32,7 @@ def devnet_env(
     devnet.manifest.write(manifest)
     devnet.d.fund(Account.from_key(operator_key).address, 10**21)
     return {
+        "YIELDAGENT_ENV": "devnet",
         "YIELDAGENT_RPC_URL_8453": devnet.url,
         "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
         "YIELDAGENT_OPERATOR_PRIVATE_KEY": operator_key,

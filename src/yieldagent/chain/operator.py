@@ -27,6 +27,23 @@ from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.config import DEV_KEY_PASSWORD, Settings, require_operator_key
 from yieldagent.domain.errors import ConfigurationError
 
+WELL_KNOWN_ADDRESSES = frozenset(
+    {
+        "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+        "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+        "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+        "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
+        "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc",
+        "0x976EA74026E726554dB657fA54763abd0C3a0aa9",
+        "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955",
+        "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f",
+        "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
+    }
+)
+"""The accounts of anvil's and Hardhat's default mnemonic ("test test … junk"): their
+private keys are published, and bots sweep whatever reaches them on every chain."""
+
 DEVELOPMENT_SCRYPT_N = 2**12
 """scrypt's cost for a keystore under the development password, which is public: a slow
 key derivation would protect nothing there, and would cost each start and each operator
@@ -74,6 +91,17 @@ def load_operator_wallet(settings: Settings) -> LocalKeySigner:
     """The operator's signer, its key decrypted now (about half a second of scrypt: call
     it off the event loop). Creates the development keystore on the simulated chain;
     raises ConfigurationError where the key is not fit for real money, or is malformed."""
+    signer = _operator_wallet(settings)
+    if settings.rpc_urls and not settings.devnet and signer.address in WELL_KNOWN_ADDRESSES:
+        raise ConfigurationError(
+            f"the operator key is {signer.address}, one of anvil's published development "
+            "keys, which anyone can sign with: a real chain needs a key of its own "
+            "(`yieldagent operator create-key`)"
+        )
+    return signer
+
+
+def _operator_wallet(settings: Settings) -> LocalKeySigner:
     require_operator_key(settings)
     if settings.operator_private_key is not None:
         try:

@@ -41,7 +41,7 @@ from yieldagent.composition.grpc_server import (
 )
 from yieldagent.composition.processes import ServingProcesses, serve_until_stopped
 from yieldagent.composition.worker import Job, Worker
-from yieldagent.config import Settings, check_production
+from yieldagent.config import Settings, check_production, logged_secrets
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
@@ -390,18 +390,18 @@ PRIVATE_ADDRESS = "127.0.0.1:0"
 process (Envoy's cluster lists it)."""
 
 
-def serve_process(settings: Settings, connection: Connection) -> None:
+def serve_process(settings: Settings, connection: Connection, operator: Signer) -> None:
     """An extra serving process (``composition.processes``): the API on a private port, no
     background work, until the main process stops it or is gone. The main process has
-    migrated the database and created the operator key and the simulated world."""
-    configure_logging(settings.log_level, settings.log_format)
-    runtime.run(_serve_privately(settings, connection), settings.event_loop)
+    migrated the database and created the operator key and the simulated world; it holds
+    the key, and ``operator`` asks it for each signature."""
+    configure_logging(settings.log_level, settings.log_format, logged_secrets(settings))
+    runtime.run(_serve_privately(settings, connection, operator), settings.event_loop)
 
 
-async def _serve_privately(settings: Settings, connection: Connection) -> None:
+async def _serve_privately(settings: Settings, connection: Connection, operator: Signer) -> None:
     engine = create_db_engine(settings.database_url)
     try:
-        operator = await load_operator(settings)
         catalog = served_catalog(settings, load_catalog())
         market = simulated_market(settings, engine, catalog, set_speed=False)
         api, events = build_serving(settings, engine, operator, catalog, market, PRIVATE_ADDRESS)
@@ -494,7 +494,9 @@ class Service:
         await mark_serving(self.api, True)
         log.info("grpc server started", extra={"port": self.api.port})
         if settings.grpc_processes > 1:
-            self.processes = ServingProcesses(serve_process, settings, settings.grpc_processes - 1)
+            self.processes = ServingProcesses(
+                serve_process, settings, settings.grpc_processes - 1, operator
+            )
             await self.processes.start()
         self.worker.start_thread()
         self.deliveries.start_thread()

@@ -5,10 +5,12 @@ its own that Envoy's gRPC cluster lists beside the main process's.
 One Python process spends most of a read in grpc.aio's own machinery and uses at most one
 core; more processes use more cores. Each is a ``multiprocessing`` child started with
 *spawn* (a fresh interpreter, not a fork of a process with threads and open connections),
-and gets the settings through its pipe, never on a command line. The pipe is also how it
-ends: a ``stop`` message or the pipe's end-of-file (the main process died, even by
-SIGKILL) stops it gracefully; it ignores SIGINT, which a terminal sends to the whole process
-group, and leaves stopping to the main process.
+and gets the settings through its pipe, never on a command line, without the operator's
+key or keystore password: it signs through a second pipe, which the main process answers
+with its own signer (``chain.signers.relayed``), so the key is never in a child's memory.
+The first pipe is also how it ends: a ``stop`` message or the pipe's end-of-file (the
+main process died, even by SIGKILL) stops it gracefully; it ignores SIGINT, which a
+terminal sends to the whole process group, and leaves stopping to the main process.
 
 Only the main process runs the background work; these answer calls, sharing the database
 as replicas do (leases, idempotency records and versioned replies live there).
@@ -22,27 +24,38 @@ import logging
 import multiprocessing
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
+from yieldagent.chain.signers.relayed import RelayedSigner, SignatureDesk
 from yieldagent.config import Settings
+from yieldagent.domain.ports.signer import Signer
+from yieldagent.secret_values import Secret
 
 log = logging.getLogger(__name__)
 
-Target = Callable[[Settings, Connection], None]
-"""What an extra process runs: it serves, then calls ``serve_until_stopped`` with its port."""
+Target = Callable[[Settings, Connection, Signer], None]
+"""What an extra process runs, with its settings, its control pipe and the operator's
+signer: it serves, then calls ``serve_until_stopped`` with its port."""
 
 _SPAWN = multiprocessing.get_context("spawn")
 
 STOP = "stop"
 
 
-def _child(target: Target, settings: Settings, connection: Connection) -> None:
+def without_keys(settings: Settings) -> Settings:
+    """``settings`` as a child gets them: no operator key, no keystore password."""
+    return replace(settings, operator_private_key=None, operator_key_password=Secret(""))
+
+
+def _child(
+    target: Target, settings: Settings, connection: Connection, signing: Connection, address: str
+) -> None:
     """The child's entry point: Ctrl-C reaches the whole process group, and the main process
     stops its children itself, after its own calls have drained."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    target(settings, connection)
+    target(settings, connection, RelayedSigner(address, signing))
 
 
 async def serve_until_stopped(connection: Connection, port: int) -> None:
@@ -61,15 +74,18 @@ async def serve_until_stopped(connection: Connection, port: int) -> None:
 class _Child:
     process: BaseProcess
     connection: Connection
+    desk: SignatureDesk
     port: int = 0
 
 
 class ServingProcesses:
-    """``count`` children running ``target`` with ``settings``."""
+    """``count`` children running ``target`` with ``settings`` (less the keys), signing
+    through ``signer``."""
 
-    def __init__(self, target: Target, settings: Settings, count: int) -> None:
+    def __init__(self, target: Target, settings: Settings, count: int, signer: Signer) -> None:
         self._target = target
-        self._settings = settings
+        self._settings = without_keys(settings)
+        self._signer = signer
         self._count = count
         self._children: list[_Child] = []
         self.lost = asyncio.Event()
@@ -91,15 +107,19 @@ class ServingProcesses:
         loop = asyncio.get_running_loop()
         for index in range(self._count):
             ours, theirs = _SPAWN.Pipe()
+            signing, their_signing = _SPAWN.Pipe()
             process = _SPAWN.Process(
                 target=_child,
-                args=(self._target, self._settings, theirs),
+                args=(self._target, self._settings, theirs, their_signing, self._signer.address),
                 name=f"yieldagent-grpc-{index + 1}",
                 daemon=True,  # ended at our own exit too, not only by the pipe
             )
             process.start()
             theirs.close()  # only the child holds its end: our death is its end of file
-            self._children.append(_Child(process, ours))
+            their_signing.close()
+            desk = SignatureDesk(self._signer, signing)
+            desk.open()
+            self._children.append(_Child(process, ours, desk))
         for child in self._children:
             ready = await asyncio.to_thread(child.connection.poll, within_seconds)
             try:
@@ -142,3 +162,4 @@ class ServingProcesses:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(child.process.sentinel)
             child.connection.close()
+            child.desk.close()

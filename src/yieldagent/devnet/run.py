@@ -23,7 +23,7 @@ from types import FrameType
 
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.composition.deployments import Manifest
-from yieldagent.config import load_settings
+from yieldagent.config import load_settings, logged_secrets
 from yieldagent.devnet.anvil import BASE_CHAIN_ID, Anvil
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
@@ -68,7 +68,7 @@ def summary(manifest: Manifest, path: str) -> dict[str, object]:
 def main() -> int:
     """Runs the devnet until interrupted; 0 on a clean stop, 1 if anvil died."""
     settings = load_settings()
-    configure_logging(settings.log_level, settings.log_format)
+    configure_logging(settings.log_level, settings.log_format, logged_secrets(settings))
     port = int(os.environ.get(PORT_ENV) or DEFAULT_PORT)
     path = manifest_path()
     signal.signal(signal.SIGINT, _stop)

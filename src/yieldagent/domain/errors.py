@@ -12,6 +12,7 @@
     ├── RateLimited           the partner called faster than its rate limit (REST 429,
     │                         Retry-After)
     ├── ChainUnavailable      the chain refused or did not answer a call (REST 503)
+    │   └── NodeUnavailable   the node failed: the same sentence always, its cause logged
     ├── NotImplementedYet     a documented call the service does not offer yet (REST 501)
     └── ConfigurationError    the service was started with unusable settings
 
@@ -120,6 +121,24 @@ class RateLimited(YieldAgentError):
 class ChainUnavailable(YieldAgentError):
     """The chain refused or did not answer a call the operation needed; what was done is
     recorded, and nothing was lost."""
+
+
+NODE_DID_NOT_ANSWER = "the chain's node did not answer"
+"""What a caller is told of any failure of the chain's node."""
+
+
+class NodeUnavailable(ChainUnavailable):
+    """The chain's node failed a call, or answered it with an error.
+
+    ``detail`` is always ``NODE_DID_NOT_ANSWER``: the node's words and its HTTP client's
+    carry the node's URL, which often holds the provider's API key, so none of them
+    reaches a caller, an event or a wallet's status. ``cause`` says, for the logs only,
+    which call failed, the error's class and HTTP status, never the URL.
+    """
+
+    def __init__(self, cause: str = "") -> None:
+        super().__init__(NODE_DID_NOT_ANSWER)
+        self.cause = cause
 
 
 class NotImplementedYet(YieldAgentError):

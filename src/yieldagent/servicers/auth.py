@@ -6,10 +6,14 @@ random bits made when a partner is created or rotated, so no key presented befor
 become a partner's key later, and an expired previous key stays expired. Entries
 therefore only age out to bound memory. A disabled partner (403) is not remembered:
 enabling it works at once.
+
+A lookup is a database query, made in a worker thread: on the event loop it would hold
+every other call for as long as the database takes to answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -111,15 +115,18 @@ class Authenticator:
             else RefusedCredentials(REFUSED_CREDENTIALS_SIZE, REFUSED_CREDENTIALS_SECONDS)
         )
 
-    def authenticate(self, metadata: Sequence[tuple[str, str | bytes]], permission: str) -> Partner:
+    async def authenticate(
+        self, metadata: Sequence[tuple[str, str | bytes]], permission: str
+    ) -> Partner:
         """The calling partner, if its credentials allow ``permission``; raises otherwise."""
         name, key = presented(metadata)
         if not name or not key:
             return authenticate(None, key, permission, self._now)
         if self._refused.holds(name, key):
             raise AuthenticationFailed(INVALID_KEY)
+        stored = await asyncio.to_thread(self._partners.credentials, name)
         try:
-            return authenticate(self._partners.credentials(name), key, permission, self._now)
+            return authenticate(stored, key, permission, self._now)
         except AuthenticationFailed:
             self._refused.add(name, key)
             raise

@@ -8,7 +8,11 @@ get the REST status and the contract's JSON error body as metadata, which
 envoy/rest.lua turns into the HTTP response (adding the call's ``request_id`` to
 the body), and the retry hint as a ``Retry-After`` header.
 
-Every text a caller sees goes through ``shorten`` first: messages echo input (an
+A failure of the chain's node (``NodeUnavailable``) is told in one fixed sentence with the
+call's request id, whatever the node or its HTTP client said: their words carry the node's
+URL, and with it the provider's API key. The cause is in the log line of that request id.
+
+Every other text a caller sees goes through ``shorten`` first: messages echo input (an
 unknown protocol name, a map key), and all of it travels in metadata, whose size
 gRPC and Envoy limit. At most ``MAX_VIOLATIONS`` malformed fields are listed.
 """
@@ -24,6 +28,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from yieldagent.domain.errors import (
+    NODE_DID_NOT_ANSWER,
     AccessDenied,
     AuthenticationFailed,
     ChainRejected,
@@ -31,11 +36,13 @@ from yieldagent.domain.errors import (
     Conflict,
     InvalidInput,
     InvalidRequest,
+    NodeUnavailable,
     NotFound,
     NotImplementedYet,
     RateLimited,
     YieldAgentError,
 )
+from yieldagent.observability.logs import current_request_id
 from yieldagent.servicers.method_policy import ERROR_HEADER, STATUS_HEADER, MethodPolicy
 
 ERROR_DOMAIN = "yieldagent.v1"
@@ -56,6 +63,16 @@ def shorten(text: str) -> str:
     if len(text) <= ECHO_HEAD + 1 + ECHO_TAIL:
         return text
     return text[:ECHO_HEAD] + "…" + text[-ECHO_TAIL:]
+
+
+def told(error: YieldAgentError | None) -> str:
+    """The text a caller is told of ``error``."""
+    if error is None:
+        return INTERNAL_DETAIL
+    if isinstance(error, NodeUnavailable):
+        request_id = current_request_id()
+        return f"{NODE_DID_NOT_ANSWER} (request {request_id})" if request_id else error.detail
+    return shorten(error.detail)
 
 
 def _shown(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
@@ -122,14 +139,14 @@ def rest_body(error: YieldAgentError | None, policy: MethodPolicy) -> str:
             for v in error.violations[:MAX_VIOLATIONS]
         ]
     else:
-        detail = shorten(error.detail) if error is not None else INTERNAL_DETAIL
+        detail = told(error)
     return json.dumps({"detail": detail}, ensure_ascii=True, separators=(",", ":"))
 
 
 def grpc_status(error: YieldAgentError | None) -> grpc.Status:
     """The gRPC status, with google.rpc details, that reports ``error``."""
     code, _ = status_of(error)
-    message = shorten(error.detail) if error is not None else INTERNAL_DETAIL
+    message = told(error)
     details = [error_details_pb2.ErrorInfo(reason=_reason(error), domain=ERROR_DOMAIN)]
     if isinstance(error, InvalidInput):
         details.append(

@@ -37,7 +37,12 @@ from typing import Any
 
 import grpc
 
-from yieldagent.domain.errors import NotImplementedYet, RateLimited, YieldAgentError
+from yieldagent.domain.errors import (
+    NodeUnavailable,
+    NotImplementedYet,
+    RateLimited,
+    YieldAgentError,
+)
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import bind_request_id, unbind_request_id
@@ -117,14 +122,14 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             self._wrapped[details.method] = cached
         return cached[1]
 
-    def _admit(
+    async def _admit(
         self, policy: MethodPolicy, metadata: Metadata, limiter: RateLimiter | None
     ) -> tuple[Partner | None, object | None]:
         """The calling partner, authenticated and within its rate limit, bound as the current
         caller (with the token that unbinds it); none for a public method. Raises otherwise."""
         if policy.permission is None:
             return None, None
-        partner = self._authenticator.authenticate(metadata, policy.permission)
+        partner = await self._authenticator.authenticate(metadata, policy.permission)
         if limiter is not None:
             limiter.check(partner.id)
         return partner, self._authenticator.bind(partner)
@@ -155,7 +160,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             replayed: Metadata = ()
             try:
                 try:
-                    partner, token = self._admit(policy, metadata, limiter)
+                    partner, token = await self._admit(policy, metadata, limiter)
                     key = key_of(metadata) if idempotency is not None else None
                     if idempotency is not None and key is not None and partner is not None:
                         response, replayed = await idempotency.call(
@@ -214,7 +219,7 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             token = None
             lease = None
             try:
-                partner, token = self._admit(policy, metadata, limiter)
+                partner, token = await self._admit(policy, metadata, limiter)
                 if streams is not None and partner is not None and policy.permission:
                     lease = streams.open(partner, presented_digest(metadata), policy.permission)
                 if echo:
@@ -290,8 +295,8 @@ async def _refuse(
         return
     if isinstance(error, RateLimited):
         RATE_LIMITED.inc()
-    log.info(
-        "request refused",
-        extra={"method": policy.full_name, "error": type(error).__name__, "detail": error.detail},
-    )
+    extra = {"method": policy.full_name, "error": type(error).__name__, "detail": error.detail}
+    if isinstance(error, NodeUnavailable):
+        extra["cause"] = error.cause  # the adapter's words: the failed call, never the URL
+    log.info("request refused", extra=extra)
     await errors.abort(context, error, policy, rest, echo)

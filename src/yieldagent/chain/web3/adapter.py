@@ -68,7 +68,7 @@ from yieldagent.chain.web3.history import (
     parse_transfer,
     transfer_logs,
 )
-from yieldagent.chain.web3.node_answers import CHAIN_ERRORS
+from yieldagent.chain.web3.node_answers import CHAIN_ERRORS, node_unavailable, scrubbed
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
@@ -79,7 +79,6 @@ from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.chain.web3.transactions import Receipt, SendSettings, TransactionSender
 from yieldagent.domain.errors import (
     ChainRejected,
-    ChainUnavailable,
     Conflict,
     InvalidRequest,
     NotImplementedYet,
@@ -193,6 +192,9 @@ class Web3Chain:
         """The adapter of the node at ``url``: its operator signs with ``signer`` (the
         signer port, ``chain.operator.load_operator_wallet``) and leases nonces from ``nonces``
         (the nonce port; the composition root passes ``storage.nonces.NonceStore``)."""
+        # web3 logs the node's URL, which often holds a provider's API key, at DEBUG and
+        # INFO (each batch, each disconnect): its lines are kept to warnings and worse.
+        logging.getLogger("web3").setLevel(max(logging.getLogger("web3").level, logging.WARNING))
         w3 = AsyncWeb3(AsyncHTTPProvider(url))
         sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
         return cls(w3, config, sender)
@@ -536,7 +538,7 @@ class Web3Chain:
         try:
             history = await self.w3.eth.fee_history(5, "latest", [50.0])
         except Exception as error:
-            raise ChainUnavailable(f"eth_feeHistory failed: {error}") from error
+            raise node_unavailable("eth_feeHistory", error) from None
         # what a transaction pays per gas: the next base fee and the tip (no headroom)
         price = fees_from_history(history, FeeSettings(base_fee_multiplier=1)).max_fee_per_gas
         wei = gas * price
@@ -581,10 +583,11 @@ class Web3Chain:
             estimate = await self.w3.eth.estimate_gas(call)
         except ContractLogicError as error:
             returned = revert_data(error.data)
-            reason = custom_error(returned) or revert_reason(returned, str(error.message or ""))
+            said = scrubbed(str(error.message or ""))
+            reason = custom_error(returned) or revert_reason(returned, said)
             raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
         except CHAIN_ERRORS as error:
-            raise ChainUnavailable(f"estimating gas failed: {error}") from error
+            raise node_unavailable("eth_estimateGas", error) from None
         return estimate * GAS_MARGIN_PERCENT // 100 + GAS_HEADROOM
 
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:

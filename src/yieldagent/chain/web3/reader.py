@@ -18,6 +18,7 @@ from eth_utils.address import to_checksum_address
 from web3 import AsyncWeb3
 
 from yieldagent.chain.web3.abis import Fn
+from yieldagent.chain.web3.node_answers import node_unavailable, scrubbed
 from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.ports.chain import Block
 
@@ -32,7 +33,7 @@ class ReadReverted(ChainUnavailable):
     outage. Callers that expect it catch it; elsewhere the chain could not answer (503)."""
 
     def __init__(self, to: str, fn: Fn, message: str, data: str | None) -> None:
-        super().__init__(f"{fn.name} on {to} reverted: {message}")
+        super().__init__(f"{fn.name} on {to} reverted: {scrubbed(message)}")
         self.data = data
 
 
@@ -125,7 +126,7 @@ class RpcReader:
         except _RpcError as error:
             if context is not None and error.reverted:
                 raise ReadReverted(context.to, context.fn, error.message, error.data) from None
-            raise ChainUnavailable(f"{method} failed: {error.message}") from None
+            raise node_unavailable(method, error.message) from None
 
     async def _flush_soon(self) -> None:
         for _ in range(_COALESCE_TURNS):
@@ -134,7 +135,8 @@ class RpcReader:
         try:
             responses = await self._send(batch)
         except Exception as error:  # transport: every read of the batch fails alike
-            failure = ChainUnavailable(f"the node did not answer: {error}")
+            methods = sorted({item.method for item in batch})
+            failure = node_unavailable(", ".join(methods), error)
             for item in batch:
                 if not item.future.done():
                     item.future.set_exception(failure)

@@ -50,6 +50,9 @@ from yieldagent.chain.web3.node_answers import (
     Broadcast,
     classify_refusal,
     node_message,
+    node_unavailable,
+    redacted,
+    scrubbed,
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable
@@ -218,7 +221,7 @@ class TransactionSender:
             raise _NonceTaken
         if answer is Broadcast.REFUSED:
             self._settle(self._nonces.release, nonce)
-            raise ChainUnavailable(f"the node refused the transaction: {detail}")
+            raise node_unavailable("eth_sendRawTransaction", detail)
         sent.hashes.append(tx_hash)  # SENT, or UNKNOWN: it may have arrived, so watch it
         mined = await self._await_receipt(sent)
         self._settle(self._nonces.consume, nonce)
@@ -363,9 +366,9 @@ class TransactionSender:
                 await self._w3.eth.send_raw_transaction(raw)
                 return Broadcast.SENT, ""
             except TRANSPORT_ERRORS as error:
-                detail = f"{type(error).__name__}: {error}"
+                detail = redacted(error)
             except Web3RPCError as error:
-                return classify_refusal(error), node_message(error)
+                return classify_refusal(error), scrubbed(node_message(error))
             if attempt == 0:
                 await self._sleep(self.settings.poll_seconds)
         return Broadcast.UNKNOWN, detail
@@ -376,10 +379,10 @@ class TransactionSender:
         try:
             estimate = await self._w3.eth.estimate_gas(cast(TxParams, call))
         except ContractLogicError as error:
-            reason = revert_reason(revert_data(error.data), str(error.message or ""))
+            reason = revert_reason(revert_data(error.data), scrubbed(str(error.message or "")))
             raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
         except CHAIN_ERRORS as error:
-            raise ChainUnavailable(f"estimating gas failed: {error}") from error
+            raise node_unavailable("eth_estimateGas", error) from None
         return estimate + estimate * self.settings.gas_margin_percent // 100
 
     async def _replayed_reason(self, call: dict[str, Any], gas: int, mined: TxReceipt) -> str:
@@ -392,9 +395,9 @@ class TransactionSender:
             data = revert_data(error.data)
             if data:
                 return revert_reason(data)
-            said = str(error.message or "")
+            said = scrubbed(str(error.message or ""))
         except Web3RPCError as error:
-            said = node_message(error)
+            said = scrubbed(node_message(error))
         except CHAIN_ERRORS:
             said = "unknown (the replay of the call failed)"
         if mined["gasUsed"] >= gas:
@@ -426,4 +429,4 @@ class TransactionSender:
         try:
             return await call
         except CHAIN_ERRORS as error:
-            raise ChainUnavailable(f"{what} failed: {error}") from error
+            raise node_unavailable(what, error) from None
