@@ -73,6 +73,7 @@ TAGS = {
     "SmartAccountService": "Accounts",
     "WalletService": "Wallets",
     "RewardService": "Rewards",
+    "HistoryService": "History",
     "CatalogService": "Catalog",
     "OptimizerService": "Optimizer",
     "StatsService": "Stats",
