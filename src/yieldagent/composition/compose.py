@@ -45,6 +45,7 @@ from yieldagent.config import Settings, check_production
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
+from yieldagent.domain.books.numbers import WalletNumbers
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
@@ -208,6 +209,7 @@ def build_server(
     paused = RunStore(engine).paused
     fee_bps = lifecycle.books.policy.fee_bps
     yields = PoolYields(YieldStore(engine), catalog, fee_bps)
+    numbers = WalletNumbers(WalletStore(engine), chains, catalog, reports, fee_bps)
     registrations: list[Registration] = [
         (
             health_pb2_grpc.add_HealthcheckServiceServicer_to_server,
@@ -232,7 +234,7 @@ def build_server(
         (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
         (
             history_pb2_grpc.add_HistoryServiceServicer_to_server,
-            HistoryServicer(yields, catalog),
+            HistoryServicer(yields, numbers, catalog),
         ),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,
