@@ -22,7 +22,7 @@ from yieldagent.storage.db import alembic_config, create_db_engine, migrate, mig
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-HEAD = "0032"
+HEAD = "0033"
 TABLES = {
     "partners",
     "smart_accounts",

@@ -210,6 +210,9 @@ class WalletRow(SQLModel, table=True):
         default=0, sa_type=BigInteger, description="the ledger has booked the chain up to here"
     )
     status_reason: str = Field(default="", sa_type=Text, description="why it waits, if it does")
+    withdrawable: int | None = Field(
+        default=None, sa_type=TokenAmount, description="payable at once, at last valuation"
+    )
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
 
