@@ -248,10 +248,11 @@ class WalletNumbers:
 
     def marks(self, wallet: Wallet) -> list[YieldMark]:
         """The books' marks of ``wallet``: at each performance point, then at its last
-        valuation when that is later."""
+        valuation unless that is older (a claim's swap, say, values the wallet anew at
+        the moment of the point before it)."""
         points = self._wallets.points(wallet.id)
         latest = wallet.idle + sum(wallet.positions.values())
-        if not points or wallet.valued_at > points[-1].at:
+        if not points or wallet.valued_at >= points[-1].at:
             points = [*points, PerformancePoint(wallet.valued_at, latest)]
         deposits = self._wallets.deposits(wallet.id)
         return marks(points, deposits, self._wallets.withdrawals(wallet.id))
