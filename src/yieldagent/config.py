@@ -123,6 +123,10 @@ class Settings:
     """Events (and their webhook deliveries) older than this are pruned."""
     prune_batch: int = 1_000
     """Most events pruned in one transaction."""
+    pool_history_seconds: int = 3_600
+    """Chain time between two recorded points of every pool's yield."""
+    pool_history_seconds_kept: int = 35 * 86_400
+    """Recorded pool points older than this (chain time) are pruned."""
 
     risk: RiskSettings = field(default_factory=RiskSettings)
     """The risk guards' thresholds (``YIELDAGENT_RISK_*``)."""
@@ -498,6 +502,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             _float(env, "YIELDAGENT_EVENT_RETENTION_SECONDS", 30 * 86_400.0), 3_600.0
         ),
         prune_batch=max(_int(env, "YIELDAGENT_PRUNE_BATCH", 1_000), 1),
+        pool_history_seconds=max(_int(env, "YIELDAGENT_POOL_HISTORY_SECONDS", 3_600), 60),
+        pool_history_seconds_kept=max(
+            _int(env, "YIELDAGENT_POOL_HISTORY_RETENTION_SECONDS", 35 * 86_400), 31 * 86_400
+        ),
         risk=_risk(env),
     )
 

@@ -105,7 +105,10 @@ def test_wallet_record_has_every_field_of_the_contract(
         "last_reactivation_date",
         "eoa",
         "status_reason",  # ours, beyond the contract: why a wallet waits, when it does
+        "withdrawable",  # ours: what a withdrawal could pay at once, smallest units
     }
+    assert int(body["withdrawable"]) == pytest.approx(1_000 * 10**6, abs=2)
+    assert isinstance(body["withdrawable"], str)  # like WithdrawDetail.amount
     assert body["last_deactivation_date"] is None and body["last_reactivation_date"] is None
     assert body["status_reason"] is None
     assert body["withdraws"] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import grpc_testing
 import pytest
@@ -137,3 +139,47 @@ def test_a_pool_the_risk_guards_exit_is_listed_inactive_with_its_reasons(
     assert listed["moonwell"].risk.state == "no_new_funds"
     assert listed["moonwell"].is_active
     assert listed["aave"].risk.state == "ok" and listed["aave"].is_active
+
+
+def test_protocols_carry_their_yield_in_parts_that_reconcile(
+    chains: dict[int, MarketChain], engine: Engine, market: SimulatedMarket
+) -> None:
+    from yieldagent.domain.market.yields import PoolYields, YieldRecorder
+    from yieldagent.storage.yields import YieldStore
+
+    catalog = load_catalog()
+    store = YieldStore(engine)
+    recorder = YieldRecorder(store, catalog, every_seconds=3600, keep_seconds=35 * 86_400)
+    server = serve(
+        CatalogServicer(catalog, chains, yields=PoolYields(store, catalog, 1000)), SERVICE
+    )
+    request = catalog_pb2.ListProtocolsRequest(chain_id=8453, token=BASE_USDC)
+
+    response, _, code, _ = call(server, METHODS["ListProtocols"], request)
+    assert code is grpc.StatusCode.OK
+    for protocol in response.protocols:
+        assert protocol.apy_base >= protocol.apr > 0  # compounded every second
+        assert protocol.apy_total == protocol.apy_base + protocol.apy_rewards
+        assert protocol.apy_net == protocol.apy_total * (1 - 1000 / 10_000)
+        assert not protocol.HasField("apy_base_7d")  # nothing recorded yet: null, not 0
+        assert not protocol.HasField("apy_net_30d")
+    rewarded = {p.name: p.apy_rewards > 0 for p in response.protocols}
+    assert rewarded == {
+        "aave": False,
+        "compound": False,
+        "moonwell": True,
+        "morpho_gauntlet_usdc_prime": True,
+    }
+
+    for _ in range(3):
+        asyncio.run(recorder.record(8453, chains[8453]))
+        market.advance(3600)
+    response, _, code, _ = call(server, METHODS["ListProtocols"], request)
+    assert code is grpc.StatusCode.OK
+    for protocol in response.protocols:
+        points = store.points(8453, BASE_USDC, protocol.name, None, None)
+        assert len(points) == 3
+        assert protocol.apy_base_7d == pytest.approx(sum(p.apy_base for p in points) / 3)
+        assert protocol.apy_total_7d == protocol.apy_base_7d + protocol.apy_rewards_7d
+        assert protocol.apy_net_7d == protocol.apy_total_7d * (1 - 1000 / 10_000)
+        assert protocol.apy_base_30d == protocol.apy_base_7d

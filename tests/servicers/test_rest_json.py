@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from yieldagent.servicers.method_policy import load_policies
 from yieldagent.servicers.rest_json import CONTENT_TYPE, Renderer
-from yieldagent.v1 import types_pb2, wallets_pb2
+from yieldagent.v1 import history_pb2, types_pb2, wallets_pb2
 
 POLICY = load_policies()["/yieldagent.v1.WalletService/GetWallet"]
 RENDER = Renderer(POLICY)
@@ -27,10 +27,26 @@ def _json(reply: bytes) -> Any:
     return json.loads(body.data)
 
 
-def test_only_get_wallet_is_served_as_json() -> None:
-    assert [name for name, policy in load_policies().items() if policy.served_as_json] == [
-        "/yieldagent.v1.WalletService/GetWallet"
+def test_the_wallet_read_and_the_bare_arrays_are_served_as_json() -> None:
+    assert sorted(name for name, policy in load_policies().items() if policy.served_as_json) == [
+        "/yieldagent.v1.HistoryService/ListWalletTokenAprs",
+        "/yieldagent.v1.WalletService/GetWallet",
     ]
+
+
+def test_a_bare_array_method_answers_the_array_of_its_field_with_nulls() -> None:
+
+    policy = load_policies()["/yieldagent.v1.HistoryService/ListWalletTokenAprs"]
+    reply = history_pb2.ListWalletTokenAprsResponse(
+        items=[history_pb2.AllocatedValue(value=2.5, value_in_usd=2.5, total_apr=4.0)]
+    )
+    body = httpbody_pb2.HttpBody.FromString(Renderer(policy)(reply))
+    assert json.loads(body.data)[0]["total_apr"] == 4.0
+    assert json.loads(body.data)[0]["base_apr"] is None
+    empty = httpbody_pb2.HttpBody.FromString(
+        Renderer(policy)(history_pb2.ListWalletTokenAprsResponse())
+    )
+    assert json.loads(empty.data) == []
 
 
 def test_amounts_and_block_numbers_are_json_integers_in_every_item() -> None:

@@ -22,7 +22,7 @@ from yieldagent.storage.db import alembic_config, create_db_engine, migrate, mig
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-HEAD = "0017"
+HEAD = "0033"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -42,6 +42,7 @@ TABLES = {
     "operations",
     "protocol_pauses",
     "pool_risks",
+    "pool_yields",
     "idempotency_keys",
     "chain_nonces",
     "chain_nonce_leases",

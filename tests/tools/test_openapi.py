@@ -97,7 +97,16 @@ def test_every_method_with_an_http_rule_is_one_operation(document: dict[str, Any
 
 
 def test_operations_are_grouped_under_the_names_partners_use(document: dict[str, Any]) -> None:
-    names = ["Accounts", "Wallets", "Rewards", "Catalog", "Optimizer", "Stats", "Health"]
+    names = [
+        "Accounts",
+        "Wallets",
+        "Rewards",
+        "History",
+        "Catalog",
+        "Optimizer",
+        "Stats",
+        "Health",
+    ]
     assert [tag["name"] for tag in document["tags"]] == names
     for tag in document["tags"]:
         description = tag["description"]
@@ -109,6 +118,7 @@ def test_operations_are_grouped_under_the_names_partners_use(document: dict[str,
     assert grouped["Withdraw"] == ["Wallets"]
     assert grouped["ClaimRewards"] == ["Rewards"]
     assert grouped["Healthcheck"] == ["Health"]
+    assert grouped["GetWalletEarnings"] == ["History"]
     assert {s.name for s in api_services()} == set(openapi.TAGS)
 
 
@@ -376,3 +386,10 @@ def test_a_streaming_method_without_an_http_rule_is_left_out(
         "name": "Probes",
         "description": "A service with a streaming method, as WatchWallet will be.",
     }
+
+
+def test_apr_by_token_answers_a_bare_array(document: dict[str, Any]) -> None:
+    operation = document["paths"]["/api/v1/{chain_id}/wallets/{wallet}/apr/tokens"]["get"]
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema["type"] == "array"
+    assert schema["items"] == {"$ref": "#/components/schemas/AllocatedValue"}

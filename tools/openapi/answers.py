@@ -377,6 +377,43 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         _CHAIN_DOWN,
     ),
     "ListRewardHistory": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
+    "GetProtocolHistory": (
+        (
+            "bad_query",
+            _raised(parse_iso, "yesterday", ("from",)),
+            "A date is not ISO 8601, `to` is before `from`, the interval is not hour or "
+            "day, or the token is not an address.",
+        ),
+    ),
+    "GetWalletPerformance": (
+        _BAD_WALLET,
+        (
+            "bad_dates",
+            _raised(parse_iso, "yesterday", ("from_date",)),
+            "`from_date` is not ISO 8601.",
+        ),
+        _OTHER_PARTNER,
+        _CHAIN_DOWN,
+    ),
+    "ListWalletTokenAprs": (
+        _BAD_WALLET,
+        (
+            "bad_query",
+            InvalidInput.field(("token_price",), "Input should be greater than 0"),
+            "`token_price` is not positive, or `period` is not all or day.",
+        ),
+        _OTHER_PARTNER,
+        _CHAIN_DOWN,
+    ),
+    "GetWalletEarnings": (
+        _BAD_WALLET,
+        (
+            "bad_query",
+            _raised(parse_iso, "yesterday", ("from",)),
+            "A date is not ISO 8601, `to` is not after `from`, or the interval is not day or hour.",
+        ),
+        _OTHER_PARTNER,
+    ),
     "GetRewardStaking": (_BAD_WALLET, _OTHER_PARTNER),
     "SetRewardStaking": (
         (

@@ -73,6 +73,7 @@ TAGS = {
     "SmartAccountService": "Accounts",
     "WalletService": "Wallets",
     "RewardService": "Rewards",
+    "HistoryService": "History",
     "CatalogService": "Catalog",
     "OptimizerService": "Optimizer",
     "StatsService": "Stats",
@@ -257,9 +258,11 @@ def _responses(
         success["description"] = "Success, with no body."
     else:
         reply = source["responses"]["200"]["schema"]
-        success["content"] = {
-            "application/json": {"schema": schemas.ref(ref_target(reply["$ref"]), False)}
-        }
+        schema = schemas.ref(ref_target(reply["$ref"]), False)
+        if policy.bare_field is not None:  # the reply is that field's array alone
+            converted = schemas.convert(ref_target(reply["$ref"]), False)
+            schema = converted["properties"][policy.bare_field]
+        success["content"] = {"application/json": {"schema": schema}}
     success["headers"] = {"X-Request-Id": _REQUEST_ID}
     if policy.idempotent:
         success["headers"] |= {

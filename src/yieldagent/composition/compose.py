@@ -45,10 +45,12 @@ from yieldagent.config import Settings, check_production, logged_secrets
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
+from yieldagent.domain.books.numbers import WalletNumbers
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Thresholds
-from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
 from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.market.yields import PoolYields, YieldRecorder
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.rate_limits import RateLimiter
@@ -67,6 +69,7 @@ from yieldagent.observability.risk_metrics import RiskMetrics
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.health import HealthcheckServicer
+from yieldagent.servicers.history import HistoryServicer
 from yieldagent.servicers.idempotency import Idempotency
 from yieldagent.servicers.interceptor import ApiInterceptor
 from yieldagent.servicers.method_policy import load_policies
@@ -86,9 +89,11 @@ from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
 from yieldagent.storage.webhooks import WebhookStore
+from yieldagent.storage.yields import YieldStore
 from yieldagent.v1 import (
     catalog_pb2_grpc,
     health_pb2_grpc,
+    history_pb2_grpc,
     optimizer_pb2_grpc,
     rewards_pb2_grpc,
     smart_accounts_pb2_grpc,
@@ -202,6 +207,9 @@ def build_server(
         OpenStreams(PartnerStore(engine), streams_per_partner, events.poll_seconds),
     )
     paused = RunStore(engine).paused
+    fee_bps = lifecycle.books.policy.fee_bps
+    yields = PoolYields(YieldStore(engine), catalog, fee_bps)
+    numbers = WalletNumbers(WalletStore(engine), chains, catalog, reports, fee_bps)
     registrations: list[Registration] = [
         (
             health_pb2_grpc.add_HealthcheckServiceServicer_to_server,
@@ -209,7 +217,7 @@ def build_server(
         ),
         (
             catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
-            CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk),
+            CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk, yields),
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
@@ -224,6 +232,10 @@ def build_server(
             RewardServicer(lifecycle, reports),
         ),
         (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
+        (
+            history_pb2_grpc.add_HistoryServiceServicer_to_server,
+            HistoryServicer(yields, numbers, catalog),
+        ),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,
             OptimizerServicer(Optimizer(catalog, chains, agent.thresholds)),
@@ -254,6 +266,20 @@ def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
             await lifecycle.refresh(chain_id)
 
     return refresh_wallets
+
+
+def pool_history(recorder: YieldRecorder, chains: Mapping[int, MarketChain]) -> Job:
+    """The worker job that records every catalog pool's yield when a point is due on its
+    chain, and prunes the points past their retention."""
+
+    async def record_pool_yields() -> None:
+        for chain_id, chain in sorted(chains.items()):
+            try:
+                await recorder.record(chain_id, chain)
+            except ChainUnavailable:  # one chain's node down: the others still record
+                log.warning("pool history not recorded", extra={"chain_id": chain_id})
+
+    return record_pool_yields
 
 
 def reconciliation(lifecycle: Lifecycle) -> Job:
@@ -472,6 +498,13 @@ class Service:
         )
         self.worker.add(reconciliation(background), every=settings.lease_seconds / 2)
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
+        recorder = YieldRecorder(
+            YieldStore(self.engine),
+            catalog,
+            settings.pool_history_seconds,
+            settings.pool_history_seconds_kept,
+        )
+        self.worker.add(pool_history(recorder, worker_chains))
         stopping = lambda: self.worker.stop_requested  # noqa: E731
         self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
         self.worker.add(

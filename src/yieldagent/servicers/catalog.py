@@ -1,7 +1,8 @@
 """CatalogService: chains, tokens and protocols (GET /chains, /{chain_id}/tokens, ...).
 
 A protocol's listing carries its pool's verdict under the risk guards (``risk``), judged
-when listed; ``is_active`` is false while the operator pauses it or the guards exit it."""
+when listed; ``is_active`` is false while the operator pauses it or the guards exit it. Its
+yield comes in parts, now and averaged over the recorded history (``domain.market.yields``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from yieldagent.domain.addresses import parse_address
 from yieldagent.domain.catalog import Catalog, ProtocolInfo, TokenInfo
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.yields import PoolYield, PoolYields, YieldParts
 from yieldagent.domain.risk.guards import OK, Verdict
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.v1 import catalog_pb2, catalog_pb2_grpc
@@ -25,6 +27,7 @@ def _protocol(
     quote: PoolQuote | None,
     active: bool,
     verdict: Verdict,
+    pool_yield: PoolYield | None,
 ) -> catalog_pb2.Protocol:
     message = catalog_pb2.Protocol(
         name=protocol.name,
@@ -47,7 +50,24 @@ def _protocol(
         message.pools.extend(
             catalog_pb2.Pool(name=name, apy=apy) for name, apy in quote.market_apys()
         )
+    if pool_yield is not None:
+        _set_parts(message, "", pool_yield.parts)
+        for found in pool_yield.averages:
+            _set_parts(message, f"_{found.days}d", found.parts)
     return message
+
+
+def _set_parts(message: catalog_pb2.Protocol, suffix: str, parts: YieldParts) -> None:
+    """Sets the ``apy_*`` fields named with ``suffix`` that ``parts`` knows (unknown: null)."""
+    figures = {
+        "apy_base": parts.base,
+        "apy_rewards": parts.rewards,
+        "apy_total": parts.total,
+        "apy_net": parts.net,
+    }
+    for name, figure in figures.items():
+        if figure is not None:
+            setattr(message, name + suffix, figure)
 
 
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
@@ -60,8 +80,10 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
         holdings: Callable[[int], Mapping[str, int]] = lambda chain_id: {},
         risk: RiskSurvey | None = None,
+        yields: PoolYields | None = None,
     ) -> None:
         self._catalog = catalog
+        self._yields = yields
         self._chains = chains
         self._paused = paused
         self._holdings = holdings
@@ -100,8 +122,16 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         quotes = {quote.protocol: quote for quote in await chain.quotes(address, names)}
         paused = self._paused(request.chain_id)
         verdicts: dict[str, Verdict] = {}
-        if self._risk is not None:
-            head = await chain.head()
+        head = await chain.head() if self._risk is not None or self._yields is not None else None
+        yields: dict[str, PoolYield] = {}
+        if self._yields is not None and head is not None:
+            yields = {
+                p.name: self._yields.of(
+                    request.chain_id, quotes.get(p.name), p.name, address, head.timestamp
+                )
+                for p in token.protocols
+            }
+        if self._risk is not None and head is not None:
             judged = await self._risk.judge(
                 request.chain_id, chain, address, quotes, head.timestamp
             )
@@ -115,6 +145,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
                     quotes.get(p.name),
                     p.name not in paused,
                     verdicts.get(p.name, OK),
+                    yields.get(p.name),
                 )
                 for p in token.protocols
             ]

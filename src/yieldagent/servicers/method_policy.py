@@ -39,6 +39,7 @@ from google.protobuf.message import Message
 from yieldagent.v1 import (
     catalog_pb2,
     health_pb2,
+    history_pb2,
     optimizer_pb2,
     options_pb2,
     rewards_pb2,
@@ -55,6 +56,7 @@ API_FILES = (
     rewards_pb2,
     stats_pb2,
     optimizer_pb2,
+    history_pb2,
 )
 
 SIXTY_FOUR_BIT = frozenset(
@@ -75,7 +77,11 @@ ERROR_HEADER = "x-yieldagent-error"
 
 Metadata = tuple[tuple[str, str], ...]
 
-SERVED_AS_JSON = frozenset({"/yieldagent.v1.WalletService/GetWallet"})
+SERVED_AS_ARRAY = {"/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items"}
+"""Methods whose REST reply is the bare JSON array of one repeated field, by method: what
+the production client reads. Envoy's transcoder, and the OpenAPI generator, print a
+message only."""
+SERVED_AS_JSON = frozenset({"/yieldagent.v1.WalletService/GetWallet", *SERVED_AS_ARRAY})
 """Methods whose REST reply the service renders as the contract's JSON itself, which Envoy
 passes on as it is (``servicers.rest_json``): the wallet read partners poll, kept per
 wallet version. Envoy's transcoding and reshaping of it were most of Envoy's work per read,
@@ -101,6 +107,8 @@ class MethodPolicy:
     """The response's JSON paths REST prints as null when unset."""
     served_as_json: bool = False
     """Whether the service renders the REST reply itself (``SERVED_AS_JSON``)."""
+    bare_field: str | None = None
+    """The repeated field whose array is the whole REST reply (``SERVED_AS_ARRAY``)."""
 
     def locate(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
         """A request field's location as REST reports it: ``("body", "eoa")``.
@@ -200,6 +208,7 @@ def policy_for(method: MethodDescriptor) -> MethodPolicy:
         integer_paths=tuple(integers),
         null_paths=tuple(nulls),
         served_as_json=full_name in SERVED_AS_JSON,
+        bare_field=SERVED_AS_ARRAY.get(full_name),
     )
 
 

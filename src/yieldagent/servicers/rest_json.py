@@ -37,9 +37,10 @@ of ``"integer"`` and ``"null"``)."""
 class Renderer:
     """Renders one method's replies as its REST reply: a serialized ``HttpBody``."""
 
-    __slots__ = ("_shape",)
+    __slots__ = ("_bare", "_shape")
 
     def __init__(self, policy: MethodPolicy) -> None:
+        self._bare = policy.bare_field
         self._shape: Shape = {}
         for rule, paths in (("integer", policy.integer_paths), ("null", policy.null_paths)):
             for path in paths:
@@ -57,7 +58,8 @@ class Renderer:
             cast(Descriptor, reply.DESCRIPTOR),
         )
         _shaped(document, self._shape)
-        data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+        shown: Any = document if self._bare is None else document.get(self._bare, [])
+        data = json.dumps(shown, ensure_ascii=False, separators=(",", ":")).encode()
         body = httpbody_pb2.HttpBody(content_type=CONTENT_TYPE, data=data)
         serialized: bytes = body.SerializeToString()
         return serialized

@@ -88,6 +88,8 @@ def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
         message.last_deactivation_date = iso(wallet.last_deactivation_date)
     if wallet.status_reason:
         message.status_reason = wallet.status_reason
+    if wallet.withdrawable is not None:
+        message.withdrawable = str(wallet.withdrawable)
     if wallet.last_reactivation_date:
         message.last_reactivation_date = iso(wallet.last_reactivation_date)
     return message

@@ -83,6 +83,7 @@ _STATE = (
     "last_reactivation_date",
     "synced_block",
     "status_reason",
+    "withdrawable",
     "updated_at",
 )
 """The wallet columns a commit writes (besides its version)."""
@@ -145,6 +146,7 @@ def wallet_values(wallet: Wallet) -> dict[str, Any]:
         "last_reactivation_date": wallet.last_reactivation_date,
         "synced_block": wallet.synced_block,
         "status_reason": wallet.status_reason,
+        "withdrawable": wallet.withdrawable,
         "updated_at": datetime.now(UTC),
     }
 

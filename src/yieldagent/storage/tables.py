@@ -210,6 +210,9 @@ class WalletRow(SQLModel, table=True):
         default=0, sa_type=BigInteger, description="the ledger has booked the chain up to here"
     )
     status_reason: str = Field(default="", sa_type=Text, description="why it waits, if it does")
+    withdrawable: int | None = Field(
+        default=None, sa_type=TokenAmount, description="payable at once, at last valuation"
+    )
     created_at: datetime = Field(sa_column=utc_column())
     updated_at: datetime = Field(sa_column=utc_column())
 
@@ -568,3 +571,21 @@ class ChainTotalsRow(SQLModel, table=True):
     first_wallets: int = Field(sa_type=BigInteger)
     first_deposited: int = Field(sa_type=TokenAmount)
     transactions: int = Field(sa_type=BigInteger)
+
+
+class PoolYieldRow(SQLModel, table=True):
+    """One pool's yield at one moment of chain time, as the service read the market
+    (``storage.yields``); kept for a bounded time."""
+
+    __tablename__ = "pool_yields"
+    __table_args__ = (Index("ix_pool_yields_pool_at", "chain_id", "protocol", "token", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chain_id: int
+    protocol: str = Field(max_length=64)
+    token: str = Field(max_length=42)
+    at: int = Field(sa_type=BigInteger, description="chain time, unix seconds")
+    supply: int = Field(sa_type=TokenAmount, description="what the pool held")
+    borrows: int = Field(sa_type=TokenAmount, description="what it lent out")
+    apy_base: float = Field(description="interest's yearly yield, percent")
+    apy_rewards: float | None = Field(default=None, description="rewards' yearly yield, percent")

@@ -176,6 +176,7 @@ def _wallet(row: Any) -> Wallet:
         version=row.version,
         synced_block=row.synced_block,
         status_reason=row.status_reason,
+        withdrawable=None if row.withdrawable is None else int(row.withdrawable),
     )
 
 

@@ -58,7 +58,7 @@ class ListProtocolsResponse(_message.Message):
     def __init__(self, protocols: _Optional[_Iterable[_Union[Protocol, _Mapping]]] = ...) -> None: ...
 
 class Protocol(_message.Message):
-    __slots__ = ("name", "is_active", "description", "tvl", "apr", "pools", "created_at", "updated_at", "chain_id", "parent_protocol", "link", "address", "title", "risk")
+    __slots__ = ("name", "is_active", "description", "tvl", "apr", "pools", "created_at", "updated_at", "chain_id", "parent_protocol", "link", "address", "title", "risk", "apy_base", "apy_rewards", "apy_total", "apy_net", "apy_base_7d", "apy_rewards_7d", "apy_total_7d", "apy_net_7d", "apy_base_30d", "apy_rewards_30d", "apy_total_30d", "apy_net_30d")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IS_ACTIVE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,18 @@ class Protocol(_message.Message):
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     RISK_FIELD_NUMBER: _ClassVar[int]
+    APY_BASE_FIELD_NUMBER: _ClassVar[int]
+    APY_REWARDS_FIELD_NUMBER: _ClassVar[int]
+    APY_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    APY_NET_FIELD_NUMBER: _ClassVar[int]
+    APY_BASE_7D_FIELD_NUMBER: _ClassVar[int]
+    APY_REWARDS_7D_FIELD_NUMBER: _ClassVar[int]
+    APY_TOTAL_7D_FIELD_NUMBER: _ClassVar[int]
+    APY_NET_7D_FIELD_NUMBER: _ClassVar[int]
+    APY_BASE_30D_FIELD_NUMBER: _ClassVar[int]
+    APY_REWARDS_30D_FIELD_NUMBER: _ClassVar[int]
+    APY_TOTAL_30D_FIELD_NUMBER: _ClassVar[int]
+    APY_NET_30D_FIELD_NUMBER: _ClassVar[int]
     name: str
     is_active: bool
     description: str
@@ -87,7 +99,19 @@ class Protocol(_message.Message):
     address: str
     title: str
     risk: ProtocolRisk
-    def __init__(self, name: _Optional[str] = ..., is_active: _Optional[bool] = ..., description: _Optional[str] = ..., tvl: _Optional[float] = ..., apr: _Optional[float] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., parent_protocol: _Optional[str] = ..., link: _Optional[str] = ..., address: _Optional[str] = ..., title: _Optional[str] = ..., risk: _Optional[_Union[ProtocolRisk, _Mapping]] = ...) -> None: ...
+    apy_base: float
+    apy_rewards: float
+    apy_total: float
+    apy_net: float
+    apy_base_7d: float
+    apy_rewards_7d: float
+    apy_total_7d: float
+    apy_net_7d: float
+    apy_base_30d: float
+    apy_rewards_30d: float
+    apy_total_30d: float
+    apy_net_30d: float
+    def __init__(self, name: _Optional[str] = ..., is_active: _Optional[bool] = ..., description: _Optional[str] = ..., tvl: _Optional[float] = ..., apr: _Optional[float] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., parent_protocol: _Optional[str] = ..., link: _Optional[str] = ..., address: _Optional[str] = ..., title: _Optional[str] = ..., risk: _Optional[_Union[ProtocolRisk, _Mapping]] = ..., apy_base: _Optional[float] = ..., apy_rewards: _Optional[float] = ..., apy_total: _Optional[float] = ..., apy_net: _Optional[float] = ..., apy_base_7d: _Optional[float] = ..., apy_rewards_7d: _Optional[float] = ..., apy_total_7d: _Optional[float] = ..., apy_net_7d: _Optional[float] = ..., apy_base_30d: _Optional[float] = ..., apy_rewards_30d: _Optional[float] = ..., apy_total_30d: _Optional[float] = ..., apy_net_30d: _Optional[float] = ...) -> None: ...
 
 class ProtocolRisk(_message.Message):
     __slots__ = ("state", "reasons")

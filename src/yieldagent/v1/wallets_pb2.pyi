@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Wallet(_message.Message):
-    __slots__ = ("wallet", "status", "deposits", "withdraws", "selected_protocols", "current_protocol", "current_protocols", "current_token", "activation_date", "last_deactivation_date", "last_reactivation_date", "eoa", "status_reason")
+    __slots__ = ("wallet", "status", "deposits", "withdraws", "selected_protocols", "current_protocol", "current_protocols", "current_token", "activation_date", "last_deactivation_date", "last_reactivation_date", "eoa", "status_reason", "withdrawable")
     WALLET_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     DEPOSITS_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class Wallet(_message.Message):
     LAST_REACTIVATION_DATE_FIELD_NUMBER: _ClassVar[int]
     EOA_FIELD_NUMBER: _ClassVar[int]
     STATUS_REASON_FIELD_NUMBER: _ClassVar[int]
+    WITHDRAWABLE_FIELD_NUMBER: _ClassVar[int]
     wallet: str
     status: str
     deposits: _containers.RepeatedCompositeFieldContainer[_types_pb2.Deposit]
@@ -37,7 +38,8 @@ class Wallet(_message.Message):
     last_reactivation_date: str
     eoa: str
     status_reason: str
-    def __init__(self, wallet: _Optional[str] = ..., status: _Optional[str] = ..., deposits: _Optional[_Iterable[_Union[_types_pb2.Deposit, _Mapping]]] = ..., withdraws: _Optional[_Iterable[_Union[_types_pb2.WithdrawDetail, _Mapping]]] = ..., selected_protocols: _Optional[_Iterable[str]] = ..., current_protocol: _Optional[str] = ..., current_protocols: _Optional[_Iterable[str]] = ..., current_token: _Optional[str] = ..., activation_date: _Optional[str] = ..., last_deactivation_date: _Optional[str] = ..., last_reactivation_date: _Optional[str] = ..., eoa: _Optional[str] = ..., status_reason: _Optional[str] = ...) -> None: ...
+    withdrawable: str
+    def __init__(self, wallet: _Optional[str] = ..., status: _Optional[str] = ..., deposits: _Optional[_Iterable[_Union[_types_pb2.Deposit, _Mapping]]] = ..., withdraws: _Optional[_Iterable[_Union[_types_pb2.WithdrawDetail, _Mapping]]] = ..., selected_protocols: _Optional[_Iterable[str]] = ..., current_protocol: _Optional[str] = ..., current_protocols: _Optional[_Iterable[str]] = ..., current_token: _Optional[str] = ..., activation_date: _Optional[str] = ..., last_deactivation_date: _Optional[str] = ..., last_reactivation_date: _Optional[str] = ..., eoa: _Optional[str] = ..., status_reason: _Optional[str] = ..., withdrawable: _Optional[str] = ...) -> None: ...
 
 class ActivateWalletRequest(_message.Message):
     __slots__ = ("chain_id", "wallet", "eoa", "initial_token", "selected_protocols", "tx_hash", "constraints")

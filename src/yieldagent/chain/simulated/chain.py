@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from decimal import Decimal
 
 from yieldagent.chain.simulated.genesis import reward_token
 from yieldagent.chain.simulated.market import LOSS, SimulatedMarket
 from yieldagent.chain.simulated.pools import quote_of
 from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.domain.market.quotes import PoolQuote
+from yieldagent.domain.market.rate_models import SECONDS_PER_YEAR
 from yieldagent.domain.market.readings import PoolReading
 from yieldagent.domain.ports.accounts import SmartAccount
 from yieldagent.domain.ports.chain import (
@@ -26,7 +28,7 @@ from yieldagent.domain.ports.chain import (
     Transfer,
     TxReceipt,
 )
-from yieldagent.simulated_world.state import MarketError, MinedTx
+from yieldagent.simulated_world.state import MarketError, MinedTx, PoolState
 
 # Gas units of each action, and each chain's gas price (wei) and native token price.
 GAS_UNITS = {
@@ -140,10 +142,26 @@ class SimulatedChain:
     async def quotes(self, token: str, protocols: Sequence[str]) -> list[PoolQuote]:
         wanted = set(protocols)
         return [
-            quote_of(pool)
+            replace(quote_of(pool), reward_yearly=self._reward_yearly(pool))
             for pool in self.market.pools_now(self.chain_id, token)
             if pool.protocol in wanted
         ]
+
+    def _reward_yearly(self, pool: PoolState) -> int:
+        """A year of the pool's reward emissions in its token's smallest units, at the
+        tokens' prices (``domain.market.quotes.PoolQuote.reward_yearly``)."""
+        if pool.reward_token is None or pool.reward_rate <= 0:
+            return 0
+        reward_price, reward_decimals = self.market.price(self.chain_id, pool.reward_token)
+        token_price, token_decimals = self.market.price(self.chain_id, pool.token)
+        value = (
+            Decimal(pool.reward_rate * SECONDS_PER_YEAR)
+            * reward_price
+            / 10**reward_decimals
+            / token_price
+            * 10**token_decimals
+        )
+        return int(value)
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         return Scenarios(self.market).readings(self.chain_id, token, protocols)

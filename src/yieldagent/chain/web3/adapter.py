@@ -416,7 +416,14 @@ class Web3Chain:
         await self._ready()
         wanted = [pool for name, pool in self.pools.items() if name in set(protocols)]
         block = await self.head()
-        return list(await asyncio.gather(*(pool.quote(block) for pool in wanted)))
+        quotes = await asyncio.gather(*(pool.quote(block) for pool in wanted))
+        # The service collects rewards from Comets with a rewards contract only; their
+        # emission rate is not read (None: unknown). Elsewhere a depositor through the
+        # service earns no rewards (0).
+        return [
+            q if isinstance(pool, CometPool) and pool.rewards else replace(q, reward_yearly=0)
+            for pool, q in zip(wanted, quotes, strict=True)
+        ]
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The guard inputs of the pools that read their own switches or share price

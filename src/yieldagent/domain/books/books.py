@@ -72,6 +72,7 @@ def valued(wallet: Wallet, valuation: Valuation) -> Wallet:
         positions=dict(valuation.positions),
         current_apr=valuation.apr(),
         valued_at=valuation.moment,
+        withdrawable=valuation.withdrawable,
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from yieldagent.domain.books.accounting import Source, withdrawable
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.quotes import PoolQuote
@@ -30,6 +31,22 @@ class Valuation:
     def total(self) -> int:
         """Idle funds plus positions."""
         return self.idle + sum(self.positions.values())
+
+    def sources(self, idle: bool = True) -> list[Source]:
+        """Where the funds sit (the idle balance first, unless ``idle`` is false), each
+        with what its pool can give now; positions in pools without a quote give none."""
+        positions = [
+            Source(p, v, self.quotes[p].apr(), self.quotes[p].cash)
+            for p, v in self.positions.items()
+            if p in self.quotes
+        ]
+        return ([Source(None, self.idle, 0.0, self.idle)] if idle else []) + positions
+
+    @property
+    def withdrawable(self) -> int:
+        """What a withdrawal could pay at once: the idle balance and each position within
+        its pool's cash."""
+        return withdrawable(self.sources())
 
     def apr(self) -> float:
         """The holdings' APR in percent, idle funds earning nothing."""

@@ -55,6 +55,9 @@ class Wallet:
     """The ledger has booked the chain's events up to this block (re-read from it)."""
     status_reason: str = ""
     """Why the wallet waits in its state, when it does (funds stuck in a pool, say)."""
+    withdrawable: int | None = None
+    """What a withdrawal could pay at once as of the last valuation: the idle balance and
+    each position within its pool's cash (``accounting.withdrawable``); None until valued."""
 
     def owned_by(self, partner_id: int) -> Wallet:
         """This wallet, if ``partner_id`` owns it; AccessDenied otherwise."""

@@ -143,6 +143,10 @@ class PoolQuote:
     """What a withdrawal pays per unit of the value it takes out, RAY-scaled: ``RAY`` for
     a pool that pays at its share price, less for one that pays less (a vault redeeming
     below its share price, a pool that charges for leaving)."""
+    reward_yearly: int | None = None
+    """What the pool's reward emissions that the service collects pay all its suppliers
+    in a year, valued in the pool's token's smallest units at the reward token's price:
+    0 for a pool without such a program, None where the chain cannot tell."""
 
     @property
     def total_supply(self) -> int:
@@ -166,6 +170,15 @@ class PoolQuote:
     def apr(self, delta: int = 0) -> float:
         """Supply APR in percent after adding ``delta`` (negative: removing)."""
         return apr_percent(self.rate(delta))
+
+    def reward_apr(self) -> float | None:
+        """The reward emissions' yearly yield in percent of what the pool holds (simple:
+        rewards are paid in another token and compound only once claimed and swapped);
+        None when the chain cannot tell or the pool holds nothing."""
+        supplied = self.total_supply
+        if self.reward_yearly is None or supplied <= 0:
+            return None
+        return self.reward_yearly * 100 / supplied
 
     def moved(self, delta: int) -> PoolQuote:
         """The pool after we add ``delta`` (negative: remove), spread over its markets as

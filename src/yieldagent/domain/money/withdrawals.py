@@ -59,12 +59,7 @@ from yieldagent.domain.market.ports import MarketChain
 
 def _sources(valuation: Valuation, idle: bool = True) -> list[Source]:
     """Where the wallet's funds sit, each with what its pool can give now."""
-    positions = [
-        Source(p, v, valuation.quotes[p].apr(), valuation.quotes[p].cash)
-        for p, v in valuation.positions.items()
-        if p in valuation.quotes
-    ]
-    return ([Source(None, valuation.idle, 0.0, valuation.idle)] if idle else []) + positions
+    return valuation.sources(idle)
 
 
 class Withdrawals:
