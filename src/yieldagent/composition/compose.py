@@ -29,6 +29,7 @@ from yieldagent.composition.chains import (
     safe_chains,
     served_catalog,
     simulated_market,
+    verify_deployments,
 )
 from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.composition.edge import EnvoyProcess
@@ -459,6 +460,7 @@ class Service:
             )
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         operator = await load_operator(settings)  # refuses a development key on a real chain
+        await verify_deployments(settings, operator.address)  # the chain, not the manifest
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
         catalog = served_catalog(settings, load_catalog())
