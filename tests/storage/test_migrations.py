@@ -22,7 +22,7 @@ from yieldagent.storage.db import alembic_config, create_db_engine, migrate, mig
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-HEAD = "0017"
+HEAD = "0020"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -49,6 +49,8 @@ TABLES = {
     "partner_webhooks",
     "webhook_deliveries",
     "chain_totals",
+    "module_changes",
+    "module_change_cursors",
 }
 _MIGRATE = (
     "import sys\n"

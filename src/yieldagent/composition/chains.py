@@ -34,6 +34,7 @@ from yieldagent.domain.partners.safe_accounts import (
     SafeAccountConstants,
 )
 from yieldagent.domain.partners.smart_accounts import SafeChains
+from yieldagent.domain.ports.module_changes import ModuleChangeSource
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.storage.nonces import NonceStore
 from yieldagent.storage.simulation import SimulationStore
@@ -165,6 +166,26 @@ async def verify_deployments(settings: Settings, operator: str) -> None:
             "`yieldagent operator deploy-module` and use the manifest it writes:\n"
             + "\n".join(problems)
         )
+
+
+def module_change_sources(settings: Settings) -> dict[int, tuple[ModuleChangeSource, int]]:
+    """The change logs of each web3 chain's operator module, with the block to read them
+    from the first time (the manifest's ``deployed_block``). A simulated chain has none:
+    the simulator runs no module and has no admin. Sources belong to the event loop that
+    first uses them."""
+    from yieldagent.chain.web3.module_changes import Web3ModuleChanges
+
+    sources: dict[int, tuple[ModuleChangeSource, int]] = {}
+    for chain_id, url in sorted(settings.rpc_urls.items()):
+        path = settings.deployment(chain_id)
+        manifest = Manifest.load(path) if path is not None else None
+        if manifest is None or manifest.safe is None:
+            continue
+        source = Web3ModuleChanges.connect(
+            url, chain_id, manifest.safe.module, settings.confirmations
+        )
+        sources[chain_id] = (source, manifest.deployed_block)
+    return sources
 
 
 def _named(name: str) -> str:

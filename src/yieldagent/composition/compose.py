@@ -26,6 +26,7 @@ from yieldagent.composition import runtime
 from yieldagent.composition.chains import (
     build_chains,
     fee_collector,
+    module_change_sources,
     safe_chains,
     served_catalog,
     simulated_market,
@@ -46,14 +47,16 @@ from yieldagent.config import Settings, check_production
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
+from yieldagent.domain.books.module_changes import watch_module_changes
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Thresholds
-from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.partners.smart_accounts import SafeChains
+from yieldagent.domain.ports.module_changes import ModuleChangeSource
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
@@ -80,6 +83,7 @@ from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
+from yieldagent.storage.module_changes import ModuleChangeStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.risk import RiskStore
@@ -338,6 +342,27 @@ def event_pruning(
     return prune_events
 
 
+def module_change_watch(settings: Settings, engine: Engine) -> Job:
+    """Reads each web3 chain's operator module changes into the books and tells every
+    wallet on the chain of each proposal (``domain.books.module_changes``)."""
+    store = ModuleChangeStore(engine)
+    sources: dict[int, tuple[ModuleChangeSource, int]] | None = None
+
+    async def watch_module_changes_everywhere() -> None:
+        nonlocal sources
+        if sources is None:  # built on the worker's loop, which owns their connections
+            sources = module_change_sources(settings)
+        for chain_id, (source, start) in sources.items():
+            try:
+                await watch_module_changes(chain_id, source, store, start, settings.log_range)
+            except ChainUnavailable as error:  # the next tick reads on from the cursor
+                log.warning(
+                    "module changes not read", extra={"chain_id": chain_id, "error": str(error)}
+                )
+
+    return watch_module_changes_everywhere
+
+
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that recovers interrupted runs, then runs every due wallet, batch by
     batch until none is due or the service is stopping."""
@@ -476,6 +501,7 @@ class Service:
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
         stopping = lambda: self.worker.stop_requested  # noqa: E731
         self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
+        self.worker.add(module_change_watch(settings, self.engine))
         self.worker.add(
             event_pruning(
                 EventStore(self.engine),
