@@ -21,6 +21,7 @@ from support.devnet import Devnet
 from support.devnet_service import OPERATOR_KEY
 from yieldagent.chain.web3.module_code import shipped_code
 from yieldagent.chain.web3.module_listing import operator_change, selector
+from yieldagent.chain.web3.reader import RpcReader
 from yieldagent.cli import main
 from yieldagent.composition.chains import verify_deployments
 from yieldagent.composition.compose import Service
@@ -104,7 +105,10 @@ def _tampered(env: dict[str, str], **safe: Any) -> None:
 
 
 async def test_the_service_starts_on_the_manifest_the_tool_writes(
-    net: Devnet, capsys: pytest.CaptureFixture[str], env: dict[str, str]
+    net: Devnet,
+    capsys: pytest.CaptureFixture[str],
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     printed = _deploy(net, capsys, env)
     assert printed["problems"] == [] and printed["pending_admin"] is None
@@ -127,6 +131,19 @@ async def test_the_service_starts_on_the_manifest_the_tool_writes(
             )
     # Again: nothing left to do, nothing sent.
     assert _deploy(net, capsys, env)["transactions"] == []
+
+    # The whole check is one JSON-RPC batch: one round trip per chain.
+    batches: list[int] = []
+    send = RpcReader._send
+
+    async def counted(reader: RpcReader, batch: list[Any]) -> list[dict[str, Any]]:
+        batches.append(len(batch))
+        return await send(reader, batch)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(RpcReader, "_send", counted)
+        assert await _problems(env) == []
+    assert batches == [14]  # chain id, six codes, seven views
 
     service = Service(load_settings(env), with_edge=False)
     try:

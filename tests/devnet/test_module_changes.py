@@ -24,6 +24,7 @@ from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.chain.web3.module_changes import Web3ModuleChanges
 from yieldagent.chain.web3.module_listing import Kind, Rule, rule_change, token_change
 from yieldagent.composition.chains import module_change_sources
+from yieldagent.composition.compose import module_change_watch
 from yieldagent.config import load_settings
 from yieldagent.devnet.anvil import rpc
 from yieldagent.devnet.safe import TIMELOCK_DELAY, module_at
@@ -217,3 +218,27 @@ def test_only_a_web3_chain_with_a_module_is_watched(net: Devnet, tmp_path: Path)
     assert start == net.manifest.deployed_block
     assert isinstance(source, Web3ModuleChanges) and net.manifest.safe is not None
     assert source.module == net.manifest.safe.module
+
+
+async def test_the_workers_job_reads_the_manifests_module(
+    net: Devnet, engine: Engine, tmp_path: Path
+) -> None:
+    """The job the service's worker runs: from the manifest's deployment block, the chain's
+    confirmations and log range as configured."""
+    manifest = tmp_path / "deployment.json"
+    replace(net.manifest, deployed_block=net.w3.eth.block_number).write(manifest)
+    settings = load_settings(
+        {
+            "YIELDAGENT_DATA_DIR": str(tmp_path),
+            "YIELDAGENT_RPC_URL_8453": net.url,
+            "YIELDAGENT_DEPLOYMENT_8453": str(manifest),
+            "YIELDAGENT_CONFIRMATIONS": "1",
+        }
+    )
+    change_id, _ = _propose(net, rule_change(TARGET, WITHDRAW, Rule(Kind.NONE, 0)))
+    job = module_change_watch(settings, engine)
+    await job()
+    [pending] = ModuleChangeStore(engine).pending(CHAIN)
+    assert (pending.change_id, pending.new_value) == (change_id, "unlisted")
+    await job()  # the next tick reads on from the cursor
+    assert len(ModuleChangeStore(engine).pending(CHAIN)) == 1
