@@ -49,8 +49,8 @@
     yieldagent operator address            the operator's address (the backend wallet)
     yieldagent operator deploy-module --chain C --key-file F --admin A [--feed T=FEED ...]
                                            deploy, list and seal the operator module on
-                                           chain C (YIELDAGENT_RPC_URL_C) and write its
-                                           manifest (--out, default: the chain's own)
+                                           chain C (its YIELDAGENT_RPC_URL_<chain_id>) and write
+                                           its manifest (--out, default: the chain's own)
 
 Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code. The
 commands and their parser stay in this one module, past the usual length, so that one
