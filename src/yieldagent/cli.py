@@ -47,6 +47,10 @@
     yieldagent operator create-key         create the operator keystore under the data dir,
                                            encrypted with YIELDAGENT_OPERATOR_KEY_PASSWORD
     yieldagent operator address            the operator's address (the backend wallet)
+    yieldagent operator deploy-module --chain C --key-file F --admin A [--feed T=FEED ...]
+                                           deploy, list and seal the operator module on
+                                           chain C (its YIELDAGENT_RPC_URL_<chain_id>) and write
+                                           its manifest (--out, default: the chain's own)
 
 Output is JSON on stdout; errors are JSON on stderr with a non-zero exit code. The
 commands and their parser stay in this one module, past the usual length, so that one
@@ -57,12 +61,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
+from eth_utils.address import to_checksum_address
 from sqlalchemy import Engine
 
 from yieldagent.catalog import load_catalog
@@ -78,6 +85,7 @@ from yieldagent.composition.compose import (
     destination_policy,
     run_service,
 )
+from yieldagent.composition.deployments import Manifest, SafeDeployment
 from yieldagent.config import (
     DEV_KEY_PASSWORD,
     Settings,
@@ -98,6 +106,12 @@ from yieldagent.domain.errors import (
 )
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
+from yieldagent.domain.partners.safe_accounts import (
+    COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+    MULTI_SEND_CALL_ONLY_1_4_1,
+    SAFE_L2_1_4_1,
+    SAFE_PROXY_FACTORY_1_4_1,
+)
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import configure_logging
 from yieldagent.simulated_world.state import MarketError
@@ -469,6 +483,9 @@ def _cmd_agent(settings: Settings, args: argparse.Namespace) -> None:
 
 def _cmd_operator(settings: Settings, args: argparse.Namespace) -> None:
     path = settings.operator_keystore
+    if args.action == "deploy-module":
+        _deploy_module(settings, args)
+        return
     if args.action == "address":
         _print({"address": load_operator_wallet(settings).address})
         return
@@ -487,6 +504,123 @@ def _cmd_operator(settings: Settings, args: argparse.Namespace) -> None:
     if not create_keystore(path, password):
         raise ConfigurationError(f"{path} already holds an operator key: it is kept")
     _print({"address": load_operator_wallet(settings).address, "keystore": str(path)})
+
+
+def _deploying_key(path: Path) -> bytes:
+    """The deploying key in ``path`` (hex), a file only its owner may read."""
+    if not path.is_file():
+        raise InvalidInput.field(("key-file",), f"{path} is not a file")
+    if path.stat().st_mode & 0o077:
+        raise InvalidInput.field(("key-file",), f"{path} is readable by others: chmod 600 it")
+    text = path.read_text().strip().removeprefix("0x")
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise InvalidInput.field(("key-file",), "must hold a private key: 32 bytes in hex")
+    return key
+
+
+def _deploy_module(settings: Settings, args: argparse.Namespace) -> None:
+    """``operator deploy-module``: deploys, lists and seals the module on a chain, then
+    writes the chain's manifest with it and checks it as the service will at start-up."""
+    from web3 import AsyncHTTPProvider, AsyncWeb3, HTTPProvider, Web3
+
+    from yieldagent.chain.web3.deployment_check import ExpectedDeployment, check_deployment
+    from yieldagent.chain.web3.module_deploy import ModulePlan, deploy_module
+
+    chain_id = args.chain
+    url = settings.rpc_urls.get(chain_id)
+    if url is None:
+        raise InvalidInput.field(("chain",), f"set YIELDAGENT_RPC_URL_{chain_id} to its node")
+    source = Path(args.manifest) if args.manifest else settings.deployment(chain_id)
+    if source is None or not source.is_file():
+        raise InvalidInput.field(
+            ("manifest",), "name the manifest of the chain's token and protocols (--manifest)"
+        )
+    manifest = Manifest.load(source)
+    if manifest.chain_id != chain_id:
+        raise InvalidInput.field(("manifest",), f"{source} describes chain {manifest.chain_id}")
+    if args.admin is None:
+        raise InvalidInput.field(("admin",), "name the module's admin (a Safe multisig)")
+    for flag, value in (("admin", args.admin), ("operator", args.operator)):
+        if value is not None and not is_address(value):
+            raise InvalidInput.field((flag,), "not an address")
+    feeds = dict(manifest.safe.price_feeds) if manifest.safe is not None else {}
+    for given in args.feed:
+        token, _, feed = given.partition("=")
+        if not (is_address(token) and is_address(feed)):
+            raise InvalidInput.field(("feed",), f"{given!r} is not TOKEN=FEED (two addresses)")
+        feeds[to_checksum_address(token)] = to_checksum_address(feed)
+    operator = args.operator or load_operator_wallet(settings).address
+    router = manifest.swap_router
+    plan = ModulePlan(
+        chain_id=chain_id,
+        admin=args.admin,
+        operator=operator,
+        token=manifest.token,
+        protocols=manifest.protocols,
+        swap_router=router if router and int(router, 16) else None,
+        feeds=feeds,
+        feed_max_age=args.feed_max_age,
+    )
+    key = _deploying_key(Path(args.key_file))
+    try:
+        deployed = deploy_module(Web3(HTTPProvider(url)), key, plan)
+    except YieldAgentError:
+        raise
+    except Exception as error:  # the node's and web3's errors; their text may carry the URL
+        raise ChainUnavailable(
+            f"chain {chain_id}: the deployment stopped ({type(error).__name__}); "
+            "run the command again to finish it"
+        ) from None
+    safe = SafeDeployment(
+        factory=SAFE_PROXY_FACTORY_1_4_1,
+        singleton=SAFE_L2_1_4_1,
+        fallback_handler=COMPATIBILITY_FALLBACK_HANDLER_1_4_1,
+        multi_send_call_only=MULTI_SEND_CALL_ONLY_1_4_1,
+        module_setup=deployed.module_setup,
+        module=deployed.module,
+        admin=to_checksum_address(args.admin),
+        operator=deployed.operator,
+        price_feeds=feeds,
+    )
+    written = dataclasses.replace(manifest, safe=safe)
+    out = Path(args.out) if args.out else (settings.deployment(chain_id) or source)
+    written.write(out)
+    expected = ExpectedDeployment(
+        chain_id=chain_id,
+        module=safe.module,
+        module_setup=safe.module_setup,
+        factory=safe.factory,
+        singleton=safe.singleton,
+        fallback_handler=safe.fallback_handler,
+        multi_send_call_only=safe.multi_send_call_only,
+        admin=safe.admin,
+        operator=operator,
+    )
+
+    async def check() -> list[str]:
+        w3 = AsyncWeb3(AsyncHTTPProvider(url))
+        try:
+            return await check_deployment(w3, expected)
+        finally:
+            await w3.provider.disconnect()
+
+    problems = asyncio.run(check())
+    _print(
+        {
+            "manifest": str(out),
+            "module": deployed.module,
+            "module_setup": deployed.module_setup,
+            "admin": deployed.admin,
+            "pending_admin": deployed.pending_admin,
+            "operator": deployed.operator,
+            "transactions": deployed.transactions,
+            "problems": problems,
+        }
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -606,9 +740,36 @@ def _parser() -> argparse.ArgumentParser:
     operator = commands.add_parser("operator", help="the operator key")
     operator.add_argument(
         "action",
-        choices=["create-key", "address"],
+        choices=["create-key", "address", "deploy-module"],
         help="create-key: a new keystore under the data dir (never replacing one); "
-        "address: the operator's address",
+        "address: the operator's address; deploy-module: the operator module on a chain",
+    )
+    operator.add_argument("--chain", type=int, default=8453, help="deploy-module: chain id")
+    operator.add_argument(
+        "--manifest", help="deploy-module: the chain's manifest (token, protocols) to start from"
+    )
+    operator.add_argument("--out", help="deploy-module: where to write the manifest")
+    operator.add_argument(
+        "--key-file", help="deploy-module: the deploying key (hex, mode 600), the first admin"
+    )
+    operator.add_argument(
+        "--admin", help="deploy-module: the admin after the deployment (a Safe multisig)"
+    )
+    operator.add_argument(
+        "--operator", help="deploy-module: the operator (default: this service's key)"
+    )
+    operator.add_argument(
+        "--feed",
+        action="append",
+        default=[],
+        metavar="TOKEN=FEED",
+        help="deploy-module: a token's USD price feed (the base token's, each reward's)",
+    )
+    operator.add_argument(
+        "--feed-max-age",
+        type=int,
+        default=90_000,
+        help="deploy-module: seconds before a feed's answer is stale (default 90000)",
     )
     return parser
 

@@ -50,6 +50,8 @@ TABLES = {
     "partner_webhooks",
     "webhook_deliveries",
     "chain_totals",
+    "module_changes",
+    "module_change_cursors",
 }
 _MIGRATE = (
     "import sys\n"

@@ -13,6 +13,8 @@ simulator runs no contract code, so an account there is a simulated Safe).
 
 from __future__ import annotations
 
+import asyncio
+
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from sqlalchemy import Engine
@@ -32,6 +34,7 @@ from yieldagent.domain.partners.safe_accounts import (
     SafeAccountConstants,
 )
 from yieldagent.domain.partners.smart_accounts import SafeChains
+from yieldagent.domain.ports.module_changes import ModuleChangeSource
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.storage.nonces import NonceStore
 from yieldagent.storage.simulation import SimulationStore
@@ -113,6 +116,76 @@ def _web3_chain(
     )
     sending = SendSettings(receipt_timeout_seconds=settings.tx_timeout_seconds)
     return Web3Chain.connect(url, config, operator, NonceStore(engine), sending)
+
+
+async def verify_deployments(settings: Settings, operator: str) -> None:
+    """Refuses to start when a web3 chain's manifest names contracts the chain does not
+    hold as this project builds them (``chain.web3.deployment_check``), naming each
+    difference: one batch of reads per chain, the chains at once."""
+    from web3 import AsyncHTTPProvider, AsyncWeb3  # web3 loads only for a web3 chain
+
+    from yieldagent.chain.web3.deployment_check import ExpectedDeployment, check_deployment
+
+    checks: dict[int, ExpectedDeployment] = {}
+    for chain_id in sorted(settings.rpc_urls):
+        path = settings.deployment(chain_id)
+        safe = Manifest.load(path).safe if path is not None else None
+        if safe is None:
+            continue  # no accounts there (safe_chains says why), so no module to trust
+        checks[chain_id] = ExpectedDeployment(
+            chain_id=chain_id,
+            module=safe.module,
+            module_setup=safe.module_setup,
+            factory=safe.factory,
+            singleton=safe.singleton,
+            fallback_handler=safe.fallback_handler,
+            multi_send_call_only=safe.multi_send_call_only,
+            admin=safe.admin,
+            operator=operator,
+        )
+
+    async def check(chain_id: int, expected: ExpectedDeployment) -> list[str]:
+        w3 = AsyncWeb3(AsyncHTTPProvider(settings.rpc_urls[chain_id]))
+        try:
+            return await check_deployment(w3, expected)
+        finally:
+            await w3.provider.disconnect()
+
+    found = await asyncio.gather(*(check(c, expected) for c, expected in checks.items()))
+    problems = [
+        f"chain {chain_id}: {problem}"
+        for chain_id, listed in zip(checks, found, strict=True)
+        for problem in listed
+    ]
+    if problems:
+        manifests = ", ".join(
+            f"YIELDAGENT_DEPLOYMENT_{c}" for c, listed in zip(checks, found, strict=True) if listed
+        )
+        raise ConfigurationError(
+            f"the chain does not hold what {manifests} names; deploy with "
+            "`yieldagent operator deploy-module` and use the manifest it writes:\n"
+            + "\n".join(problems)
+        )
+
+
+def module_change_sources(settings: Settings) -> dict[int, tuple[ModuleChangeSource, int]]:
+    """The change logs of each web3 chain's operator module, with the block to read them
+    from the first time (the manifest's ``deployed_block``). A simulated chain has none:
+    the simulator runs no module and has no admin. Sources belong to the event loop that
+    first uses them."""
+    from yieldagent.chain.web3.module_changes import Web3ModuleChanges
+
+    sources: dict[int, tuple[ModuleChangeSource, int]] = {}
+    for chain_id, url in sorted(settings.rpc_urls.items()):
+        path = settings.deployment(chain_id)
+        manifest = Manifest.load(path) if path is not None else None
+        if manifest is None or manifest.safe is None:
+            continue
+        source = Web3ModuleChanges.connect(
+            url, chain_id, manifest.safe.module, settings.confirmations
+        )
+        sources[chain_id] = (source, manifest.deployed_block)
+    return sources
 
 
 def _named(name: str) -> str:

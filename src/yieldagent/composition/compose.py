@@ -26,9 +26,11 @@ from yieldagent.composition import runtime
 from yieldagent.composition.chains import (
     build_chains,
     fee_collector,
+    module_change_sources,
     safe_chains,
     served_catalog,
     simulated_market,
+    verify_deployments,
 )
 from yieldagent.composition.clock import SYSTEM_CLOCK
 from yieldagent.composition.edge import EnvoyProcess
@@ -46,6 +48,7 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.numbers import WalletNumbers
+from yieldagent.domain.books.module_changes import watch_module_changes
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
@@ -55,6 +58,7 @@ from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.partners.smart_accounts import SafeChains
+from yieldagent.domain.ports.module_changes import ModuleChangeSource
 from yieldagent.domain.ports.signer import Signer
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
@@ -82,6 +86,7 @@ from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
+from yieldagent.storage.module_changes import ModuleChangeStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.risk import RiskStore
@@ -363,6 +368,27 @@ def event_pruning(
     return prune_events
 
 
+def module_change_watch(settings: Settings, engine: Engine) -> Job:
+    """Reads each web3 chain's operator module changes into the books and tells every
+    wallet on the chain of each proposal (``domain.books.module_changes``)."""
+    store = ModuleChangeStore(engine)
+    sources: dict[int, tuple[ModuleChangeSource, int]] | None = None
+
+    async def watch_module_changes_everywhere() -> None:
+        nonlocal sources
+        if sources is None:  # built on the worker's loop, which owns their connections
+            sources = module_change_sources(settings)
+        for chain_id, (source, start) in sources.items():
+            try:
+                await watch_module_changes(chain_id, source, store, start, settings.log_range)
+            except ChainUnavailable as error:  # the next tick reads on from the cursor
+                log.warning(
+                    "module changes not read", extra={"chain_id": chain_id, "error": str(error)}
+                )
+
+    return watch_module_changes_everywhere
+
+
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that recovers interrupted runs, then runs every due wallet, batch by
     batch until none is due or the service is stopping."""
@@ -485,6 +511,7 @@ class Service:
             )
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         operator = await load_operator(settings)  # refuses a development key on a real chain
+        await verify_deployments(settings, operator.address)  # the chain, not the manifest
         self.engine = create_db_engine(settings.database_url)
         migrate(self.engine)
         catalog = served_catalog(settings, load_catalog())
@@ -507,6 +534,7 @@ class Service:
         self.worker.add(pool_history(recorder, worker_chains))
         stopping = lambda: self.worker.stop_requested  # noqa: E731
         self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
+        self.worker.add(module_change_watch(settings, self.engine))
         self.worker.add(
             event_pruning(
                 EventStore(self.engine),

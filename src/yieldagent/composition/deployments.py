@@ -3,8 +3,10 @@
 The service reads one for each web3 chain (``YIELDAGENT_DEPLOYMENT_<chain_id>``, by default
 the devnet's ``<data dir>/devnet.json``) with ``Manifest.load``, and the composition root
 turns it into plain values: the web3 adapter's config (``chain_config``), the catalog's
-addresses and the Safe constants (``chains``). ``make devnet`` writes one; so can an
-operator, for any other chain. Addresses are EIP-55 checksummed hex strings.
+addresses and the Safe constants (``chains``). ``make devnet`` writes one; for any other
+chain ``yieldagent operator deploy-module`` writes its ``safe`` section, and the service
+checks it against the chain at start-up (``chains.verify_deployments``). Addresses are
+EIP-55 checksummed hex strings.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class ProtocolDeployment:
 
 @dataclass(frozen=True)
 class SafeDeployment:
-    """Safe 1.4.1 and the operator module on one chain (``devnet/safe.py``).
+    """Safe 1.4.1 and the operator module on one chain (``devnet/safe.py``, or
+    ``chain/web3/module_deploy.py`` for a real chain).
 
     ``factory``, ``singleton`` (``SafeL2``), ``fallback_handler`` and ``multi_send_call_only``
     are Safe's canonical addresses; ``module_setup`` is the contract ``Safe.setup``

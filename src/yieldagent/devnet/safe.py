@@ -24,24 +24,38 @@ Base.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import IntEnum
+from collections.abc import Sequence
 from functools import cache
-from typing import Any
 
-from eth_typing import ChecksumAddress
 from eth_utils.address import to_checksum_address
-from eth_utils.crypto import keccak
 from web3 import Web3
 from web3.contract import Contract
 from web3.types import TxParams
 
+from yieldagent.chain.web3.module_listing import CLAIM_RULES as CLAIM_RULES
+from yieldagent.chain.web3.module_listing import DETERMINISTIC_DEPLOYER as DETERMINISTIC_DEPLOYER
+from yieldagent.chain.web3.module_listing import MAX_FEE_BPS as MAX_FEE_BPS
+from yieldagent.chain.web3.module_listing import MAX_SLIPPAGE_BPS as MAX_SLIPPAGE_BPS
+from yieldagent.chain.web3.module_listing import MIN_DELAY, initial_listing
+from yieldagent.chain.web3.module_listing import MODULE_SALT as MODULE_SALT
+from yieldagent.chain.web3.module_listing import NO_LISTING as NO_LISTING
+from yieldagent.chain.web3.module_listing import NO_RULE as NO_RULE
+from yieldagent.chain.web3.module_listing import RULES_BY_MODEL as RULES_BY_MODEL
+from yieldagent.chain.web3.module_listing import SETUP_SALT as SETUP_SALT
+from yieldagent.chain.web3.module_listing import SWAP_RULES as SWAP_RULES
+from yieldagent.chain.web3.module_listing import ChangeKind as ChangeKind
+from yieldagent.chain.web3.module_listing import Kind as Kind
+from yieldagent.chain.web3.module_listing import Rule as Rule
+from yieldagent.chain.web3.module_listing import create2_address as create2_address
+from yieldagent.chain.web3.module_listing import operator_change as operator_change
+from yieldagent.chain.web3.module_listing import protocol_rules as protocol_rules
+from yieldagent.chain.web3.module_listing import rule_change as rule_change
+from yieldagent.chain.web3.module_listing import selector as selector
+from yieldagent.chain.web3.module_listing import token_change as token_change
 from yieldagent.composition.deployments import ProtocolDeployment, SafeDeployment
 from yieldagent.devnet.deployer import Deployer, DeployError
 from yieldagent.devnet.toolchain import NODE_MODULES, Artifact, ToolchainError, compile_project
 
-DETERMINISTIC_DEPLOYER = "0x4e59b44847b379578588920cA78FbF26c0B4956C"
 SINGLETON_FACTORY = "0x914d7Fec6aaC8cd542e72Bca78B30650d45643d7"
 # The runtime code of both deployers: CREATE2(value, calldata[32:], salt = calldata[:32]).
 DEPLOYER_RUNTIME = (
@@ -68,11 +82,8 @@ SAFE_CONTRACTS = {
 }
 SAFE_ARTIFACTS = NODE_MODULES / "@safe-global" / "safe-contracts" / "build" / "artifacts"
 
-MODULE_SALT = keccak(text="yieldagent.operator-module.v1")
-SETUP_SALT = keccak(text="yieldagent.operator-module-setup.v1")
-TIMELOCK_DELAY = 48 * 3600  # seconds: the module's floor (MIN_DELAY) and the devnet's delay
-MAX_FEE_BPS = 1_000  # a fee is at most 10% of a payment (owner's part + fee)
-MAX_SLIPPAGE_BPS = 100  # a reward swap yields at least 99% of the feeds' value
+# The devnet's module takes the bounds the README states.
+TIMELOCK_DELAY = MIN_DELAY  # seconds: the module's floor and the devnet's delay
 # Chainlink's USDC/USD and COMP/USD on Base refresh at least daily (heartbeat 86,400 s); the
 # devnet's feeds are set once and its clock is moved by days in tests, so they stay fresh for
 # a year here. A production listing uses the feed's heartbeat plus a margin.
@@ -80,91 +91,6 @@ DEVNET_FEED_MAX_AGE = 365 * 86_400
 FEED_DECIMALS = 8
 USDC_PRICE = 10**FEED_DECIMALS  # 1.00 USD
 COMP_PRICE = 50 * 10**FEED_DECIMALS  # 50 USD: the devnet router's pool (5M USDC / 100k COMP)
-
-
-class Kind(IntEnum):
-    """``OperatorModule.Kind``."""
-
-    NONE = 0
-    SUPPLY = 1
-    WITHDRAW = 2
-    CLAIM = 3
-    SWAP = 4
-
-
-class ChangeKind(IntEnum):
-    """``OperatorModule.ChangeKind``."""
-
-    RULE = 0
-    TOKEN = 1
-    OPERATOR = 2
-
-
-@dataclass(frozen=True)
-class Rule:
-    """``OperatorModule.Rule`` for one (target, function): which argument words must be the
-    account, which the account's token, which is the amount (supply, swap) and which the
-    reward token sold (swap); for a withdrawal, the target's view of what the account owes it
-    (``debt_of``, a signature), which must answer 0 afterwards."""
-
-    kind: Kind
-    words: int
-    amount_word: int = 0
-    token_in_word: int = 0
-    account_words: tuple[int, ...] = ()
-    token_words: tuple[int, ...] = ()
-    debt_of: str = ""
-
-    def as_tuple(self) -> tuple[int, int, int, int, int, int, bytes]:
-        """The ABI tuple ``(kind, words, amountWord, tokenInWord, accountWords, tokenWords,
-        debtOf)``."""
-        return (
-            int(self.kind),
-            self.words,
-            self.amount_word,
-            self.token_in_word,
-            sum(1 << i for i in self.account_words),
-            sum(1 << i for i in self.token_words),
-            selector(self.debt_of) if self.debt_of else bytes(4),
-        )
-
-
-NO_LISTING = ("0x" + "00" * 20, 0, False)
-NO_RULE = Rule(Kind.NONE, 0)
-
-# What each protocol model's contracts may be asked, as function signature -> rule.
-RULES_BY_MODEL: dict[str, dict[str, Rule]] = {
-    "aave_v3": {  # the Pool: onBehalfOf and to are the account, asset its token
-        "supply(address,uint256,address,uint16)": Rule(Kind.SUPPLY, 4, 1, 0, (2,), (0,)),
-        "withdraw(address,uint256,address)": Rule(Kind.WITHDRAW, 3, 0, 0, (2,), (0,)),
-    },
-    "compound_v3": {  # the Comet credits and pays msg.sender; asset is the base token
-        "supply(address,uint256)": Rule(Kind.SUPPLY, 2, 1, 0, (), (0,)),
-        # beyond the balance, withdraw borrows (against collateral anyone may supply for us)
-        "withdraw(address,uint256)": Rule(
-            Kind.WITHDRAW, 2, 0, 0, (), (0,), "borrowBalanceOf(address)"
-        ),
-    },
-    "moonwell": {  # the mToken credits and pays msg.sender
-        "mint(uint256)": Rule(Kind.SUPPLY, 1, 0),
-        "redeem(uint256)": Rule(Kind.WITHDRAW, 1),
-        "redeemUnderlying(uint256)": Rule(Kind.WITHDRAW, 1),
-    },
-    "morpho_blue": {  # the ERC-4626 vault: receiver and owner are the account
-        "deposit(uint256,address)": Rule(Kind.SUPPLY, 2, 0, 0, (1,)),
-        "withdraw(uint256,address,address)": Rule(Kind.WITHDRAW, 3, 0, 0, (1, 2)),
-        "redeem(uint256,address,address)": Rule(Kind.WITHDRAW, 3, 0, 0, (1, 2)),
-    },
-}
-# CometRewards.claim(comet, src, shouldAccrue) pays src.
-CLAIM_RULES = {"claim(address,address,bool)": Rule(Kind.CLAIM, 3, 0, 0, (1,))}
-# SwapRouter.swap(tokenIn, tokenOut, amountIn, minOut, to): a reward into the account's token.
-SWAP_RULES = {"swap(address,address,uint256,uint256,address)": Rule(Kind.SWAP, 5, 2, 0, (4,), (1,))}
-
-
-def selector(signature: str) -> bytes:
-    """The 4-byte selector of a function signature."""
-    return keccak(text=signature)[:4]
 
 
 @cache
@@ -185,12 +111,6 @@ def safe_artifact(name: str) -> Artifact:
         deployed_bytecode=raw["deployedBytecode"],
         link_references=raw["linkReferences"],
     )
-
-
-def create2_address(deployer: str, salt: bytes, initcode: bytes) -> ChecksumAddress:
-    """Where ``deployer`` puts ``initcode`` with ``salt`` (EIP-1014)."""
-    raw = keccak(b"\xff" + bytes.fromhex(deployer[2:]) + salt + keccak(initcode))[12:]
-    return to_checksum_address(raw)
 
 
 def install_deployers(d: Deployer) -> None:
@@ -246,58 +166,6 @@ def module_at(d: Deployer, address: str) -> Contract:
     return d.at(compile_project()["OperatorModule"], address)
 
 
-def rule_change(target: str, signature: str, rule: Rule) -> tuple[Any, ...]:
-    """``OperatorModule.Change`` listing ``target.signature`` under ``rule`` (``NO_RULE``
-    unlists it)."""
-    return (
-        int(ChangeKind.RULE),
-        to_checksum_address(target),
-        selector(signature),
-        rule.as_tuple(),
-        NO_LISTING,
-    )
-
-
-def token_change(token: str, feed: str, max_age: int, *, reward: bool) -> tuple[Any, ...]:
-    """``OperatorModule.Change`` pricing ``token`` with ``feed`` (zero address: unlists)."""
-    return (
-        int(ChangeKind.TOKEN),
-        to_checksum_address(token),
-        bytes(4),
-        NO_RULE.as_tuple(),
-        (to_checksum_address(feed), max_age, reward),
-    )
-
-
-def operator_change(operator: str) -> tuple[Any, ...]:
-    """``OperatorModule.Change`` making ``operator`` the operator key."""
-    return (
-        int(ChangeKind.OPERATOR),
-        to_checksum_address(operator),
-        bytes(4),
-        NO_RULE.as_tuple(),
-        NO_LISTING,
-    )
-
-
-def protocol_rules(
-    protocols: Iterable[ProtocolDeployment], swap_router: str | None
-) -> list[tuple[str, str, Rule]]:
-    """The devnet's listing: (target, function signature, rule) for every protocol's entry
-    contract, its rewards contract and the swap router."""
-    listed: list[tuple[str, str, Rule]] = []
-    for protocol in protocols:
-        for signature, rule in RULES_BY_MODEL[protocol.kind].items():
-            listed.append((protocol.address, signature, rule))
-        if "rewards" in protocol.contracts:
-            for signature, rule in CLAIM_RULES.items():
-                listed.append((protocol.contracts["rewards"], signature, rule))
-    if swap_router is not None:
-        for signature, rule in SWAP_RULES.items():
-            listed.append((swap_router, signature, rule))
-    return listed
-
-
 def deploy_feed(d: Deployer, description: str, answer: int) -> str:
     """A ``DevPriceFeed`` (8 decimals) answering ``answer``, settable by ``d.admin``."""
     feed = d.deploy(compile_project()["DevPriceFeed"], FEED_DECIMALS, description, answer)
@@ -334,12 +202,9 @@ def deploy_safe(
     if reward_token is not None:
         feeds[to_checksum_address(reward_token)] = deploy_feed(d, "COMP / USD", COMP_PRICE)
     if not module.functions.isSealed().call():
-        changes = [rule_change(t, s, r) for t, s, r in protocol_rules(protocols, swap_router)]
-        changes += [
-            token_change(token, feed, DEVNET_FEED_MAX_AGE, reward=token != base)
-            for token, feed in feeds.items()
-        ]
-        changes.append(operator_change(operator))
+        changes = initial_listing(
+            protocols, swap_router, feeds, base, DEVNET_FEED_MAX_AGE, operator
+        )
         for change in changes:
             d.transact(module.functions.applyChange(change), sender=admin)
         d.transact(module.functions.seal(), sender=admin)

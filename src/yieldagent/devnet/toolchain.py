@@ -21,7 +21,7 @@ import posixpath
 import re
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ SOLC_SETTINGS: dict[str, Any] = {
                 "evm.bytecode.object",
                 "evm.bytecode.linkReferences",
                 "evm.deployedBytecode.object",
+                "evm.deployedBytecode.immutableReferences",
             ]
         }
     },
@@ -69,7 +70,9 @@ class Artifact:
     """A compiled contract: its ABI and its creation and runtime code (0x hex).
 
     ``link_references`` is solc's ``{source: {library: [{"start", "length"}]}}`` map of the
-    library placeholders in ``bytecode`` (byte offsets).
+    library placeholders in ``bytecode`` (byte offsets); ``immutable_references`` its
+    ``{ast id: [{"start", "length"}]}`` map of the immutables in ``deployed_bytecode``,
+    which the constructor fills in (zeros in the artifact).
     """
 
     name: str
@@ -77,6 +80,7 @@ class Artifact:
     bytecode: str
     deployed_bytecode: str
     link_references: dict[str, Any]
+    immutable_references: dict[str, Any] = field(default_factory=dict)
 
     def libraries(self) -> set[str]:
         """The names of the libraries the creation code must be linked with."""
@@ -188,6 +192,7 @@ def _artifacts(output: dict[str, Any]) -> dict[str, Artifact]:
                 bytecode="0x" + evm["bytecode"]["object"],
                 deployed_bytecode="0x" + evm["deployedBytecode"]["object"],
                 link_references=evm["bytecode"]["linkReferences"],
+                immutable_references=evm["deployedBytecode"].get("immutableReferences", {}),
             )
     by_name: dict[str, list[Artifact]] = {}
     for artifact in qualified.values():

@@ -589,3 +589,35 @@ class PoolYieldRow(SQLModel, table=True):
     borrows: int = Field(sa_type=TokenAmount, description="what it lent out")
     apy_base: float = Field(description="interest's yearly yield, percent")
     apy_rewards: float | None = Field(default=None, description="rewards' yearly yield, percent")
+# -- the operator module's admin changes (domain.books.module_changes) ---------------------------
+
+
+class ModuleChangeRow(SQLModel, table=True):
+    """A change a chain's operator module's admin proposed, by its log's place; pending
+    until a later ``ChangeApplied`` or ``ChangeCancelled`` of its id resolves it."""
+
+    __tablename__ = "module_changes"
+    __table_args__ = (Index("ix_module_changes_pending", "chain_id", "state", "change_id"),)
+
+    chain_id: int = Field(primary_key=True)
+    block: int = Field(sa_type=BigInteger, primary_key=True)
+    log_index: int = Field(primary_key=True)
+    module: str = Field(max_length=42)
+    change_id: str = Field(max_length=66)
+    kind: str = Field(max_length=16)
+    subject: str = Field(max_length=42)
+    selector: str = Field(max_length=10)
+    new_value: str = Field(max_length=42)
+    proposed_at: datetime = Field(sa_column=utc_column())
+    effective_at: datetime = Field(sa_column=utc_column())
+    state: str = Field(max_length=16, description="pending, applied or cancelled")
+    resolved_block: int | None = Field(default=None, sa_type=BigInteger)
+
+
+class ModuleChangeCursorRow(SQLModel, table=True):
+    """How far a chain's module change logs are read: the first block not read yet."""
+
+    __tablename__ = "module_change_cursors"
+
+    chain_id: int = Field(primary_key=True)
+    next_block: int = Field(sa_type=BigInteger)

@@ -254,7 +254,7 @@ class WatchWalletRequest(_message.Message):
     def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class WalletEvent(_message.Message):
-    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed", "blocked", "protocol_risk_changed")
+    __slots__ = ("id", "type", "created_at", "chain_id", "wallet", "activated", "deposit_credited", "run_completed", "withdrawn", "deactivated", "reward_claimed", "blocked", "protocol_risk_changed", "module_change_proposed")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -268,6 +268,7 @@ class WalletEvent(_message.Message):
     REWARD_CLAIMED_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_RISK_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    MODULE_CHANGE_PROPOSED_FIELD_NUMBER: _ClassVar[int]
     id: int
     type: str
     created_at: str
@@ -281,7 +282,28 @@ class WalletEvent(_message.Message):
     reward_claimed: RewardClaimed
     blocked: WalletBlocked
     protocol_risk_changed: ProtocolRiskChanged
-    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ..., blocked: _Optional[_Union[WalletBlocked, _Mapping]] = ..., protocol_risk_changed: _Optional[_Union[ProtocolRiskChanged, _Mapping]] = ...) -> None: ...
+    module_change_proposed: ModuleChangeProposed
+    def __init__(self, id: _Optional[int] = ..., type: _Optional[str] = ..., created_at: _Optional[str] = ..., chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., activated: _Optional[_Union[WalletActivated, _Mapping]] = ..., deposit_credited: _Optional[_Union[DepositCredited, _Mapping]] = ..., run_completed: _Optional[_Union[RunCompleted, _Mapping]] = ..., withdrawn: _Optional[_Union[Withdrawn, _Mapping]] = ..., deactivated: _Optional[_Union[WalletDeactivated, _Mapping]] = ..., reward_claimed: _Optional[_Union[RewardClaimed, _Mapping]] = ..., blocked: _Optional[_Union[WalletBlocked, _Mapping]] = ..., protocol_risk_changed: _Optional[_Union[ProtocolRiskChanged, _Mapping]] = ..., module_change_proposed: _Optional[_Union[ModuleChangeProposed, _Mapping]] = ...) -> None: ...
+
+class ModuleChangeProposed(_message.Message):
+    __slots__ = ("module", "change_id", "kind", "subject", "selector", "new_value", "proposed_at", "effective_at")
+    MODULE_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    NEW_VALUE_FIELD_NUMBER: _ClassVar[int]
+    PROPOSED_AT_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_AT_FIELD_NUMBER: _ClassVar[int]
+    module: str
+    change_id: str
+    kind: str
+    subject: str
+    selector: str
+    new_value: str
+    proposed_at: str
+    effective_at: str
+    def __init__(self, module: _Optional[str] = ..., change_id: _Optional[str] = ..., kind: _Optional[str] = ..., subject: _Optional[str] = ..., selector: _Optional[str] = ..., new_value: _Optional[str] = ..., proposed_at: _Optional[str] = ..., effective_at: _Optional[str] = ...) -> None: ...
 
 class ProtocolRiskChanged(_message.Message):
     __slots__ = ("protocol", "token", "state", "previous_state", "reasons")

@@ -29,6 +29,10 @@ BLOCKED = "blocked"
 RISK_CHANGED = "protocol.risk_changed"
 """A pool the wallet holds or selected changed its guard state (``domain.risk.notices``);
 its proto member is ``protocol_risk_changed`` (the kind with ``_`` for ``.``)."""
+MODULE_CHANGE_PROPOSED = "module.change_proposed"
+"""The chain's operator module has a change pending (``domain.books.module_changes``): told
+to every wallet on the chain, with the time from which the admin can apply it; its proto
+member is ``module_change_proposed``."""
 KINDS = (
     ACTIVATED,
     DEPOSIT_CREDITED,
@@ -38,6 +42,7 @@ KINDS = (
     REWARD_CLAIMED,
     BLOCKED,
     RISK_CHANGED,
+    MODULE_CHANGE_PROPOSED,
 )
 """Every event kind, as it appears in ``type``."""
 

@@ -18,7 +18,7 @@ from alembic import op
 from yieldagent.storage.types import TokenAmount
 
 revision: str = "0032"
-down_revision: str | None = "0017"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
