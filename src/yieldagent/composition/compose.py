@@ -47,8 +47,8 @@ from yieldagent.config import Settings, check_production, logged_secrets
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.history import Reports
-from yieldagent.domain.books.numbers import WalletNumbers
 from yieldagent.domain.books.module_changes import watch_module_changes
+from yieldagent.domain.books.numbers import WalletNumbers
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ChainUnavailable, ConfigurationError

@@ -589,6 +589,8 @@ class PoolYieldRow(SQLModel, table=True):
     borrows: int = Field(sa_type=TokenAmount, description="what it lent out")
     apy_base: float = Field(description="interest's yearly yield, percent")
     apy_rewards: float | None = Field(default=None, description="rewards' yearly yield, percent")
+
+
 # -- the operator module's admin changes (domain.books.module_changes) ---------------------------
 
 
