@@ -7,6 +7,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 
 from yieldagent.servicers.method_policy import (
     INTEGERS_HEADER,
+    MONEY_CALLS,
     NULLS_HEADER,
     STATUS_HEADER,
     api_services,
@@ -113,3 +114,14 @@ def test_an_idempotent_method_must_name_a_permission() -> None:
     service = pool.FindServiceByName("idempotency.test.Public")
     with pytest.raises(ValueError, match="names no partner_permission"):
         load_policies([service])
+
+
+def test_the_money_calls_are_keyed_calls_on_one_wallet() -> None:
+    # The interceptor counts a money call by the request's chain_id and wallet.
+    counted = {name for name, policy in POLICIES.items() if policy.money_call}
+    assert counted == MONEY_CALLS
+    by_name = {f"/{s.full_name}/{m.name}": m for s in api_services() for m in s.methods}
+    for name in MONEY_CALLS:
+        assert POLICIES[name].permission is not None and POLICIES[name].idempotent
+        fields = by_name[name].input_type.fields_by_name
+        assert {"chain_id", "wallet"} <= set(fields), name

@@ -56,6 +56,7 @@ from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.yields import PoolYields, YieldRecorder
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
+from yieldagent.domain.partners.money_calls import MoneyCallLimit
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.module_changes import ModuleChangeSource
@@ -87,6 +88,7 @@ from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.module_changes import ModuleChangeStore
+from yieldagent.storage.money_calls import MoneyCallStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.risk import RiskStore
@@ -132,6 +134,7 @@ def build_lifecycle(
     policy = Policy(
         fee_bps=settings.performance_fee_bps,
         max_deposit_usd=settings.max_deposit_usd,
+        min_withdraw_usd=settings.min_withdraw_usd,
         fee_collector=fee_collector(settings),
         lease_seconds=settings.lease_seconds,
         swap_slippage_bps=settings.swap_slippage_bps,
@@ -192,6 +195,7 @@ def build_server(
     reflect: bool = True,
     streams_per_partner: int = 100,
     safes: SafeChains | None = None,
+    money_calls: MoneyCallLimit | None = None,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
@@ -200,7 +204,8 @@ def build_server(
     (default: plaintext); ``reflect``, whether it answers server reflection;
     ``streams_per_partner``, how many streams a partner may have open (their credentials
     are checked again every ``events.poll_seconds``); ``safes``, where Safe accounts can be
-    created (default: nowhere)."""
+    created (default: nowhere); ``money_calls``, the per-wallet limit on money calls
+    (default: none)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     events = events or EventStore(engine)
@@ -210,6 +215,7 @@ def build_server(
         idempotency or Idempotency(IdempotencyStore(engine)),
         limiter,
         OpenStreams(PartnerStore(engine), streams_per_partner, events.poll_seconds),
+        money_calls,
     )
     paused = RunStore(engine).paused
     fee_bps = lifecycle.books.policy.fee_bps
@@ -261,6 +267,14 @@ def build_limiter(settings: Settings) -> RateLimiter | None:
     if settings.partner_rate_limit <= 0:
         return None
     return RateLimiter(settings.partner_rate_limit, settings.partner_rate_burst, time.monotonic)
+
+
+def build_money_limit(settings: Settings, engine: Engine) -> MoneyCallLimit | None:
+    """The per-wallet limit on money calls, counted in the database (every replica shares
+    it), or None when unlimited."""
+    if settings.wallet_money_calls_per_minute <= 0:
+        return None
+    return MoneyCallLimit(MoneyCallStore(engine), settings.wallet_money_calls_per_minute, time.time)
 
 
 def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
@@ -433,6 +447,7 @@ def build_serving(
         settings.grpc_reflection,
         settings.watch_streams_per_partner,
         safe_chains(settings, catalog, operator.address),
+        build_money_limit(settings, engine),
     )
     return api, events
 
