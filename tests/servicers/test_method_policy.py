@@ -25,7 +25,7 @@ def _hints(method: str) -> dict[str, str]:
 def test_every_rpc_of_every_api_service_has_a_policy() -> None:
     methods = {f"/{s.full_name}/{m.name}" for s in api_services() for m in s.methods}
     assert methods == set(POLICIES)
-    assert len(methods) == 28  # 27 unary methods and the WatchWallet stream
+    assert len(methods) == 29  # 28 unary methods and the WatchWallet stream
 
 
 def test_success_statuses() -> None:
@@ -49,6 +49,7 @@ def test_public_and_keyed_methods() -> None:
         "/yieldagent.v1.CatalogService/ListChains",
         "/yieldagent.v1.CatalogService/ListProtocols",
         "/yieldagent.v1.CatalogService/ListTokens",
+        "/yieldagent.v1.ConfigService/GetConfig",
         "/yieldagent.v1.HealthcheckService/Healthcheck",
         "/yieldagent.v1.HistoryService/GetProtocolHistory",
         "/yieldagent.v1.StatsService/GetStats",

@@ -58,9 +58,11 @@ from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.money_calls import MoneyCallLimit
 from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.partners.service_config import ConfigReader, Rules
 from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.module_changes import ModuleChangeSource
 from yieldagent.domain.ports.signer import Signer
+from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.logs import configure_logging
@@ -73,6 +75,7 @@ from yieldagent.observability.metrics import (
 from yieldagent.observability.risk_metrics import RiskMetrics
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
+from yieldagent.servicers.config import ConfigServicer
 from yieldagent.servicers.health import HealthcheckServicer
 from yieldagent.servicers.history import HistoryServicer
 from yieldagent.servicers.idempotency import Idempotency
@@ -99,6 +102,7 @@ from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.storage.yields import YieldStore
 from yieldagent.v1 import (
     catalog_pb2_grpc,
+    config_pb2_grpc,
     health_pb2_grpc,
     history_pb2_grpc,
     optimizer_pb2_grpc,
@@ -196,6 +200,7 @@ def build_server(
     streams_per_partner: int = 100,
     safes: SafeChains | None = None,
     money_calls: MoneyCallLimit | None = None,
+    rules: Rules | None = None,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
@@ -205,7 +210,8 @@ def build_server(
     ``streams_per_partner``, how many streams a partner may have open (their credentials
     are checked again every ``events.poll_seconds``); ``safes``, where Safe accounts can be
     created (default: nowhere); ``money_calls``, the per-wallet limit on money calls
-    (default: none)."""
+    (default: none); ``rules``, what ``GET /config`` tells of the settings (default: the
+    lifecycle's minimum withdrawal, the default risk settings, ``money_calls``' limit)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     events = events or EventStore(engine)
@@ -218,6 +224,11 @@ def build_server(
         money_calls,
     )
     paused = RunStore(engine).paused
+    rules = rules or Rules(
+        lifecycle.books.policy.min_withdraw_usd,
+        RiskSettings().max_pool_share,
+        money_calls.limit if money_calls is not None else 0,
+    )
     fee_bps = lifecycle.books.policy.fee_bps
     yields = PoolYields(YieldStore(engine), catalog, fee_bps)
     numbers = WalletNumbers(WalletStore(engine), chains, catalog, reports, fee_bps)
@@ -243,6 +254,10 @@ def build_server(
             RewardServicer(lifecycle, reports),
         ),
         (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
+        (
+            config_pb2_grpc.add_ConfigServiceServicer_to_server,
+            ConfigServicer(ConfigReader(rules, catalog, ModuleChangeStore(engine))),
+        ),
         (
             history_pb2_grpc.add_HistoryServiceServicer_to_server,
             HistoryServicer(yields, numbers, catalog),
@@ -275,6 +290,15 @@ def build_money_limit(settings: Settings, engine: Engine) -> MoneyCallLimit | No
     if settings.wallet_money_calls_per_minute <= 0:
         return None
     return MoneyCallLimit(MoneyCallStore(engine), settings.wallet_money_calls_per_minute, time.time)
+
+
+def service_rules(settings: Settings) -> Rules:
+    """What ``GET /config`` tells partners of the settings."""
+    return Rules(
+        settings.min_withdraw_usd,
+        settings.risk.max_pool_share,
+        settings.wallet_money_calls_per_minute,
+    )
 
 
 def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
@@ -448,6 +472,7 @@ def build_serving(
         settings.watch_streams_per_partner,
         safe_chains(settings, catalog, operator.address),
         build_money_limit(settings, engine),
+        service_rules(settings),
     )
     return api, events
 

@@ -39,6 +39,7 @@ from google.protobuf.message import Message
 
 from yieldagent.v1 import (
     catalog_pb2,
+    config_pb2,
     health_pb2,
     history_pb2,
     optimizer_pb2,
@@ -58,6 +59,7 @@ API_FILES = (
     stats_pb2,
     optimizer_pb2,
     history_pb2,
+    config_pb2,
 )
 
 SIXTY_FOUR_BIT = frozenset(
