@@ -415,6 +415,10 @@ def _risk(env: Mapping[str, str]) -> RiskSettings:
         max_feed_age_seconds=max(
             _int(env, "YIELDAGENT_RISK_MAX_FEED_AGE_SECONDS", default.max_feed_age_seconds), 1
         ),
+        sequencer_grace_seconds=max(
+            _int(env, "YIELDAGENT_RISK_SEQUENCER_GRACE_SECONDS", default.sequencer_grace_seconds),
+            0,
+        ),
         max_move_loss_bps=max(
             _int(env, "YIELDAGENT_RISK_MAX_MOVE_LOSS_BPS", default.max_move_loss_bps), 0
         ),

@@ -22,7 +22,7 @@ from yieldagent.storage.db import alembic_config, create_db_engine, migrate, mig
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-HEAD = "0034"
+HEAD = "0035"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -53,6 +53,7 @@ TABLES = {
     "module_changes",
     "module_change_cursors",
     "wallet_money_calls",
+    "sim_sequencers",
 }
 _MIGRATE = (
     "import sys\n"

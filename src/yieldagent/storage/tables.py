@@ -129,6 +129,17 @@ class SimPriceRow(SQLModel, table=True):
     peg: int = Field(sa_type=TokenAmount)
 
 
+class SimSequencerRow(SQLModel, table=True):
+    """A simulated chain's L2 sequencer uptime feed, once a scenario set it: whether the
+    sequencer is up, and since when (its ``startedAt``)."""
+
+    __tablename__ = "sim_sequencers"
+
+    chain_id: int = Field(primary_key=True)
+    up: bool
+    since: int = Field(sa_type=BigInteger, description="unix seconds the status began")
+
+
 class SimPositionRow(SQLModel, table=True):
     """What one holder has supplied to one simulated pool."""
 
