@@ -119,3 +119,27 @@ async def test_a_reason_another_rule_set_is_left_alone(
     Scenarios(market).pause(BASE, "compound", "withdraw")
     await lifecycle.refresh(BASE)
     assert stored(engine, wallet.address).status_reason == leaving  # the run's, kept
+
+
+async def test_a_deactivation_waiting_on_a_paused_pool_says_why_and_clears_when_done(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    wallet = await activated(
+        lifecycle, engine, market, owner.id, 1_000 * USDC, protocols=("compound",)
+    )
+    held = positions(market, wallet.address)["compound"]
+    scenarios = Scenarios(market)
+    scenarios.pause(BASE, "compound", "withdraw")
+    await lifecycle.deactivate(owner.id, BASE, wallet.address, transfer=True)
+    waiting = stored(engine, wallet.address)
+    assert waiting.status == "deactivating"
+    assert waiting.status_reason == (
+        f"still {held} in compound; withdraw of {held} failed: withdrawals are paused"
+    )
+
+    scenarios.pause(BASE, "compound", "withdraw", paused=False)
+    await lifecycle.reconcile()
+    done = stored(engine, wallet.address)
+    assert (done.status, done.status_reason) == ("deactivated", "")

@@ -320,7 +320,10 @@ class Withdrawals:
             stuck = ", ".join(
                 f"{amount} in {protocol}" for protocol, amount in sorted(left.items())
             )
-            reason = "; ".join([*([f"still {stuck}: not enough cash"] if stuck else []), *problems])
+            # A pool that refused says why (its withdrawals paused, say); one that paid
+            # what it could lacked the cash.
+            held = f"still {stuck}" + ("" if problems else ": not enough cash")
+            reason = "; ".join([*([held] if stuck else []), *problems])
             waiting = replace(
                 operation.closed(OperationStatus.WAITING, reason, answer), retry_at=self._later()
             )
