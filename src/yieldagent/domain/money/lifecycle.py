@@ -251,6 +251,8 @@ class Lifecycle:
         committed."""
         if not follows(wallet.status_reason):
             return False
+        if not wallet.status_reason and not any(a > 0 for a in wallet.positions.values()):
+            return False  # nothing in any pool, nothing said: no pool to read
         if wallet.token not in paused:
             paused[wallet.token] = await self._paused_pools(chain, wallet.token)
         found = paused[wallet.token]
