@@ -45,6 +45,17 @@ ACTIVATE = "POST /api/v1/{chain_id}/wallets"
 WALLET = "/api/v1/{chain_id}/wallets/{wallet}"
 REWARDS = "/api/v1/{chain_id}/rewards/{wallet}"
 OPTIMIZE = "POST /api/v1/optimizer/{chain_id}/optimize"
+SUPPLY = "GET /api/v1/{chain_id}/{token}/protocols/supply"
+POOL_HISTORY = "GET /api/v1/{chain_id}/protocols/{protocol}/history"
+NUMBERS_AND_DETAILS: dict[str, Any] = {
+    f"GET {WALLET}/performance": lambda eoa: {},
+    f"GET {WALLET}/apr/tokens": lambda eoa: {"token_price": 1.0},
+    f"GET {WALLET}/earnings": lambda eoa: {},
+    f"GET {WALLET}/fee": lambda eoa: {},
+    f"GET {WALLET}/limit": lambda eoa: {"eoa": eoa},
+}
+"""The wallet's reads beyond the contract's, by label, each with its query for the
+wallet's EOA."""
 TOO_LARGE = "1" * (1024 * 1024 + 1)
 """A value that takes a JSON body above Envoy's 1 MiB buffer."""
 
@@ -178,6 +189,11 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
     )
     for label in reads:
         flow.call(label, 200, path_parameters=wallet_path)
+    for label, query in NUMBERS_AND_DETAILS.items():
+        flow.call(label, 200, path_parameters=wallet_path, query=query(eoa))
+    on_chain = {"chain_id": CHAIN, "token": USDC}
+    flow.call(SUPPLY, 200, path_parameters=on_chain)
+    flow.call(POOL_HISTORY, 200, path_parameters={"chain_id": CHAIN, "protocol": "moonwell"})
     flow.call("GET /api/v1/{chain_id}/stats", 200, path_parameters={"chain_id": CHAIN})
     flow.call(f"POST {WALLET}:claim-rewards", 200, path_parameters=wallet_path)
 
@@ -282,6 +298,10 @@ def test_every_documented_refusal_answers_as_documented(
         (f"GET {REWARDS}", {"path_parameters": on}),
         (f"POST {REWARDS}", {"path_parameters": on, "body": {"is_staked": True}}),
         (f"GET {REWARDS}/history", {"path_parameters": on}),
+        *(
+            (label, {"path_parameters": on, "query": query(active.eoa)})
+            for label, query in NUMBERS_AND_DETAILS.items()
+        ),
         (OPTIMIZE, {"path_parameters": {"chain_id": CHAIN}, "body": {"total_capital": 1}}),
     ]
     for label, parts in keyed:
@@ -327,6 +347,7 @@ def test_every_documented_refusal_answers_as_documented(
         (f"GET {REWARDS}", {}),
         (f"POST {REWARDS}", {"body": {"is_staked": True}}),
         (f"GET {REWARDS}/history", {}),
+        *((label, {"query": query(active.eoa)}) for label, query in NUMBERS_AND_DETAILS.items()),
     ]
     changes = {label for label, _ in by_wallet if not label.startswith("GET")}
     for label, parts in by_wallet:
@@ -353,6 +374,18 @@ def test_every_documented_refusal_answers_as_documented(
     mine.call(f"GET {REWARDS}/history", 422, path_parameters=on, query={"limit": 500})
     mine.call(f"POST {REWARDS}", 413, path_parameters=on, body={"is_staked": TOO_LARGE})
     mine.call(f"POST {REWARDS}", 422, path_parameters=on, body={})
+    limit = f"GET {WALLET}/limit"
+    mine.call(limit, 400, path_parameters=on, query={"eoa": stopped.eoa})  # not the owner
+    mine.call(limit, 422, path_parameters=on, query={"eoa": "0x12"})
+    mine.call(f"GET {WALLET}/earnings", 422, path_parameters=on, query={"interval": "week"})
+
+    # The pools: public, by path only.
+    pool = {"chain_id": CHAIN, "token": USDC}
+    mine.call(SUPPLY, 404, path_parameters={**pool, "token": "0x" + "00" * 20})
+    mine.call(SUPPLY, 422, path_parameters={**pool, "token": "USDC"})
+    moonwell = {"chain_id": CHAIN, "protocol": "moonwell"}
+    mine.call(POOL_HISTORY, 404, path_parameters={**moonwell, "protocol": "nowhere"})
+    mine.call(POOL_HISTORY, 422, path_parameters=moonwell, query={"interval": "week"})
 
     # The optimizer.
     plan = {"total_capital": 10**9, "token_address": USDC, "protocols": PROTOCOLS}

@@ -100,6 +100,7 @@ def test_operations_are_grouped_under_the_names_partners_use(document: dict[str,
     names = [
         "Accounts",
         "Wallets",
+        "Wallet details",
         "Rewards",
         "History",
         "Catalog",
@@ -119,6 +120,7 @@ def test_operations_are_grouped_under_the_names_partners_use(document: dict[str,
     assert grouped["ClaimRewards"] == ["Rewards"]
     assert grouped["Healthcheck"] == ["Health"]
     assert grouped["GetWalletEarnings"] == ["History"]
+    assert grouped["GetFee"] == ["Wallet details"]
     assert {s.name for s in api_services()} == set(openapi.TAGS)
 
 

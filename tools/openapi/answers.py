@@ -171,6 +171,14 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _CHAIN_DOWN,
     ),
+    "ListProtocolSupply": (
+        (
+            "bad_address",
+            _raised(parse_address, "USDC", ("token",)),
+            "The token is not an address.",
+        ),
+        _CHAIN_DOWN,
+    ),
     "GetStats": (),
     "CreateSmartAccount": (
         (
@@ -415,6 +423,20 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         _OTHER_PARTNER,
     ),
     "GetRewardStaking": (_BAD_WALLET, _OTHER_PARTNER),
+    "GetFee": (_BAD_WALLET, _OTHER_PARTNER),
+    "GetDepositLimit": (
+        (
+            "bad_address",
+            _raised(parse_addresses, {"wallet": WALLET, "eoa": "0x12"}),
+            "The wallet or `eoa` is not an address.",
+        ),
+        (
+            "not_the_owner",
+            InvalidRequest(f"{EOA} is not the owner of wallet {WALLET}"),
+            "`eoa` is not the wallet's owner.",
+        ),
+        _OTHER_PARTNER,
+    ),
     "SetRewardStaking": (
         (
             "missing_field",

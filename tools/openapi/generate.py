@@ -72,6 +72,7 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 TAGS = {
     "SmartAccountService": "Accounts",
     "WalletService": "Wallets",
+    "WalletDetailService": "Wallet details",
     "RewardService": "Rewards",
     "HistoryService": "History",
     "CatalogService": "Catalog",

@@ -54,6 +54,7 @@ from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.yields import PoolYields, YieldRecorder
+from yieldagent.domain.money.details import WalletDetails
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.rate_limits import RateLimiter
@@ -82,6 +83,7 @@ from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.servicers.streams import OpenStreams
+from yieldagent.servicers.wallet_details import WalletDetailServicer
 from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
@@ -103,6 +105,7 @@ from yieldagent.v1 import (
     rewards_pb2_grpc,
     smart_accounts_pb2_grpc,
     stats_pb2_grpc,
+    wallet_details_pb2_grpc,
     wallets_pb2_grpc,
 )
 from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
@@ -240,6 +243,10 @@ def build_server(
         (
             history_pb2_grpc.add_HistoryServiceServicer_to_server,
             HistoryServicer(yields, numbers, catalog),
+        ),
+        (
+            wallet_details_pb2_grpc.add_WalletDetailServiceServicer_to_server,
+            WalletDetailServicer(WalletDetails(lifecycle.books)),
         ),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,

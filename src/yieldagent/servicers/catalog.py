@@ -150,3 +150,27 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
                 for p in token.protocols
             ]
         )
+
+    async def ListProtocolSupply(
+        self, request: catalog_pb2.ListProtocolSupplyRequest, context: grpc.aio.ServicerContext
+    ) -> catalog_pb2.ListProtocolSupplyResponse:
+        address = parse_address(request.token, ("token",))
+        token = self._catalog.token(request.chain_id, address)
+        chain = self._chains[request.chain_id]
+        quotes = await chain.quotes(address, [p.name for p in token.protocols])
+        holds: dict[str, list[str]] = {}
+        for listed in self._catalog.chain(request.chain_id).tokens:
+            for protocol in listed.protocols:
+                holds.setdefault(protocol.name, []).append(listed.address)
+        scale: int = 10**token.decimals
+        return catalog_pb2.ListProtocolSupplyResponse(
+            protocols=[
+                catalog_pb2.ProtocolSupply(
+                    protocol=quote.protocol,
+                    supply=quote.total_supply / scale,
+                    tokens=holds.get(quote.protocol, [address]),
+                    supply_amount=str(quote.total_supply),
+                )
+                for quote in sorted(quotes, key=lambda q: q.protocol)
+            ]
+        )

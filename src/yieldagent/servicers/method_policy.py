@@ -45,6 +45,7 @@ from yieldagent.v1 import (
     rewards_pb2,
     smart_accounts_pb2,
     stats_pb2,
+    wallet_details_pb2,
     wallets_pb2,
 )
 
@@ -57,6 +58,7 @@ API_FILES = (
     stats_pb2,
     optimizer_pb2,
     history_pb2,
+    wallet_details_pb2,
 )
 
 SIXTY_FOUR_BIT = frozenset(

@@ -1,0 +1,88 @@
+"""The production TypeScript client's calls, made as it makes them (its paths, query
+parameters, methods and bodies), through Envoy on the simulated market: each answers the
+shape the client's types declare, with the types it reads, and only to the wallet's
+partner."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from support.funded import USDC, Funded
+from support.service import Response, RunningService
+
+CHAIN = 8453
+
+
+class Client:
+    """The calls of the production client for one chain and one partner."""
+
+    def __init__(self, api: RunningService, headers: Mapping[str, str]) -> None:
+        self._api = api
+        self._headers = dict(headers)
+
+    def get(self, path: str, query: Mapping[str, Any] | None = None) -> Response:
+        url = f"/api/v1/{path}" + (f"?{urlencode(query)}" if query else "")
+        return self._api.request("GET", url, headers=self._headers)
+
+    def ok(self, path: str, query: Mapping[str, Any] | None = None) -> Any:
+        response = self.get(path, query)
+        assert response.status == 200, (path, response.status, response.body)
+        return response.json()
+
+    def wallet(self, funded: Funded, tail: str) -> str:
+        return f"{CHAIN}/wallets/{funded.wallet}/{tail}"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@pytest.fixture
+def client(api: RunningService, activated: Funded) -> Client:
+    return Client(api, activated.headers)
+
+
+def test_protocol_supply_lists_each_pool(client: Client) -> None:
+    body = client.ok(f"{CHAIN}/{USDC}/protocols/supply")
+    assert set(body) == {"protocols"} and len(body["protocols"]) == 4
+    for item in body["protocols"]:
+        assert {"protocol", "supply", "tokens"} <= set(item)
+        assert isinstance(item["protocol"], str) and _number(item["supply"])
+        assert item["tokens"] == [USDC]
+        assert item["supply"] == item["supply_amount"] / 10**6 > 0
+    missing = client.get(f"{CHAIN}/0x{'00' * 20}/protocols/supply")
+    assert missing.status == 404, missing.body
+
+
+def test_fees_and_limit(client: Client, activated: Funded) -> None:
+    fee = client.ok(client.wallet(activated, "fee"))
+    assert _number(fee["percentage_fee"]) and fee["percentage_fee"] == 0.1
+    assert _number(fee["fee"]) and fee["fee"] >= 0
+    assert isinstance(fee["fee_amount"], int) and isinstance(fee["charged_amount"], int)
+    limit = client.ok(client.wallet(activated, "limit"), {"eoa": activated.eoa})
+    assert limit["limit"] == 1_000_000 * 10**6 and limit["token"] == USDC
+    bad = client.get(client.wallet(activated, "limit"), {"eoa": "0x12"})
+    assert bad.status == 422 and bad.error()["detail"][0]["loc"] == ["query", "eoa"]
+
+
+SDK_WALLET_READS = ("fee", "limit")
+
+
+def test_only_the_wallets_partner_reads_its_details(  # type: ignore[no-untyped-def]
+    api: RunningService, activated: Funded, make_partner
+) -> None:
+    owner = Client(api, activated.headers)
+    stranger = Client(api, make_partner())
+    nobody = Client(api, {})
+    query = {"eoa": activated.eoa}
+    for tail in SDK_WALLET_READS:
+        path = owner.wallet(activated, tail)
+        assert owner.get(path, query).status == 200, tail
+        refused = stranger.get(path, query)
+        assert refused.status == 403, (tail, refused.body)
+        assert "another partner" in refused.error()["detail"]
+        assert nobody.get(path, query).status == 401, tail
