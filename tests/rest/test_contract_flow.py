@@ -53,9 +53,12 @@ NUMBERS_AND_DETAILS: dict[str, Any] = {
     f"GET {WALLET}/earnings": lambda eoa: {},
     f"GET {WALLET}/fee": lambda eoa: {},
     f"GET {WALLET}/limit": lambda eoa: {"eoa": eoa},
+    f"GET {WALLET}/executions": lambda eoa: {"page": 1, "limit": 5, "sort": "date_asc"},
+    f"GET {WALLET}/logs": lambda eoa: {"page": 1, "limit": 5},
 }
 """The wallet's reads beyond the contract's, by label, each with its query for the
 wallet's EOA."""
+EXECUTION_LOGS = f"GET {WALLET}/executions/{{execution_id}}/logs"
 TOO_LARGE = "1" * (1024 * 1024 + 1)
 """A value that takes a JSON body above Envoy's 1 MiB buffer."""
 
@@ -191,6 +194,9 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
         flow.call(label, 200, path_parameters=wallet_path)
     for label, query in NUMBERS_AND_DETAILS.items():
         flow.call(label, 200, path_parameters=wallet_path, query=query(eoa))
+    executions = flow.call(f"GET {WALLET}/executions", 200, path_parameters=wallet_path)
+    first = executions.json()["executions"][0]["id"]
+    flow.call(EXECUTION_LOGS, 200, path_parameters={**wallet_path, "execution_id": first})
     on_chain = {"chain_id": CHAIN, "token": USDC}
     flow.call(SUPPLY, 200, path_parameters=on_chain)
     flow.call(POOL_HISTORY, 200, path_parameters={"chain_id": CHAIN, "protocol": "moonwell"})
@@ -374,6 +380,19 @@ def test_every_documented_refusal_answers_as_documented(
     mine.call(f"GET {REWARDS}/history", 422, path_parameters=on, query={"limit": 500})
     mine.call(f"POST {REWARDS}", 413, path_parameters=on, body={"is_staked": TOO_LARGE})
     mine.call(f"POST {REWARDS}", 422, path_parameters=on, body={})
+    [placement] = api.request(
+        "GET", f"/api/v1/8453/wallets/{active.wallet}/executions", headers=active.headers
+    ).json()["executions"]
+    logs = {**on, "execution_id": placement["id"]}
+    nobody.call(EXECUTION_LOGS, 401, path_parameters=logs)
+    unpermitted.call(EXECUTION_LOGS, 403, path_parameters=logs)
+    other.call(EXECUTION_LOGS, 403, path_parameters=logs)
+    mine.call(EXECUTION_LOGS, 404, path_parameters={**logs, "execution_id": "nowhere"})
+    mine.call(EXECUTION_LOGS, 404, path_parameters={**missing, "execution_id": placement["id"]})
+    mine.call(EXECUTION_LOGS, 422, path_parameters={**malformed, "execution_id": placement["id"]})
+    mine.call(EXECUTION_LOGS, 422, path_parameters={**logs, "chain_id": "abc"})
+    mine.call(EXECUTION_LOGS, 422, path_parameters=logs, query={"page": 0})
+    mine.call(EXECUTION_LOGS, 200, path_parameters=logs)
     limit = f"GET {WALLET}/limit"
     mine.call(limit, 400, path_parameters=on, query={"eoa": stopped.eoa})  # not the owner
     mine.call(limit, 422, path_parameters=on, query={"eoa": "0x12"})

@@ -69,7 +69,7 @@ def test_fees_and_limit(client: Client, activated: Funded) -> None:
     assert bad.status == 422 and bad.error()["detail"][0]["loc"] == ["query", "eoa"]
 
 
-SDK_WALLET_READS = ("fee", "limit")
+SDK_WALLET_READS = ("fee", "limit", "executions", "logs")
 
 
 def test_only_the_wallets_partner_reads_its_details(  # type: ignore[no-untyped-def]
@@ -86,3 +86,39 @@ def test_only_the_wallets_partner_reads_its_details(  # type: ignore[no-untyped-
         assert refused.status == 403, (tail, refused.body)
         assert "another partner" in refused.error()["detail"]
         assert nobody.get(path, query).status == 401, tail
+
+
+def _pagination(body: Any, page: int, limit: int) -> None:
+    pagination = body["pagination"]
+    assert pagination["current_page"] == page
+    assert pagination["items_per_page"] == limit
+    assert isinstance(pagination["total_items"], int) and isinstance(pagination["total_pages"], int)
+
+
+def test_executions_and_their_logs(client: Client, activated: Funded) -> None:
+    page = client.ok(
+        client.wallet(activated, "executions"), {"page": 1, "limit": 20, "sort": "date_desc"}
+    )
+    _pagination(page, 1, 20)
+    [execution] = page["executions"]  # the activation's placement
+    assert {"id", "execution_plan", "execution_type", "status", "created_at", "transactions"} <= (
+        set(execution)
+    )
+    assert execution["execution_type"] == "activate" and execution["status"] == "success"
+    moves = execution["execution_plan"]["moves"]
+    assert moves and all(m["action"] == "deposit" and isinstance(m["amount"], int) for m in moves)
+    for sent in execution["transactions"]:
+        assert isinstance(sent["action"], str) and isinstance(sent["date"], str)
+        assert isinstance(sent["amount"], int) and sent["correlation_id"] == execution["id"]
+    logs = client.ok(
+        client.wallet(activated, f"executions/{execution['id']}/logs"), {"page": 1, "limit": 3}
+    )
+    _pagination(logs, 1, 3)
+    assert len(logs["logs"]) == 3 and logs["pagination"]["total_items"] == len(moves) + 2
+    for entry in logs["logs"]:
+        assert isinstance(entry["type"], str) and isinstance(entry["data"], dict)
+    wallet_logs = client.ok(client.wallet(activated, "logs"), {"page": 1, "limit": 20})
+    _pagination(wallet_logs, 1, 20)
+    assert "activated" in {entry["type"] for entry in wallet_logs["logs"]}
+    missing = client.get(client.wallet(activated, "executions/nowhere/logs"))
+    assert missing.status == 404, missing.body

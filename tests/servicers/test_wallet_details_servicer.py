@@ -12,14 +12,19 @@ from sqlalchemy import Engine
 
 from support.grpc_testing_harness import call, serve
 from support.wallet_setup import BASE, BASE_USDC, EOA, OTHER_EOA, USDC, activated, make_lifecycle
+from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.books.executions import Executions
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.details import WalletDetails
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.servicers.wallet_details import WalletDetailServicer
+from yieldagent.storage.events import EventStore
+from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.wallets import WalletStore
 from yieldagent.v1 import wallet_details_pb2
 
 SERVICE = wallet_details_pb2.DESCRIPTOR.services_by_name["WalletDetailService"]
@@ -39,14 +44,18 @@ def wallet(
     return asyncio.run(activated(lifecycle, engine, market, partner[0].id, 1_000 * USDC))
 
 
-def _server(lifecycle: Lifecycle, caller: Partner) -> grpc_testing.Server:
-    return serve(WalletDetailServicer(WalletDetails(lifecycle.books)), SERVICE, caller)
+def _server(lifecycle: Lifecycle, caller: Partner, engine: Engine) -> grpc_testing.Server:
+    executions = Executions(
+        WalletStore(engine), OperationStore(engine), EventStore(engine), load_catalog()
+    )
+    servicer = WalletDetailServicer(WalletDetails(lifecycle.books), executions)
+    return serve(servicer, SERVICE, caller)
 
 
 def test_the_fee_is_a_fraction_and_an_amount(
-    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
 ) -> None:
-    server = _server(lifecycle, partner[0])
+    server = _server(lifecycle, partner[0], engine)
     request = wallet_details_pb2.GetFeeRequest(chain_id=BASE, wallet=wallet.address)
     reply, _, code, _ = call(server, METHODS["GetFee"], request)
     assert code is grpc.StatusCode.OK
@@ -56,9 +65,9 @@ def test_the_fee_is_a_fraction_and_an_amount(
 
 
 def test_the_limit_is_one_deposits_most_in_smallest_units(
-    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
 ) -> None:
-    server = _server(lifecycle, partner[0])
+    server = _server(lifecycle, partner[0], engine)
     method = METHODS["GetDepositLimit"]
     request = wallet_details_pb2.GetDepositLimitRequest(
         chain_id=BASE, wallet=wallet.address, eoa=EOA.lower()
@@ -78,13 +87,106 @@ def test_another_partner_reads_nothing(
     lifecycle: Lifecycle, wallet: Wallet, engine: Engine
 ) -> None:
     stranger, _ = PartnerStore(engine).create("stranger", frozenset({"wallets"}))
-    server = _server(lifecycle, stranger)
+    server = _server(lifecycle, stranger, engine)
     requests = {
         "GetFee": wallet_details_pb2.GetFeeRequest(chain_id=BASE, wallet=wallet.address),
         "GetDepositLimit": wallet_details_pb2.GetDepositLimitRequest(
             chain_id=BASE, wallet=wallet.address, eoa=EOA
         ),
+        "ListExecutions": wallet_details_pb2.ListExecutionsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
+        "ListWalletLogs": wallet_details_pb2.ListWalletLogsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
     }
     for name, request in requests.items():
         reply, _, code, _ = call(server, METHODS[name], request)
         assert (reply, code) == (None, grpc.StatusCode.PERMISSION_DENIED), name
+
+
+def test_executions_are_the_wallets_operations_with_plans_and_steps(
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
+) -> None:
+    asyncio.run(lifecycle.withdraw(partner[0].id, BASE, wallet.address, 100 * USDC))
+    stored = OperationStore(engine).of_wallet(wallet.id)
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.ListExecutionsRequest(
+        chain_id=BASE, wallet=wallet.address, sort="date_asc"
+    )
+    reply, _, code, _ = call(server, METHODS["ListExecutions"], request)
+    assert code is grpc.StatusCode.OK
+    assert [e.id for e in reply.executions] == [o.id for o in stored]
+    assert [e.execution_type for e in reply.executions] == ["activate", "withdraw"]
+    assert reply.pagination.total_items == 2 and reply.pagination.current_page == 1
+    for execution, operation in zip(reply.executions, stored, strict=True):
+        assert execution.status == "success" and execution.outcome == "completed"
+        assert execution.HasField("finished_at") and execution.created_at
+        assert [(m.action, m.protocol, int(m.amount)) for m in execution.execution_plan.moves] == [
+            (str(m.action), m.protocol, m.amount) for m in operation.moves
+        ]
+        assert len(execution.transactions) == len(operation.steps)
+        for sent, step in zip(execution.transactions, operation.steps, strict=True):
+            assert (sent.transaction_hash, sent.status) == (step.tx_hash, "approved")
+            assert sent.correlation_id == operation.id and int(sent.amount) == step.amount
+    newest, _, _, _ = call(
+        server,
+        METHODS["ListExecutions"],
+        wallet_details_pb2.ListExecutionsRequest(chain_id=BASE, wallet=wallet.address, limit=1),
+    )
+    assert [e.execution_type for e in newest.executions] == ["withdraw"]
+    assert (newest.pagination.total_pages, newest.pagination.items_per_page) == (2, 1)
+
+
+def test_an_executions_logs_tell_its_start_steps_and_end(
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
+) -> None:
+    [operation] = OperationStore(engine).of_wallet(wallet.id)
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.ListExecutionLogsRequest(
+        chain_id=BASE, wallet=wallet.address, execution_id=operation.id, sort="date_asc", limit=100
+    )
+    reply, _, code, _ = call(server, METHODS["ListExecutionLogs"], request)
+    assert code is grpc.StatusCode.OK
+    types = [entry.type for entry in reply.logs]
+    assert types == ["started", *["step"] * len(operation.steps), "completed"]
+    assert reply.logs[0].data["kind"] == "activate"
+    steps = [entry.data for entry in reply.logs[1:-1]]
+    assert [s["tx_hash"] for s in steps] == [s.tx_hash for s in operation.steps]
+    assert [int(s["amount"]) for s in steps] == [s.amount for s in operation.steps]
+    assert reply.pagination.total_items == len(types)
+    request.execution_id = "0c1f5e0e-6d9b-4a1e-9f3e-2b7c8d9e0a11"
+    _, _, code, _ = call(server, METHODS["ListExecutionLogs"], request)
+    assert code is grpc.StatusCode.NOT_FOUND
+
+
+def test_another_wallets_execution_is_not_found_here(
+    lifecycle: Lifecycle,
+    wallet: Wallet,
+    partner: PartnerKey,
+    engine: Engine,
+    market: SimulatedMarket,
+) -> None:
+    other = asyncio.run(
+        activated(lifecycle, engine, market, partner[0].id, 500 * USDC, eoa=OTHER_EOA)
+    )
+    [theirs] = OperationStore(engine).of_wallet(other.id)
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.ListExecutionLogsRequest(
+        chain_id=BASE, wallet=wallet.address, execution_id=theirs.id
+    )
+    reply, _, code, _ = call(server, METHODS["ListExecutionLogs"], request)
+    assert (reply, code) == (None, grpc.StatusCode.NOT_FOUND)
+
+
+def test_a_wallets_logs_are_its_events(
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
+) -> None:
+    events = EventStore(engine).after(wallet.id, 0, 1000)
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.ListWalletLogsRequest(chain_id=BASE, wallet=wallet.address)
+    reply, _, code, _ = call(server, METHODS["ListWalletLogs"], request)
+    assert code is grpc.StatusCode.OK
+    assert [entry.type for entry in reply.logs] == [e.kind for e in reversed(events)]
+    assert [entry.data["id"] for entry in reply.logs] == [e.id for e in reversed(events)]
+    assert reply.pagination.total_items == len(events) > 0

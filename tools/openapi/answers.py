@@ -451,6 +451,20 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _BUSY,
     ),
+    "ListExecutions": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
+    "ListExecutionLogs": (
+        _BAD_WALLET,
+        _BAD_PAGE,
+        (
+            "no_execution",
+            NotFound(
+                f"Execution 0c1f5e0e-6d9b-4a1e-9f3e-2b7c8d9e0a11 not found for wallet {WALLET}"
+            ),
+            "No execution of the wallet has this id.",
+        ),
+        _OTHER_PARTNER,
+    ),
+    "ListWalletLogs": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
     "Optimize": (
         (
             "bad_fields",

@@ -142,6 +142,8 @@ class Schemas:
 
     def value(self, member: FieldDescriptor, prop: dict[str, Any], request: bool) -> dict[str, Any]:
         """The JSON Schema of one value of a field (an item, for a repeated one)."""
+        if member.message_type is not None and member.message_type.full_name in _FREE_FORM:
+            return dict(_FREE_FORM[member.message_type.full_name])
         if "$ref" in prop:
             return self.ref(ref_target(prop["$ref"]), request)
         if option(member.GetOptions(), options_pb2.json_integer):
@@ -156,6 +158,10 @@ class Schemas:
             schema.update(type="integer", minimum=low, maximum=high)
             schema.pop("format", None)
         return schema
+
+
+_FREE_FORM = {"google.protobuf.Struct": {"type": "object"}}
+"""Protobuf's own types whose JSON is free-form, by name: their schemas."""
 
 
 def _amount(request: bool) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from yieldagent.composition.worker import Job, Worker
 from yieldagent.config import Settings, check_production, logged_secrets
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.books.executions import Executions
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.module_changes import watch_module_changes
 from yieldagent.domain.books.numbers import WalletNumbers
@@ -246,7 +247,10 @@ def build_server(
         ),
         (
             wallet_details_pb2_grpc.add_WalletDetailServiceServicer_to_server,
-            WalletDetailServicer(WalletDetails(lifecycle.books)),
+            WalletDetailServicer(
+                WalletDetails(lifecycle.books),
+                Executions(WalletStore(engine), OperationStore(engine), events, catalog),
+            ),
         ),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,

@@ -6,10 +6,15 @@ from __future__ import annotations
 from typing import TypeAlias
 
 import grpc
+from google.protobuf import struct_pb2
 
 from yieldagent.domain.addresses import parse_address, parse_addresses
+from yieldagent.domain.books.executions import Execution, Executions, LogEntry
+from yieldagent.domain.dates import iso
 from yieldagent.domain.money.details import WalletDetails
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.paging import pagination_message, requested_page
+from yieldagent.servicers.wallets import transaction
 from yieldagent.v1 import wallet_details_pb2, wallet_details_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -20,11 +25,44 @@ def _whole(amount: int, decimals: int) -> float:
     return amount / scale
 
 
-class WalletDetailServicer(wallet_details_pb2_grpc.WalletDetailServiceServicer):
-    """Translates WalletDetailService calls to the wallet details use case."""
+def _execution(found: Execution) -> wallet_details_pb2.Execution:
+    executed = found.executed
+    operation = executed.operation
+    message = wallet_details_pb2.Execution(
+        id=operation.id,
+        execution_plan=wallet_details_pb2.ExecutionPlan(
+            moves=[
+                wallet_details_pb2.PlannedMove(
+                    action=str(m.action), protocol=m.protocol, amount=str(m.amount)
+                )
+                for m in found.plan
+            ]
+        ),
+        execution_type=str(operation.kind),
+        status=found.status,
+        created_at=iso(executed.started_at),
+        transactions=[transaction(t) for t in found.transactions],
+        outcome=str(operation.status),
+        reason=operation.reason,
+    )
+    if executed.finished_at is not None:
+        message.finished_at = iso(executed.finished_at)
+    return message
 
-    def __init__(self, details: WalletDetails) -> None:
+
+def _log(entry: LogEntry) -> wallet_details_pb2.LogEntry:
+    data = struct_pb2.Struct()
+    data.update(dict(entry.data))
+    return wallet_details_pb2.LogEntry(type=entry.type, data=data)
+
+
+class WalletDetailServicer(wallet_details_pb2_grpc.WalletDetailServiceServicer):
+    """Translates WalletDetailService calls to the wallet details and executions use
+    cases."""
+
+    def __init__(self, details: WalletDetails, executions: Executions) -> None:
         self._details = details
+        self._executions = executions
 
     async def GetFee(
         self, request: wallet_details_pb2.GetFeeRequest, context: Context
@@ -48,4 +86,38 @@ class WalletDetailServicer(wallet_details_pb2_grpc.WalletDetailServiceServicer):
         )
         return wallet_details_pb2.GetDepositLimitResponse(
             limit=str(found.amount), limit_usd=found.usd, token=found.token.address
+        )
+
+    async def ListExecutions(
+        self, request: wallet_details_pb2.ListExecutionsRequest, context: Context
+    ) -> wallet_details_pb2.ListExecutionsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        page = requested_page(request)
+        found, paging = self._executions.page(current_partner().id, request.chain_id, address, page)
+        return wallet_details_pb2.ListExecutionsResponse(
+            executions=[_execution(e) for e in found], pagination=pagination_message(paging)
+        )
+
+    async def ListExecutionLogs(
+        self, request: wallet_details_pb2.ListExecutionLogsRequest, context: Context
+    ) -> wallet_details_pb2.ListExecutionLogsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        page = requested_page(request)
+        found, paging = self._executions.logs(
+            current_partner().id, request.chain_id, address, request.execution_id, page
+        )
+        return wallet_details_pb2.ListExecutionLogsResponse(
+            logs=[_log(e) for e in found], pagination=pagination_message(paging)
+        )
+
+    async def ListWalletLogs(
+        self, request: wallet_details_pb2.ListWalletLogsRequest, context: Context
+    ) -> wallet_details_pb2.ListWalletLogsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        page = requested_page(request)
+        found, paging = self._executions.wallet_logs(
+            current_partner().id, request.chain_id, address, page
+        )
+        return wallet_details_pb2.ListWalletLogsResponse(
+            logs=[_log(e) for e in found], pagination=pagination_message(paging)
         )

@@ -27,7 +27,8 @@ if _version_not_supported:
 
 class WalletDetailServiceStub:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its fee and deposit limit.
+    reads them: its fee and deposit limit, and the executions the service ran
+    for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -50,11 +51,27 @@ class WalletDetailServiceStub:
                 request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitRequest.SerializeToString,
                 response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitResponse.FromString,
                 _registered_method=True)
+        self.ListExecutions = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/ListExecutions',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsResponse.FromString,
+                _registered_method=True)
+        self.ListExecutionLogs = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/ListExecutionLogs',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionLogsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionLogsResponse.FromString,
+                _registered_method=True)
+        self.ListWalletLogs = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/ListWalletLogs',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletLogsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletLogsResponse.FromString,
+                _registered_method=True)
 
 
 class WalletDetailServiceServicer:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its fee and deposit limit.
+    reads them: its fee and deposit limit, and the executions the service ran
+    for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -77,6 +94,30 @@ class WalletDetailServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListExecutions(self, request, context):
+        """Lists what the service executed for the wallet, one page at a time: its
+        agent runs and its money operations, each with its plan and its
+        transactions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListExecutionLogs(self, request, context):
+        """Lists one execution's logs: its start, each step, and its end.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWalletLogs(self, request, context):
+        """Lists the wallet's logs: its events, as webhooks deliver them, for as
+        long as the service keeps them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WalletDetailServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -90,6 +131,21 @@ def add_WalletDetailServiceServicer_to_server(servicer, server):
                     request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitRequest.FromString,
                     response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitResponse.SerializeToString,
             ),
+            'ListExecutions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExecutions,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsResponse.SerializeToString,
+            ),
+            'ListExecutionLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExecutionLogs,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionLogsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionLogsResponse.SerializeToString,
+            ),
+            'ListWalletLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWalletLogs,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletLogsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletLogsResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'yieldagent.v1.WalletDetailService', rpc_method_handlers)
@@ -100,7 +156,8 @@ def add_WalletDetailServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class WalletDetailService:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its fee and deposit limit.
+    reads them: its fee and deposit limit, and the executions the service ran
+    for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -151,6 +208,87 @@ class WalletDetailService:
             '/yieldagent.v1.WalletDetailService/GetDepositLimit',
             yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitRequest.SerializeToString,
             yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExecutions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/ListExecutions',
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExecutionLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/ListExecutionLogs',
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionLogsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWalletLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/ListWalletLogs',
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletLogsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletLogsResponse.FromString,
             options,
             channel_credentials,
             insecure,
