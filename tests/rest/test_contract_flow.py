@@ -51,6 +51,7 @@ NUMBERS_AND_DETAILS: dict[str, Any] = {
     f"GET {WALLET}/performance": lambda eoa: {},
     f"GET {WALLET}/apr/tokens": lambda eoa: {"token_price": 1.0},
     f"GET {WALLET}/earnings": lambda eoa: {},
+    f"GET {WALLET}/deposits": lambda eoa: {},
     f"GET {WALLET}/fee": lambda eoa: {},
     f"GET {WALLET}/limit": lambda eoa: {"eoa": eoa},
     f"GET {WALLET}/executions": lambda eoa: {"page": 1, "limit": 5, "sort": "date_asc"},
@@ -378,6 +379,7 @@ def test_every_documented_refusal_answers_as_documented(
     mine.call(f"GET {WALLET}/apr", 422, path_parameters=on, query={"start_date": "yesterday"})
     mine.call(f"POST {WALLET}:claim-rewards", 400, path_parameters=on)  # nothing accrued
     mine.call(f"GET {REWARDS}/history", 422, path_parameters=on, query={"limit": 500})
+    mine.call(f"GET {REWARDS}", 422, path_parameters=on, query={"sort": "newest"})
     mine.call(f"POST {REWARDS}", 413, path_parameters=on, body={"is_staked": TOO_LARGE})
     mine.call(f"POST {REWARDS}", 422, path_parameters=on, body={})
     [placement] = api.request(

@@ -176,10 +176,10 @@ def test_protocol_update(api: RunningService, activated: Funded) -> None:
 
 def test_reward_staking(api: RunningService, activated: Funded) -> None:
     url = f"/api/v1/8453/rewards/{activated.wallet}"
-    assert api.request("GET", url, headers=activated.headers).json() == {"is_staked": False}
+    assert api.request("GET", url, headers=activated.headers).json()["is_staked"] is False
     response = api.request("POST", url, {"is_staked": True}, activated.headers)
     assert response.status == 204 and response.body == b""
-    assert api.request("GET", url, headers=activated.headers).json() == {"is_staked": True}
+    assert api.request("GET", url, headers=activated.headers).json()["is_staked"] is True
     missing = api.request("POST", url, {}, activated.headers)
     assert missing.status == 422
     assert missing.json()["detail"][0]["loc"] == ["body", "is_staked"]

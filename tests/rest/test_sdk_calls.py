@@ -69,7 +69,7 @@ def test_fees_and_limit(client: Client, activated: Funded) -> None:
     assert bad.status == 422 and bad.error()["detail"][0]["loc"] == ["query", "eoa"]
 
 
-SDK_WALLET_READS = ("fee", "limit", "executions", "logs")
+SDK_WALLET_READS = ("deposits", "fee", "limit", "executions", "logs")
 
 
 def test_only_the_wallets_partner_reads_its_details(  # type: ignore[no-untyped-def]
@@ -122,3 +122,40 @@ def test_executions_and_their_logs(client: Client, activated: Funded) -> None:
     assert "activated" in {entry["type"] for entry in wallet_logs["logs"]}
     missing = client.get(client.wallet(activated, "executions/nowhere/logs"))
     assert missing.status == 404, missing.body
+
+
+def test_deposits_as_the_record_lists_them(client: Client, activated: Funded) -> None:
+    body = client.ok(client.wallet(activated, "deposits"))
+    [deposit] = body["deposits"]
+    assert deposit["amount"] == 1_000 * 10**6 and deposit["token_type"] == USDC
+    assert deposit["tx_hash"] == activated.tx_hash and isinstance(deposit["block_number"], int)
+    record = client.ok(f"{CHAIN}/wallets/{activated.wallet}")
+    assert record["deposits"] == body["deposits"]
+
+
+def test_rewards_page_beside_the_staking_setting(  # type: ignore[no-untyped-def]
+    api: RunningService, fund, world
+) -> None:
+    funded: Funded = fund(2_000 * 10**6)
+    body = funded.activation(selected_protocols=["moonwell"])
+    assert api.request("POST", f"/api/v1/{CHAIN}/wallets", body, funded.headers).status == 201
+    world.advance(30 * 24 * 3600)
+    claim = f"/api/v1/{CHAIN}/wallets/{funded.wallet}:claim-rewards"
+    assert api.request("POST", claim, headers=funded.headers).status == 200
+    client = Client(api, funded.headers)
+    query = {"page": 1, "limit": 20, "sort": "date_desc"}
+    page = client.ok(f"{CHAIN}/rewards/{funded.wallet}", query)
+    assert page["is_staked"] is False  # the contract's field, as it was
+    _pagination(page, 1, 20)
+    [reward] = page["rewards"]
+    assert isinstance(reward["id"], str) and _number(reward["reward_amount"])
+    assert reward["ticker"] == reward["token_symbol"] == "WELL"
+    assert reward["transaction_hash"] and reward["id"].startswith(reward["transaction_hash"])
+    for unknown in ("user_id", "base_apr", "extra_apr", "group", "start_date"):
+        assert reward[unknown] is None, unknown
+    assert reward["created_at"] == reward["updated_at"] == reward["end_date"] == reward["date"]
+    assert isinstance(reward["amount_units"], int) and reward["amount_units"] > 0
+    bare = client.ok(f"{CHAIN}/rewards/{funded.wallet}")
+    assert bare["is_staked"] is False and bare["rewards"] == page["rewards"]
+    bad = client.get(f"{CHAIN}/rewards/{funded.wallet}", {"limit": 500})
+    assert bad.status == 422, bad.body

@@ -11,7 +11,16 @@ import pytest
 from sqlalchemy import Engine
 
 from support.grpc_testing_harness import call, serve
-from support.wallet_setup import BASE, BASE_USDC, EOA, OTHER_EOA, USDC, activated, make_lifecycle
+from support.wallet_setup import (
+    BASE,
+    BASE_USDC,
+    EOA,
+    OTHER_EOA,
+    USDC,
+    activated,
+    make_lifecycle,
+    top_up_deposit,
+)
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.books.executions import Executions
@@ -190,3 +199,23 @@ def test_a_wallets_logs_are_its_events(
     assert [entry.type for entry in reply.logs] == [e.kind for e in reversed(events)]
     assert [entry.data["id"] for entry in reply.logs] == [e.id for e in reversed(events)]
     assert reply.pagination.total_items == len(events) > 0
+
+
+def test_deposits_are_the_credited_ones_in_order(
+    lifecycle: Lifecycle,
+    wallet: Wallet,
+    partner: PartnerKey,
+    engine: Engine,
+    market: SimulatedMarket,
+) -> None:
+    tx_hash = top_up_deposit(market, wallet.address, 250 * USDC)
+    asyncio.run(lifecycle.top_up(partner[0].id, BASE, wallet.address, tx_hash))
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.ListDepositsRequest(chain_id=BASE, wallet=wallet.address)
+    reply, _, code, _ = call(server, METHODS["ListDeposits"], request)
+    assert code is grpc.StatusCode.OK
+    assert [(int(d.amount), d.token_type) for d in reply.deposits] == [
+        (1_000 * USDC, BASE_USDC),
+        (250 * USDC, BASE_USDC),
+    ]
+    assert reply.deposits[1].tx_hash == tx_hash and reply.deposits[1].HasField("block_number")

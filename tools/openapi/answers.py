@@ -422,7 +422,8 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _OTHER_PARTNER,
     ),
-    "GetRewardStaking": (_BAD_WALLET, _OTHER_PARTNER),
+    "GetRewardStaking": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
+    "ListDeposits": (_BAD_WALLET, _OTHER_PARTNER),
     "GetFee": (_BAD_WALLET, _OTHER_PARTNER),
     "GetDepositLimit": (
         (

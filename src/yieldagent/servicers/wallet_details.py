@@ -14,7 +14,7 @@ from yieldagent.domain.dates import iso
 from yieldagent.domain.money.details import WalletDetails
 from yieldagent.servicers.auth import current_partner
 from yieldagent.servicers.paging import pagination_message, requested_page
-from yieldagent.servicers.wallets import transaction
+from yieldagent.servicers.wallets import deposit, transaction
 from yieldagent.v1 import wallet_details_pb2, wallet_details_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -63,6 +63,13 @@ class WalletDetailServicer(wallet_details_pb2_grpc.WalletDetailServiceServicer):
     def __init__(self, details: WalletDetails, executions: Executions) -> None:
         self._details = details
         self._executions = executions
+
+    async def ListDeposits(
+        self, request: wallet_details_pb2.ListDepositsRequest, context: Context
+    ) -> wallet_details_pb2.ListDepositsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        found = self._details.deposits(current_partner().id, request.chain_id, address)
+        return wallet_details_pb2.ListDepositsResponse(deposits=[deposit(d) for d in found])
 
     async def GetFee(
         self, request: wallet_details_pb2.GetFeeRequest, context: Context

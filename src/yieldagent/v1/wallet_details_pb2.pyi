@@ -11,6 +11,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ListDepositsRequest(_message.Message):
+    __slots__ = ("chain_id", "wallet")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    wallet: str
+    def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ...) -> None: ...
+
+class ListDepositsResponse(_message.Message):
+    __slots__ = ("deposits",)
+    DEPOSITS_FIELD_NUMBER: _ClassVar[int]
+    deposits: _containers.RepeatedCompositeFieldContainer[_types_pb2.Deposit]
+    def __init__(self, deposits: _Optional[_Iterable[_Union[_types_pb2.Deposit, _Mapping]]] = ...) -> None: ...
+
 class GetFeeRequest(_message.Message):
     __slots__ = ("chain_id", "wallet")
     CHAIN_ID_FIELD_NUMBER: _ClassVar[int]

@@ -27,8 +27,8 @@ if _version_not_supported:
 
 class WalletDetailServiceStub:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its fee and deposit limit, and the executions the service ran
-    for it with their logs.
+    reads them: its deposits, fee and deposit limit, and the executions the
+    service ran for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -41,6 +41,11 @@ class WalletDetailServiceStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.ListDeposits = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/ListDeposits',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListDepositsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListDepositsResponse.FromString,
+                _registered_method=True)
         self.GetFee = channel.unary_unary(
                 '/yieldagent.v1.WalletDetailService/GetFee',
                 request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetFeeRequest.SerializeToString,
@@ -70,13 +75,21 @@ class WalletDetailServiceStub:
 
 class WalletDetailServiceServicer:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its fee and deposit limit, and the executions the service ran
-    for it with their logs.
+    reads them: its deposits, fee and deposit limit, and the executions the
+    service ran for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
     wallets, as the other wallet reads do.
     """
+
+    def ListDeposits(self, request, context):
+        """Lists the deposits that funded the wallet, oldest first, as its record
+        lists them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def GetFee(self, request, context):
         """Tells the wallet's performance fee: its share of yield, and what it comes
@@ -121,6 +134,11 @@ class WalletDetailServiceServicer:
 
 def add_WalletDetailServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'ListDeposits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeposits,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListDepositsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListDepositsResponse.SerializeToString,
+            ),
             'GetFee': grpc.unary_unary_rpc_method_handler(
                     servicer.GetFee,
                     request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetFeeRequest.FromString,
@@ -156,13 +174,40 @@ def add_WalletDetailServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class WalletDetailService:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its fee and deposit limit, and the executions the service ran
-    for it with their logs.
+    reads them: its deposits, fee and deposit limit, and the executions the
+    service ran for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
     wallets, as the other wallet reads do.
     """
+
+    @staticmethod
+    def ListDeposits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/ListDeposits',
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListDepositsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListDepositsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def GetFee(request,

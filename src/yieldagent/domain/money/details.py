@@ -1,5 +1,5 @@
-"""A wallet's details beside its record, for its owner: its performance fee and the
-deposit limit.
+"""A wallet's details beside its record, for its owner: its deposits, its performance fee
+and the deposit limit.
 
 **The fee** is the policy's share of yield (``fee_bps``). What it comes to now is what
 withdrawing everything would charge (``accounting.split_withdrawal`` of the whole value),
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from yieldagent.domain.books.accounting import BPS, split_withdrawal
 from yieldagent.domain.books.books import Books
-from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.books.wallets import DepositRecord, Wallet
 from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.errors import InvalidRequest
 from yieldagent.domain.money.deposits import deposit_limit
@@ -58,7 +58,7 @@ def fee_due(wallet: Wallet, fee_bps: int) -> int:
 
 
 class WalletDetails:
-    """The owner's reads of a wallet's fee and deposit limit."""
+    """The owner's reads of a wallet's deposits, fee and deposit limit."""
 
     def __init__(self, books: Books) -> None:
         self._books = books
@@ -66,6 +66,11 @@ class WalletDetails:
     def _owned(self, partner_id: int, chain_id: int, address: str) -> Wallet:
         self._books.catalog.chain(chain_id)
         return self._books.wallet(chain_id, address, partner_id)
+
+    def deposits(self, partner_id: int, chain_id: int, address: str) -> list[DepositRecord]:
+        """The deposits the books credited to the wallet, oldest first."""
+        wallet = self._owned(partner_id, chain_id, address)
+        return self._books.wallets.deposits(wallet.id)
 
     def fee(self, partner_id: int, chain_id: int, address: str) -> FeeView:
         """The wallet's fee rate, the fee due now and the fee charged so far."""
