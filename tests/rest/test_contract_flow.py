@@ -54,12 +54,17 @@ NUMBERS_AND_DETAILS: dict[str, Any] = {
     f"GET {WALLET}/deposits": lambda eoa: {},
     f"GET {WALLET}/fee": lambda eoa: {},
     f"GET {WALLET}/limit": lambda eoa: {"eoa": eoa},
+    f"GET {WALLET}/protocols": lambda eoa: {},
+    f"GET {WALLET}/constraints": lambda eoa: {},
+    f"GET {WALLET}/whitelist": lambda eoa: {},
     f"GET {WALLET}/executions": lambda eoa: {"page": 1, "limit": 5, "sort": "date_asc"},
     f"GET {WALLET}/logs": lambda eoa: {"page": 1, "limit": 5},
 }
 """The wallet's reads beyond the contract's, by label, each with its query for the
 wallet's EOA."""
 EXECUTION_LOGS = f"GET {WALLET}/executions/{{execution_id}}/logs"
+CONSTRAINTS = f"PUT {WALLET}/constraints"
+RULES = {"constraints": [{"kind": "min_protocols", "params": {"min_protocols": 1}}]}
 TOO_LARGE = "1" * (1024 * 1024 + 1)
 """A value that takes a JSON body above Envoy's 1 MiB buffer."""
 
@@ -209,6 +214,7 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
         f"POST {WALLET}:withdraw", 200, path_parameters=wallet_path, body={"amount": 100 * 10**6}
     )
     flow.call(f"PUT {WALLET}/protocols", 204, path_parameters=wallet_path, body=PROTOCOLS)
+    flow.call(CONSTRAINTS, 204, path_parameters=wallet_path, body=RULES)
     flow.call(f"POST {REWARDS}", 204, path_parameters=wallet_path, body={"is_staked": True})
     top_up = world.deposit_from(CHAIN, USDC, eoa, wallet, 300 * 10**6)
     flow.call(
@@ -299,6 +305,7 @@ def test_every_documented_refusal_answers_as_documented(
             {"path_parameters": on, "query": {"tx_hash": active.tx_hash}},
         ),
         (f"PUT {WALLET}/protocols", {"path_parameters": on, "body": PROTOCOLS}),
+        (CONSTRAINTS, {"path_parameters": on, "body": RULES}),
         (f"GET {WALLET}/transactions", {"path_parameters": on}),
         (f"GET {WALLET}/apr", {"path_parameters": on}),
         (f"POST {WALLET}:claim-rewards", {"path_parameters": on}),
@@ -348,6 +355,7 @@ def test_every_documented_refusal_answers_as_documented(
         (f"POST {WALLET}:run", {}),
         (f"POST {WALLET}:top-up", {"query": {"tx_hash": stopped.tx_hash}}),
         (f"PUT {WALLET}/protocols", {"body": PROTOCOLS}),
+        (CONSTRAINTS, {"body": RULES}),
         (f"GET {WALLET}/transactions", {}),
         (f"GET {WALLET}/apr", {}),
         (f"POST {WALLET}:claim-rewards", {}),
@@ -395,6 +403,12 @@ def test_every_documented_refusal_answers_as_documented(
     mine.call(EXECUTION_LOGS, 422, path_parameters={**logs, "chain_id": "abc"})
     mine.call(EXECUTION_LOGS, 422, path_parameters=logs, query={"page": 0})
     mine.call(EXECUTION_LOGS, 200, path_parameters=logs)
+    impossible = {"constraints": [{"kind": "min_protocols", "params": {"min_protocols": 9}}]}
+    mine.call(CONSTRAINTS, 400, path_parameters=on, body=impossible)
+    huge = {"constraints": [{"kind": TOO_LARGE, "params": {}}]}
+    mine.call(CONSTRAINTS, 413, path_parameters=on, body=huge)
+    zero = {"constraints": [{"kind": "min_protocols", "params": {"min_protocols": 0}}]}
+    mine.call(CONSTRAINTS, 422, path_parameters=on, body=zero)
     limit = f"GET {WALLET}/limit"
     mine.call(limit, 400, path_parameters=on, query={"eoa": stopped.eoa})  # not the owner
     mine.call(limit, 422, path_parameters=on, query={"eoa": "0x12"})

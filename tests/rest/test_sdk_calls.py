@@ -69,7 +69,16 @@ def test_fees_and_limit(client: Client, activated: Funded) -> None:
     assert bad.status == 422 and bad.error()["detail"][0]["loc"] == ["query", "eoa"]
 
 
-SDK_WALLET_READS = ("deposits", "fee", "limit", "executions", "logs")
+SDK_WALLET_READS = (
+    "deposits",
+    "fee",
+    "limit",
+    "executions",
+    "logs",
+    "protocols",
+    "constraints",
+    "whitelist",
+)
 
 
 def test_only_the_wallets_partner_reads_its_details(  # type: ignore[no-untyped-def]
@@ -159,3 +168,45 @@ def test_rewards_page_beside_the_staking_setting(  # type: ignore[no-untyped-def
     assert bare["is_staked"] is False and bare["rewards"] == page["rewards"]
     bad = client.get(f"{CHAIN}/rewards/{funded.wallet}", {"limit": 500})
     assert bad.status == 422, bad.body
+
+
+def test_protocols_are_a_bare_array_of_catalog_entries(client: Client, activated: Funded) -> None:
+    protocols = client.ok(client.wallet(activated, "protocols"))
+    catalog = client.ok(f"{CHAIN}/{USDC}/protocols")["protocols"]
+    assert isinstance(protocols, list)
+    assert [p["name"] for p in protocols] == activated.activation()["selected_protocols"]
+    for protocol in protocols:
+        assert isinstance(protocol["name"], str) and isinstance(protocol["is_active"], bool)
+        assert set(protocol) == set(catalog[0])
+
+
+def test_constraints_round_trip(client: Client, api: RunningService, activated: Funded) -> None:
+    path = client.wallet(activated, "constraints")
+    assert client.ok(path) == []
+    rules = [
+        {"kind": "min_protocols", "params": {"min_protocols": 2}},
+        {"kind": "exclude_protocol", "params": {"protocol": "compound"}},
+    ]
+    put = api.request("PUT", f"/api/v1/{path}", {"constraints": rules}, activated.headers)
+    assert put.status == 204 and put.body == b"", put.body
+    current = client.ok(path)
+    assert [c["kind"] for c in current] == ["min_protocols", "exclude_protocol"]
+    assert current[0]["params"]["min_protocols"] == 2
+    assert current[1]["params"]["protocol"] == "compound"
+    again = api.request("PUT", f"/api/v1/{path}", {"constraints": current}, activated.headers)
+    assert again.status == 204, again.body  # what the read gives, the update takes
+    assert client.ok(path) == current
+    bad = [{"kind": "min_protocols", "params": {"min_protocols": 0}}]
+    refused = api.request("PUT", f"/api/v1/{path}", {"constraints": bad}, activated.headers)
+    assert refused.status == 422, refused.body
+    assert refused.error()["detail"][0]["loc"][:3] == ["body", "constraints", 0]
+
+
+def test_the_whitelist(client: Client, activated: Funded) -> None:
+    body = client.ok(client.wallet(activated, "whitelist"))
+    roles = [(entry["role"], entry["protocol"]) for entry in body["whitelist"]]
+    protocols = activated.activation()["selected_protocols"]
+    assert roles[: len(protocols)] == [("protocol", name) for name in protocols]
+    assert ("owner", "") in roles
+    owner = next(e for e in body["whitelist"] if e["role"] == "owner")
+    assert owner["address"] == activated.eoa

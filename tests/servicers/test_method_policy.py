@@ -24,7 +24,7 @@ def _hints(method: str) -> dict[str, str]:
 def test_every_rpc_of_every_api_service_has_a_policy() -> None:
     methods = {f"/{s.full_name}/{m.name}" for s in api_services() for m in s.methods}
     assert methods == set(POLICIES)
-    assert len(methods) == 35  # 34 unary methods and the WatchWallet stream
+    assert len(methods) == 39  # 38 unary methods and the WatchWallet stream
 
 
 def test_success_statuses() -> None:
@@ -38,6 +38,7 @@ def test_success_statuses() -> None:
         "TopUp": 201,
         "UpdateProtocols": 204,
         "SetRewardStaking": 204,
+        "UpdateConstraints": 204,
     }
     assert _hints("/yieldagent.v1.WalletService/TopUp")[STATUS_HEADER] == "201"
 

@@ -15,10 +15,12 @@ from support.wallet_setup import (
     BASE,
     BASE_USDC,
     EOA,
+    FEE,
     OTHER_EOA,
     USDC,
     activated,
     make_lifecycle,
+    stored,
     top_up_deposit,
 )
 from yieldagent.catalog import load_catalog
@@ -29,12 +31,13 @@ from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.details import WalletDetails
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.ports.credentials import Partner
+from yieldagent.servicers.catalog import CatalogServicer
 from yieldagent.servicers.wallet_details import WalletDetailServicer
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.wallets import WalletStore
-from yieldagent.v1 import wallet_details_pb2
+from yieldagent.v1 import types_pb2, wallet_details_pb2
 
 SERVICE = wallet_details_pb2.DESCRIPTOR.services_by_name["WalletDetailService"]
 METHODS = SERVICE.methods_by_name
@@ -57,7 +60,8 @@ def _server(lifecycle: Lifecycle, caller: Partner, engine: Engine) -> grpc_testi
     executions = Executions(
         WalletStore(engine), OperationStore(engine), EventStore(engine), load_catalog()
     )
-    servicer = WalletDetailServicer(WalletDetails(lifecycle.books), executions)
+    listing = CatalogServicer(load_catalog(), {BASE: lifecycle.books.chain(BASE)})
+    servicer = WalletDetailServicer(WalletDetails(lifecycle.books), executions, listing.protocols)
     return serve(servicer, SERVICE, caller)
 
 
@@ -106,6 +110,21 @@ def test_another_partner_reads_nothing(
             chain_id=BASE, wallet=wallet.address
         ),
         "ListWalletLogs": wallet_details_pb2.ListWalletLogsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
+        "ListDeposits": wallet_details_pb2.ListDepositsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
+        "ListWalletProtocols": wallet_details_pb2.ListWalletProtocolsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
+        "GetConstraints": wallet_details_pb2.GetConstraintsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
+        "UpdateConstraints": wallet_details_pb2.UpdateConstraintsRequest(
+            chain_id=BASE, wallet=wallet.address
+        ),
+        "GetWhitelist": wallet_details_pb2.GetWhitelistRequest(
             chain_id=BASE, wallet=wallet.address
         ),
     }
@@ -219,3 +238,89 @@ def test_deposits_are_the_credited_ones_in_order(
         (250 * USDC, BASE_USDC),
     ]
     assert reply.deposits[1].tx_hash == tx_hash and reply.deposits[1].HasField("block_number")
+
+
+def test_protocols_are_the_selected_ones_as_the_catalog_lists_them(
+    lifecycle: Lifecycle, partner: PartnerKey, engine: Engine, market: SimulatedMarket
+) -> None:
+    chosen = ("moonwell", "aave")
+    wallet = asyncio.run(
+        activated(lifecycle, engine, market, partner[0].id, 1_000 * USDC, protocols=chosen)
+    )
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.ListWalletProtocolsRequest(chain_id=BASE, wallet=wallet.address)
+    reply, _, code, _ = call(server, METHODS["ListWalletProtocols"], request)
+    assert code is grpc.StatusCode.OK
+    assert [p.name for p in reply.protocols] == ["aave", "moonwell"]  # the catalog's order
+    assert all(p.is_active and p.HasField("apr") and p.chain_id == BASE for p in reply.protocols)
+
+
+def test_constraints_read_back_as_written_and_refuse_what_cannot_be_met(
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
+) -> None:
+    server = _server(lifecycle, partner[0], engine)
+    read = wallet_details_pb2.GetConstraintsRequest(chain_id=BASE, wallet=wallet.address)
+    empty, _, code, _ = call(server, METHODS["GetConstraints"], read)
+    assert code is grpc.StatusCode.OK and list(empty.constraints) == []
+    rules = [
+        types_pb2.Constraint(
+            kind="min_protocols",
+            params=types_pb2.ConstraintParams(min_protocols=2, min_fraction_per_protocol=0.1),
+        ),
+        types_pb2.Constraint(
+            kind="max_allocation_amount_per_protocol",
+            params=types_pb2.ConstraintParams(protocol="aave", max_amount="400000000"),
+        ),
+        types_pb2.Constraint(
+            kind="exclude_protocol", params=types_pb2.ConstraintParams(protocol="compound")
+        ),
+    ]
+    update = wallet_details_pb2.UpdateConstraintsRequest(
+        chain_id=BASE, wallet=wallet.address, constraints=rules
+    )
+    _, _, code, details = call(server, METHODS["UpdateConstraints"], update)
+    assert code is grpc.StatusCode.OK, details
+    back, _, _, _ = call(server, METHODS["GetConstraints"], read)
+    assert list(back.constraints) == rules
+    assert stored(engine, wallet.address).constraints.excluded == {"compound"}
+
+    impossible = wallet_details_pb2.UpdateConstraintsRequest(
+        chain_id=BASE,
+        wallet=wallet.address,
+        constraints=[
+            types_pb2.Constraint(
+                kind="min_protocols", params=types_pb2.ConstraintParams(min_protocols=9)
+            )
+        ],
+    )
+    _, _, code, details = call(server, METHODS["UpdateConstraints"], impossible)
+    assert code is grpc.StatusCode.INVALID_ARGUMENT and "cannot be met" in details
+    unknown = wallet_details_pb2.UpdateConstraintsRequest(
+        chain_id=BASE,
+        wallet=wallet.address,
+        constraints=[
+            types_pb2.Constraint(
+                kind="exclude_protocol", params=types_pb2.ConstraintParams(protocol="nowhere")
+            )
+        ],
+    )
+    _, _, code, _ = call(server, METHODS["UpdateConstraints"], unknown)
+    assert code is grpc.StatusCode.INVALID_ARGUMENT
+    after, _, _, _ = call(server, METHODS["GetConstraints"], read)
+    assert list(after.constraints) == rules  # refused updates changed nothing
+
+
+def test_the_whitelist_is_where_the_token_goes(
+    lifecycle: Lifecycle, wallet: Wallet, partner: PartnerKey, engine: Engine
+) -> None:
+    server = _server(lifecycle, partner[0], engine)
+    request = wallet_details_pb2.GetWhitelistRequest(chain_id=BASE, wallet=wallet.address)
+    reply, _, code, _ = call(server, METHODS["GetWhitelist"], request)
+    assert code is grpc.StatusCode.OK
+    usdc = load_catalog().token(BASE, BASE_USDC)
+    expected = [(p.address, "protocol", p.name) for p in usdc.protocols]
+    assert [(w.address, w.role, w.protocol) for w in reply.whitelist] == [
+        *expected,
+        (EOA, "owner", ""),
+        (FEE, "fee_collector", ""),
+    ]

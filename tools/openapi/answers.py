@@ -43,6 +43,7 @@ from yieldagent.domain.addresses import parse_address, parse_addresses, parse_tx
 from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import wallet_not_found
+from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import parse_iso
 from yieldagent.domain.errors import (
     AccessDenied,
@@ -452,6 +453,26 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _BUSY,
     ),
+    "ListWalletProtocols": (_BAD_WALLET, _OTHER_PARTNER, _CHAIN_DOWN),
+    "GetConstraints": (_BAD_WALLET, _OTHER_PARTNER),
+    "UpdateConstraints": (
+        (
+            "bad_constraints",
+            _raised(parse_constraints, [RawConstraint("min_protocols", {"min_protocols": 0})]),
+            "A constraint's kind or parameters are malformed.",
+        ),
+        (
+            "cannot_be_met",
+            InvalidRequest("Constraints cannot be met: min_protocols 5 with 4 usable protocols"),
+            "A constraint names a protocol the token does not have, or the wallet's funds "
+            "could not be placed under them.",
+        ),
+        _OTHER_PARTNER,
+        _state(WalletStatus.DEACTIVATED, "update_constraints", "The agent is not active."),
+        _BUSY,
+        _CHAIN_DOWN,
+    ),
+    "GetWhitelist": (_BAD_WALLET, _OTHER_PARTNER),
     "ListExecutions": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
     "ListExecutionLogs": (
         _BAD_WALLET,

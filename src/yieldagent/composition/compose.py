@@ -219,6 +219,7 @@ def build_server(
     fee_bps = lifecycle.books.policy.fee_bps
     yields = PoolYields(YieldStore(engine), catalog, fee_bps)
     numbers = WalletNumbers(WalletStore(engine), chains, catalog, reports, fee_bps)
+    listing = CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk, yields)
     registrations: list[Registration] = [
         (
             health_pb2_grpc.add_HealthcheckServiceServicer_to_server,
@@ -226,7 +227,7 @@ def build_server(
         ),
         (
             catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
-            CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk, yields),
+            listing,
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
@@ -250,6 +251,7 @@ def build_server(
             WalletDetailServicer(
                 WalletDetails(lifecycle.books),
                 Executions(WalletStore(engine), OperationStore(engine), events, catalog),
+                listing.protocols,
             ),
         ),
         (

@@ -79,7 +79,11 @@ ERROR_HEADER = "x-yieldagent-error"
 
 Metadata = tuple[tuple[str, str], ...]
 
-SERVED_AS_ARRAY = {"/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items"}
+SERVED_AS_ARRAY = {
+    "/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items",
+    "/yieldagent.v1.WalletDetailService/ListWalletProtocols": "protocols",
+    "/yieldagent.v1.WalletDetailService/GetConstraints": "constraints",
+}
 """Methods whose REST reply is the bare JSON array of one repeated field, by method: what
 the production client reads. Envoy's transcoder, and the OpenAPI generator, print a
 message only."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
 import grpc
@@ -13,9 +14,10 @@ from yieldagent.domain.books.executions import Execution, Executions, LogEntry
 from yieldagent.domain.dates import iso
 from yieldagent.domain.money.details import WalletDetails
 from yieldagent.servicers.auth import current_partner
+from yieldagent.servicers.constraints import constraint_messages, raw_constraints
 from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.servicers.wallets import deposit, transaction
-from yieldagent.v1 import wallet_details_pb2, wallet_details_pb2_grpc
+from yieldagent.v1 import catalog_pb2, wallet_details_pb2, wallet_details_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
@@ -60,9 +62,15 @@ class WalletDetailServicer(wallet_details_pb2_grpc.WalletDetailServiceServicer):
     """Translates WalletDetailService calls to the wallet details and executions use
     cases."""
 
-    def __init__(self, details: WalletDetails, executions: Executions) -> None:
+    def __init__(
+        self,
+        details: WalletDetails,
+        executions: Executions,
+        protocols: Callable[[int, str], Awaitable[list[catalog_pb2.Protocol]]],
+    ) -> None:
         self._details = details
         self._executions = executions
+        self._protocols = protocols
 
     async def ListDeposits(
         self, request: wallet_details_pb2.ListDepositsRequest, context: Context
@@ -93,6 +101,49 @@ class WalletDetailServicer(wallet_details_pb2_grpc.WalletDetailServiceServicer):
         )
         return wallet_details_pb2.GetDepositLimitResponse(
             limit=str(found.amount), limit_usd=found.usd, token=found.token.address
+        )
+
+    async def ListWalletProtocols(
+        self, request: wallet_details_pb2.ListWalletProtocolsRequest, context: Context
+    ) -> wallet_details_pb2.ListWalletProtocolsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        token, chosen = self._details.protocols(current_partner().id, request.chain_id, address)
+        listing = {p.name: p for p in await self._protocols(request.chain_id, token)}
+        return wallet_details_pb2.ListWalletProtocolsResponse(
+            protocols=[listing[name] for name in chosen if name in listing]
+        )
+
+    async def GetConstraints(
+        self, request: wallet_details_pb2.GetConstraintsRequest, context: Context
+    ) -> wallet_details_pb2.GetConstraintsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        found = self._details.constraints(current_partner().id, request.chain_id, address)
+        return wallet_details_pb2.GetConstraintsResponse(constraints=constraint_messages(found))
+
+    async def UpdateConstraints(
+        self, request: wallet_details_pb2.UpdateConstraintsRequest, context: Context
+    ) -> wallet_details_pb2.UpdateConstraintsResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        await self._details.update_constraints(
+            current_partner().id,
+            request.chain_id,
+            address,
+            raw_constraints(request.constraints),
+        )
+        return wallet_details_pb2.UpdateConstraintsResponse()
+
+    async def GetWhitelist(
+        self, request: wallet_details_pb2.GetWhitelistRequest, context: Context
+    ) -> wallet_details_pb2.GetWhitelistResponse:
+        address = parse_address(request.wallet, ("wallet",))
+        found = self._details.whitelist(current_partner().id, request.chain_id, address)
+        return wallet_details_pb2.GetWhitelistResponse(
+            whitelist=[
+                wallet_details_pb2.WhitelistEntry(
+                    address=w.address, role=w.role, protocol=w.protocol
+                )
+                for w in found
+            ]
         )
 
     async def ListExecutions(

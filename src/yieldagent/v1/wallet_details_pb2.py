@@ -24,12 +24,13 @@ _sym_db = _symbol_database.Default()
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from yieldagent.v1 import catalog_pb2 as yieldagent_dot_v1_dot_catalog__pb2
 from yieldagent.v1 import options_pb2 as yieldagent_dot_v1_dot_options__pb2
 from yieldagent.v1 import types_pb2 as yieldagent_dot_v1_dot_types__pb2
 from yieldagent.v1 import wallets_pb2 as yieldagent_dot_v1_dot_wallets__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"yieldagent/v1/wallet_details.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1byieldagent/v1/options.proto\x1a\x19yieldagent/v1/types.proto\x1a\x1byieldagent/v1/wallets.proto\"7\n\x13ListDepositsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"@\n\x14ListDepositsResponse\x12(\n\x08\x64\x65posits\x18\x01 \x03(\x0b\x32\x16.yieldagent.v1.Deposit\"1\n\rGetFeeRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"|\n\x0eGetFeeResponse\x12\x16\n\x0epercentage_fee\x18\x01 \x01(\x01\x12\x0b\n\x03\x66\x65\x65\x18\x02 \x01(\x01\x12\x18\n\nfee_amount\x18\x03 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x1c\n\x0e\x63harged_amount\x18\x04 \x01(\tB\x04\xd0\xf3\x18\x01\x12\r\n\x05token\x18\x05 \x01(\t\"G\n\x16GetDepositLimitRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x0b\n\x03\x65oa\x18\x03 \x01(\t\"P\n\x17GetDepositLimitResponse\x12\x13\n\x05limit\x18\x01 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x11\n\tlimit_usd\x18\x02 \x01(\x01\x12\r\n\x05token\x18\x03 \x01(\t\"\x81\x01\n\x15ListExecutionsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x11\n\x04page\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04sort\x18\x05 \x01(\tB\x07\n\x05_pageB\x08\n\x06_limit\"u\n\x16ListExecutionsResponse\x12,\n\nexecutions\x18\x01 \x03(\x0b\x32\x18.yieldagent.v1.Execution\x12-\n\npagination\x18\x02 \x01(\x0b\x32\x19.yieldagent.v1.Pagination\"\x86\x02\n\tExecution\x12\n\n\x02id\x18\x01 \x01(\t\x12\x34\n\x0e\x65xecution_plan\x18\x02 \x01(\x0b\x32\x1c.yieldagent.v1.ExecutionPlan\x12\x16\n\x0e\x65xecution_type\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x30\n\x0ctransactions\x18\x06 \x03(\x0b\x32\x1a.yieldagent.v1.Transaction\x12\x0f\n\x07outcome\x18\x07 \x01(\t\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x18\n\x0b\x66inished_at\x18\t \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_finished_at\":\n\rExecutionPlan\x12)\n\x05moves\x18\x01 \x03(\x0b\x32\x1a.yieldagent.v1.PlannedMove\"E\n\x0bPlannedMove\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x14\n\x06\x61mount\x18\x03 \x01(\tB\x04\xd0\xf3\x18\x01\"\x9a\x01\n\x18ListExecutionLogsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x03 \x01(\t\x12\x11\n\x04page\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04sort\x18\x06 \x01(\tB\x07\n\x05_pageB\x08\n\x06_limit\"q\n\x19ListExecutionLogsResponse\x12%\n\x04logs\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.LogEntry\x12-\n\npagination\x18\x02 \x01(\x0b\x32\x19.yieldagent.v1.Pagination\"\x81\x01\n\x15ListWalletLogsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x11\n\x04page\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04sort\x18\x05 \x01(\tB\x07\n\x05_pageB\x08\n\x06_limit\"n\n\x16ListWalletLogsResponse\x12%\n\x04logs\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.LogEntry\x12-\n\npagination\x18\x02 \x01(\x0b\x32\x19.yieldagent.v1.Pagination\"?\n\x08LogEntry\x12\x0c\n\x04type\x18\x01 \x01(\t\x12%\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct2\xd5\x07\n\x13WalletDetailService\x12\x98\x01\n\x0cListDeposits\x12\".yieldagent.v1.ListDepositsRequest\x1a#.yieldagent.v1.ListDepositsResponse\"?\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02.\x12,/api/v1/{chain_id}/wallets/{wallet}/deposits\x12\x81\x01\n\x06GetFee\x12\x1c.yieldagent.v1.GetFeeRequest\x1a\x1d.yieldagent.v1.GetFeeResponse\":\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02)\x12\'/api/v1/{chain_id}/wallets/{wallet}/fee\x12\x9e\x01\n\x0fGetDepositLimit\x12%.yieldagent.v1.GetDepositLimitRequest\x1a&.yieldagent.v1.GetDepositLimitResponse\"<\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02+\x12)/api/v1/{chain_id}/wallets/{wallet}/limit\x12\xa0\x01\n\x0eListExecutions\x12$.yieldagent.v1.ListExecutionsRequest\x1a%.yieldagent.v1.ListExecutionsResponse\"A\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02\x30\x12./api/v1/{chain_id}/wallets/{wallet}/executions\x12\xbd\x01\n\x11ListExecutionLogs\x12\'.yieldagent.v1.ListExecutionLogsRequest\x1a(.yieldagent.v1.ListExecutionLogsResponse\"U\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02\x44\x12\x42/api/v1/{chain_id}/wallets/{wallet}/executions/{execution_id}/logs\x12\x9a\x01\n\x0eListWalletLogs\x12$.yieldagent.v1.ListWalletLogsRequest\x1a%.yieldagent.v1.ListWalletLogsResponse\";\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02*\x12(/api/v1/{chain_id}/wallets/{wallet}/logsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"yieldagent/v1/wallet_details.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1byieldagent/v1/catalog.proto\x1a\x1byieldagent/v1/options.proto\x1a\x19yieldagent/v1/types.proto\x1a\x1byieldagent/v1/wallets.proto\"7\n\x13ListDepositsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"@\n\x14ListDepositsResponse\x12(\n\x08\x64\x65posits\x18\x01 \x03(\x0b\x32\x16.yieldagent.v1.Deposit\">\n\x1aListWalletProtocolsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"I\n\x1bListWalletProtocolsResponse\x12*\n\tprotocols\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.Protocol\"9\n\x15GetConstraintsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"H\n\x16GetConstraintsResponse\x12.\n\x0b\x63onstraints\x18\x01 \x03(\x0b\x32\x19.yieldagent.v1.Constraint\"l\n\x18UpdateConstraintsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12.\n\x0b\x63onstraints\x18\x03 \x03(\x0b\x32\x19.yieldagent.v1.Constraint\"\x1b\n\x19UpdateConstraintsResponse\"7\n\x13GetWhitelistRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"H\n\x14GetWhitelistResponse\x12\x30\n\twhitelist\x18\x01 \x03(\x0b\x32\x1d.yieldagent.v1.WhitelistEntry\"A\n\x0eWhitelistEntry\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x10\n\x08protocol\x18\x03 \x01(\t\"1\n\rGetFeeRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\"|\n\x0eGetFeeResponse\x12\x16\n\x0epercentage_fee\x18\x01 \x01(\x01\x12\x0b\n\x03\x66\x65\x65\x18\x02 \x01(\x01\x12\x18\n\nfee_amount\x18\x03 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x1c\n\x0e\x63harged_amount\x18\x04 \x01(\tB\x04\xd0\xf3\x18\x01\x12\r\n\x05token\x18\x05 \x01(\t\"G\n\x16GetDepositLimitRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x0b\n\x03\x65oa\x18\x03 \x01(\t\"P\n\x17GetDepositLimitResponse\x12\x13\n\x05limit\x18\x01 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x11\n\tlimit_usd\x18\x02 \x01(\x01\x12\r\n\x05token\x18\x03 \x01(\t\"\x81\x01\n\x15ListExecutionsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x11\n\x04page\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04sort\x18\x05 \x01(\tB\x07\n\x05_pageB\x08\n\x06_limit\"u\n\x16ListExecutionsResponse\x12,\n\nexecutions\x18\x01 \x03(\x0b\x32\x18.yieldagent.v1.Execution\x12-\n\npagination\x18\x02 \x01(\x0b\x32\x19.yieldagent.v1.Pagination\"\x86\x02\n\tExecution\x12\n\n\x02id\x18\x01 \x01(\t\x12\x34\n\x0e\x65xecution_plan\x18\x02 \x01(\x0b\x32\x1c.yieldagent.v1.ExecutionPlan\x12\x16\n\x0e\x65xecution_type\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x30\n\x0ctransactions\x18\x06 \x03(\x0b\x32\x1a.yieldagent.v1.Transaction\x12\x0f\n\x07outcome\x18\x07 \x01(\t\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x18\n\x0b\x66inished_at\x18\t \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_finished_at\":\n\rExecutionPlan\x12)\n\x05moves\x18\x01 \x03(\x0b\x32\x1a.yieldagent.v1.PlannedMove\"E\n\x0bPlannedMove\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x14\n\x06\x61mount\x18\x03 \x01(\tB\x04\xd0\xf3\x18\x01\"\x9a\x01\n\x18ListExecutionLogsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x03 \x01(\t\x12\x11\n\x04page\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04sort\x18\x06 \x01(\tB\x07\n\x05_pageB\x08\n\x06_limit\"q\n\x19ListExecutionLogsResponse\x12%\n\x04logs\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.LogEntry\x12-\n\npagination\x18\x02 \x01(\x0b\x32\x19.yieldagent.v1.Pagination\"\x81\x01\n\x15ListWalletLogsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\x0e\n\x06wallet\x18\x02 \x01(\t\x12\x11\n\x04page\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04sort\x18\x05 \x01(\tB\x07\n\x05_pageB\x08\n\x06_limit\"n\n\x16ListWalletLogsResponse\x12%\n\x04logs\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.LogEntry\x12-\n\npagination\x18\x02 \x01(\x0b\x32\x19.yieldagent.v1.Pagination\"?\n\x08LogEntry\x12\x0c\n\x04type\x18\x01 \x01(\t\x12%\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct2\xfb\x0c\n\x13WalletDetailService\x12\x98\x01\n\x0cListDeposits\x12\".yieldagent.v1.ListDepositsRequest\x1a#.yieldagent.v1.ListDepositsResponse\"?\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02.\x12,/api/v1/{chain_id}/wallets/{wallet}/deposits\x12\x81\x01\n\x06GetFee\x12\x1c.yieldagent.v1.GetFeeRequest\x1a\x1d.yieldagent.v1.GetFeeResponse\":\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02)\x12\'/api/v1/{chain_id}/wallets/{wallet}/fee\x12\x9e\x01\n\x0fGetDepositLimit\x12%.yieldagent.v1.GetDepositLimitRequest\x1a&.yieldagent.v1.GetDepositLimitResponse\"<\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02+\x12)/api/v1/{chain_id}/wallets/{wallet}/limit\x12\xae\x01\n\x13ListWalletProtocols\x12).yieldagent.v1.ListWalletProtocolsRequest\x1a*.yieldagent.v1.ListWalletProtocolsResponse\"@\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02/\x12-/api/v1/{chain_id}/wallets/{wallet}/protocols\x12\xa1\x01\n\x0eGetConstraints\x12$.yieldagent.v1.GetConstraintsRequest\x1a%.yieldagent.v1.GetConstraintsResponse\"B\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02\x31\x12//api/v1/{chain_id}/wallets/{wallet}/constraints\x12\xb2\x01\n\x11UpdateConstraints\x12\'.yieldagent.v1.UpdateConstraintsRequest\x1a(.yieldagent.v1.UpdateConstraintsResponse\"J\xc8\xf3\x18\xcc\x01\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02\x34\x1a//api/v1/{chain_id}/wallets/{wallet}/constraints:\x01*\x12\x99\x01\n\x0cGetWhitelist\x12\".yieldagent.v1.GetWhitelistRequest\x1a#.yieldagent.v1.GetWhitelistResponse\"@\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02/\x12-/api/v1/{chain_id}/wallets/{wallet}/whitelist\x12\xa0\x01\n\x0eListExecutions\x12$.yieldagent.v1.ListExecutionsRequest\x1a%.yieldagent.v1.ListExecutionsResponse\"A\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02\x30\x12./api/v1/{chain_id}/wallets/{wallet}/executions\x12\xbd\x01\n\x11ListExecutionLogs\x12\'.yieldagent.v1.ListExecutionLogsRequest\x1a(.yieldagent.v1.ListExecutionLogsResponse\"U\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02\x44\x12\x42/api/v1/{chain_id}/wallets/{wallet}/executions/{execution_id}/logs\x12\x9a\x01\n\x0eListWalletLogs\x12$.yieldagent.v1.ListWalletLogsRequest\x1a%.yieldagent.v1.ListWalletLogsResponse\";\xda\xf3\x18\x07wallets\x82\xd3\xe4\x93\x02*\x12(/api/v1/{chain_id}/wallets/{wallet}/logsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -51,44 +52,70 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WALLETDETAILSERVICE'].methods_by_name['GetFee']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\002)\022\'/api/v1/{chain_id}/wallets/{wallet}/fee'
   _globals['_WALLETDETAILSERVICE'].methods_by_name['GetDepositLimit']._loaded_options = None
   _globals['_WALLETDETAILSERVICE'].methods_by_name['GetDepositLimit']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\002+\022)/api/v1/{chain_id}/wallets/{wallet}/limit'
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['ListWalletProtocols']._loaded_options = None
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['ListWalletProtocols']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\002/\022-/api/v1/{chain_id}/wallets/{wallet}/protocols'
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['GetConstraints']._loaded_options = None
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['GetConstraints']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\0021\022//api/v1/{chain_id}/wallets/{wallet}/constraints'
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['UpdateConstraints']._loaded_options = None
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['UpdateConstraints']._serialized_options = b'\310\363\030\314\001\332\363\030\007wallets\202\323\344\223\0024\032//api/v1/{chain_id}/wallets/{wallet}/constraints:\001*'
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['GetWhitelist']._loaded_options = None
+  _globals['_WALLETDETAILSERVICE'].methods_by_name['GetWhitelist']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\002/\022-/api/v1/{chain_id}/wallets/{wallet}/whitelist'
   _globals['_WALLETDETAILSERVICE'].methods_by_name['ListExecutions']._loaded_options = None
   _globals['_WALLETDETAILSERVICE'].methods_by_name['ListExecutions']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\0020\022./api/v1/{chain_id}/wallets/{wallet}/executions'
   _globals['_WALLETDETAILSERVICE'].methods_by_name['ListExecutionLogs']._loaded_options = None
   _globals['_WALLETDETAILSERVICE'].methods_by_name['ListExecutionLogs']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\002D\022B/api/v1/{chain_id}/wallets/{wallet}/executions/{execution_id}/logs'
   _globals['_WALLETDETAILSERVICE'].methods_by_name['ListWalletLogs']._loaded_options = None
   _globals['_WALLETDETAILSERVICE'].methods_by_name['ListWalletLogs']._serialized_options = b'\332\363\030\007wallets\202\323\344\223\002*\022(/api/v1/{chain_id}/wallets/{wallet}/logs'
-  _globals['_LISTDEPOSITSREQUEST']._serialized_start=198
-  _globals['_LISTDEPOSITSREQUEST']._serialized_end=253
-  _globals['_LISTDEPOSITSRESPONSE']._serialized_start=255
-  _globals['_LISTDEPOSITSRESPONSE']._serialized_end=319
-  _globals['_GETFEEREQUEST']._serialized_start=321
-  _globals['_GETFEEREQUEST']._serialized_end=370
-  _globals['_GETFEERESPONSE']._serialized_start=372
-  _globals['_GETFEERESPONSE']._serialized_end=496
-  _globals['_GETDEPOSITLIMITREQUEST']._serialized_start=498
-  _globals['_GETDEPOSITLIMITREQUEST']._serialized_end=569
-  _globals['_GETDEPOSITLIMITRESPONSE']._serialized_start=571
-  _globals['_GETDEPOSITLIMITRESPONSE']._serialized_end=651
-  _globals['_LISTEXECUTIONSREQUEST']._serialized_start=654
-  _globals['_LISTEXECUTIONSREQUEST']._serialized_end=783
-  _globals['_LISTEXECUTIONSRESPONSE']._serialized_start=785
-  _globals['_LISTEXECUTIONSRESPONSE']._serialized_end=902
-  _globals['_EXECUTION']._serialized_start=905
-  _globals['_EXECUTION']._serialized_end=1167
-  _globals['_EXECUTIONPLAN']._serialized_start=1169
-  _globals['_EXECUTIONPLAN']._serialized_end=1227
-  _globals['_PLANNEDMOVE']._serialized_start=1229
-  _globals['_PLANNEDMOVE']._serialized_end=1298
-  _globals['_LISTEXECUTIONLOGSREQUEST']._serialized_start=1301
-  _globals['_LISTEXECUTIONLOGSREQUEST']._serialized_end=1455
-  _globals['_LISTEXECUTIONLOGSRESPONSE']._serialized_start=1457
-  _globals['_LISTEXECUTIONLOGSRESPONSE']._serialized_end=1570
-  _globals['_LISTWALLETLOGSREQUEST']._serialized_start=1573
-  _globals['_LISTWALLETLOGSREQUEST']._serialized_end=1702
-  _globals['_LISTWALLETLOGSRESPONSE']._serialized_start=1704
-  _globals['_LISTWALLETLOGSRESPONSE']._serialized_end=1814
-  _globals['_LOGENTRY']._serialized_start=1816
-  _globals['_LOGENTRY']._serialized_end=1879
-  _globals['_WALLETDETAILSERVICE']._serialized_start=1882
-  _globals['_WALLETDETAILSERVICE']._serialized_end=2863
+  _globals['_LISTDEPOSITSREQUEST']._serialized_start=227
+  _globals['_LISTDEPOSITSREQUEST']._serialized_end=282
+  _globals['_LISTDEPOSITSRESPONSE']._serialized_start=284
+  _globals['_LISTDEPOSITSRESPONSE']._serialized_end=348
+  _globals['_LISTWALLETPROTOCOLSREQUEST']._serialized_start=350
+  _globals['_LISTWALLETPROTOCOLSREQUEST']._serialized_end=412
+  _globals['_LISTWALLETPROTOCOLSRESPONSE']._serialized_start=414
+  _globals['_LISTWALLETPROTOCOLSRESPONSE']._serialized_end=487
+  _globals['_GETCONSTRAINTSREQUEST']._serialized_start=489
+  _globals['_GETCONSTRAINTSREQUEST']._serialized_end=546
+  _globals['_GETCONSTRAINTSRESPONSE']._serialized_start=548
+  _globals['_GETCONSTRAINTSRESPONSE']._serialized_end=620
+  _globals['_UPDATECONSTRAINTSREQUEST']._serialized_start=622
+  _globals['_UPDATECONSTRAINTSREQUEST']._serialized_end=730
+  _globals['_UPDATECONSTRAINTSRESPONSE']._serialized_start=732
+  _globals['_UPDATECONSTRAINTSRESPONSE']._serialized_end=759
+  _globals['_GETWHITELISTREQUEST']._serialized_start=761
+  _globals['_GETWHITELISTREQUEST']._serialized_end=816
+  _globals['_GETWHITELISTRESPONSE']._serialized_start=818
+  _globals['_GETWHITELISTRESPONSE']._serialized_end=890
+  _globals['_WHITELISTENTRY']._serialized_start=892
+  _globals['_WHITELISTENTRY']._serialized_end=957
+  _globals['_GETFEEREQUEST']._serialized_start=959
+  _globals['_GETFEEREQUEST']._serialized_end=1008
+  _globals['_GETFEERESPONSE']._serialized_start=1010
+  _globals['_GETFEERESPONSE']._serialized_end=1134
+  _globals['_GETDEPOSITLIMITREQUEST']._serialized_start=1136
+  _globals['_GETDEPOSITLIMITREQUEST']._serialized_end=1207
+  _globals['_GETDEPOSITLIMITRESPONSE']._serialized_start=1209
+  _globals['_GETDEPOSITLIMITRESPONSE']._serialized_end=1289
+  _globals['_LISTEXECUTIONSREQUEST']._serialized_start=1292
+  _globals['_LISTEXECUTIONSREQUEST']._serialized_end=1421
+  _globals['_LISTEXECUTIONSRESPONSE']._serialized_start=1423
+  _globals['_LISTEXECUTIONSRESPONSE']._serialized_end=1540
+  _globals['_EXECUTION']._serialized_start=1543
+  _globals['_EXECUTION']._serialized_end=1805
+  _globals['_EXECUTIONPLAN']._serialized_start=1807
+  _globals['_EXECUTIONPLAN']._serialized_end=1865
+  _globals['_PLANNEDMOVE']._serialized_start=1867
+  _globals['_PLANNEDMOVE']._serialized_end=1936
+  _globals['_LISTEXECUTIONLOGSREQUEST']._serialized_start=1939
+  _globals['_LISTEXECUTIONLOGSREQUEST']._serialized_end=2093
+  _globals['_LISTEXECUTIONLOGSRESPONSE']._serialized_start=2095
+  _globals['_LISTEXECUTIONLOGSRESPONSE']._serialized_end=2208
+  _globals['_LISTWALLETLOGSREQUEST']._serialized_start=2211
+  _globals['_LISTWALLETLOGSREQUEST']._serialized_end=2340
+  _globals['_LISTWALLETLOGSRESPONSE']._serialized_start=2342
+  _globals['_LISTWALLETLOGSRESPONSE']._serialized_end=2452
+  _globals['_LOGENTRY']._serialized_start=2454
+  _globals['_LOGENTRY']._serialized_end=2517
+  _globals['_WALLETDETAILSERVICE']._serialized_start=2520
+  _globals['_WALLETDETAILSERVICE']._serialized_end=4179
 # @@protoc_insertion_point(module_scope)

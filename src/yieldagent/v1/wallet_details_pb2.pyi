@@ -1,5 +1,6 @@
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
+from yieldagent.v1 import catalog_pb2 as _catalog_pb2
 from yieldagent.v1 import options_pb2 as _options_pb2
 from yieldagent.v1 import types_pb2 as _types_pb2
 from yieldagent.v1 import wallets_pb2 as _wallets_pb2
@@ -24,6 +25,72 @@ class ListDepositsResponse(_message.Message):
     DEPOSITS_FIELD_NUMBER: _ClassVar[int]
     deposits: _containers.RepeatedCompositeFieldContainer[_types_pb2.Deposit]
     def __init__(self, deposits: _Optional[_Iterable[_Union[_types_pb2.Deposit, _Mapping]]] = ...) -> None: ...
+
+class ListWalletProtocolsRequest(_message.Message):
+    __slots__ = ("chain_id", "wallet")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    wallet: str
+    def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ...) -> None: ...
+
+class ListWalletProtocolsResponse(_message.Message):
+    __slots__ = ("protocols",)
+    PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    protocols: _containers.RepeatedCompositeFieldContainer[_catalog_pb2.Protocol]
+    def __init__(self, protocols: _Optional[_Iterable[_Union[_catalog_pb2.Protocol, _Mapping]]] = ...) -> None: ...
+
+class GetConstraintsRequest(_message.Message):
+    __slots__ = ("chain_id", "wallet")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    wallet: str
+    def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ...) -> None: ...
+
+class GetConstraintsResponse(_message.Message):
+    __slots__ = ("constraints",)
+    CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    constraints: _containers.RepeatedCompositeFieldContainer[_types_pb2.Constraint]
+    def __init__(self, constraints: _Optional[_Iterable[_Union[_types_pb2.Constraint, _Mapping]]] = ...) -> None: ...
+
+class UpdateConstraintsRequest(_message.Message):
+    __slots__ = ("chain_id", "wallet", "constraints")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    wallet: str
+    constraints: _containers.RepeatedCompositeFieldContainer[_types_pb2.Constraint]
+    def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ..., constraints: _Optional[_Iterable[_Union[_types_pb2.Constraint, _Mapping]]] = ...) -> None: ...
+
+class UpdateConstraintsResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetWhitelistRequest(_message.Message):
+    __slots__ = ("chain_id", "wallet")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    WALLET_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    wallet: str
+    def __init__(self, chain_id: _Optional[int] = ..., wallet: _Optional[str] = ...) -> None: ...
+
+class GetWhitelistResponse(_message.Message):
+    __slots__ = ("whitelist",)
+    WHITELIST_FIELD_NUMBER: _ClassVar[int]
+    whitelist: _containers.RepeatedCompositeFieldContainer[WhitelistEntry]
+    def __init__(self, whitelist: _Optional[_Iterable[_Union[WhitelistEntry, _Mapping]]] = ...) -> None: ...
+
+class WhitelistEntry(_message.Message):
+    __slots__ = ("address", "role", "protocol")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    role: str
+    protocol: str
+    def __init__(self, address: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ...) -> None: ...
 
 class GetFeeRequest(_message.Message):
     __slots__ = ("chain_id", "wallet")

@@ -27,8 +27,8 @@ if _version_not_supported:
 
 class WalletDetailServiceStub:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its deposits, fee and deposit limit, and the executions the
-    service ran for it with their logs.
+    reads them: its deposits, fee and deposit limit, its protocols, constraints
+    and whitelist, and the executions the service ran for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -56,6 +56,26 @@ class WalletDetailServiceStub:
                 request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitRequest.SerializeToString,
                 response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitResponse.FromString,
                 _registered_method=True)
+        self.ListWalletProtocols = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/ListWalletProtocols',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletProtocolsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletProtocolsResponse.FromString,
+                _registered_method=True)
+        self.GetConstraints = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/GetConstraints',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetConstraintsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetConstraintsResponse.FromString,
+                _registered_method=True)
+        self.UpdateConstraints = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/UpdateConstraints',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.UpdateConstraintsRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.UpdateConstraintsResponse.FromString,
+                _registered_method=True)
+        self.GetWhitelist = channel.unary_unary(
+                '/yieldagent.v1.WalletDetailService/GetWhitelist',
+                request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetWhitelistRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetWhitelistResponse.FromString,
+                _registered_method=True)
         self.ListExecutions = channel.unary_unary(
                 '/yieldagent.v1.WalletDetailService/ListExecutions',
                 request_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsRequest.SerializeToString,
@@ -75,8 +95,8 @@ class WalletDetailServiceStub:
 
 class WalletDetailServiceServicer:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its deposits, fee and deposit limit, and the executions the
-    service ran for it with their logs.
+    reads them: its deposits, fee and deposit limit, its protocols, constraints
+    and whitelist, and the executions the service ran for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -102,6 +122,40 @@ class WalletDetailServiceServicer:
     def GetDepositLimit(self, request, context):
         """Tells how much the wallet's owner may deposit in one deposit, at the
         token's catalog price.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWalletProtocols(self, request, context):
+        """Lists the catalog's entries of the protocols the wallet's agent may use
+        (its selected protocols), as ListProtocols shows them. REST answers the
+        bare array, as the production client reads it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConstraints(self, request, context):
+        """Lists the rules the wallet's agent respects, as activation took them.
+        REST answers the bare array, as the production client reads it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateConstraints(self, request, context):
+        """Replaces the rules the wallet's agent respects; the next run follows
+        them. Refused when the wallet's funds could not meet them. REST answers
+        204.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetWhitelist(self, request, context):
+        """Lists the addresses the service sends the wallet's token to: its
+        protocols' contracts, its owner and the fee collector.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -149,6 +203,26 @@ def add_WalletDetailServiceServicer_to_server(servicer, server):
                     request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitRequest.FromString,
                     response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitResponse.SerializeToString,
             ),
+            'ListWalletProtocols': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWalletProtocols,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletProtocolsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletProtocolsResponse.SerializeToString,
+            ),
+            'GetConstraints': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConstraints,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetConstraintsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetConstraintsResponse.SerializeToString,
+            ),
+            'UpdateConstraints': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateConstraints,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.UpdateConstraintsRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.UpdateConstraintsResponse.SerializeToString,
+            ),
+            'GetWhitelist': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWhitelist,
+                    request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetWhitelistRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_wallet__details__pb2.GetWhitelistResponse.SerializeToString,
+            ),
             'ListExecutions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListExecutions,
                     request_deserializer=yieldagent_dot_v1_dot_wallet__details__pb2.ListExecutionsRequest.FromString,
@@ -174,8 +248,8 @@ def add_WalletDetailServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class WalletDetailService:
     """A wallet's details beside its record, at the paths the production client
-    reads them: its deposits, fee and deposit limit, and the executions the
-    service ran for it with their logs.
+    reads them: its deposits, fee and deposit limit, its protocols, constraints
+    and whitelist, and the executions the service ran for it with their logs.
 
     Every call needs partner credentials in the request metadata
     (x-partner-api-key, x-partner-name) and answers only the calling partner's
@@ -253,6 +327,114 @@ class WalletDetailService:
             '/yieldagent.v1.WalletDetailService/GetDepositLimit',
             yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitRequest.SerializeToString,
             yieldagent_dot_v1_dot_wallet__details__pb2.GetDepositLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWalletProtocols(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/ListWalletProtocols',
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletProtocolsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.ListWalletProtocolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConstraints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/GetConstraints',
+            yieldagent_dot_v1_dot_wallet__details__pb2.GetConstraintsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.GetConstraintsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateConstraints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/UpdateConstraints',
+            yieldagent_dot_v1_dot_wallet__details__pb2.UpdateConstraintsRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.UpdateConstraintsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetWhitelist(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.WalletDetailService/GetWhitelist',
+            yieldagent_dot_v1_dot_wallet__details__pb2.GetWhitelistRequest.SerializeToString,
+            yieldagent_dot_v1_dot_wallet__details__pb2.GetWhitelistResponse.FromString,
             options,
             channel_credentials,
             insecure,
