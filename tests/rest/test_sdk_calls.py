@@ -99,7 +99,7 @@ def test_only_the_wallets_partner_reads_its_details(  # type: ignore[no-untyped-
 
 def _pagination(body: Any, page: int, limit: int) -> None:
     pagination = body["pagination"]
-    assert pagination["current_page"] == page
+    assert pagination["page"] == pagination["current_page"] == page
     assert pagination["items_per_page"] == limit
     assert isinstance(pagination["total_items"], int) and isinstance(pagination["total_pages"], int)
 
