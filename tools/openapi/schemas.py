@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from tools.openapi.examples import example_of
 from yieldagent.servicers.method_policy import SIXTY_FOUR_BIT, api_services
 from yieldagent.v1 import options_pb2, types_pb2
 
@@ -136,6 +137,8 @@ class Schemas:
             schema = self.value(member, prop, request)
             if member.has_presence and member.type != FieldDescriptor.TYPE_MESSAGE:
                 schema = _nullable(schema)
+        if request and (example := example_of(member, integer)) is not None:
+            schema = {**schema, "example": example}
         if description:
             schema = {**schema, "description": description}
         return schema
