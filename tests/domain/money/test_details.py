@@ -104,3 +104,20 @@ async def test_only_the_owner_reads_the_details(
         details.fee(stranger.id, BASE, wallet.address)
     with pytest.raises(AccessDenied):
         details.deposit_limit(stranger.id, BASE, wallet.address, EOA)
+
+
+async def test_the_fee_due_is_what_deactivating_charges_to_the_unit(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    lifecycle = make_lifecycle(engine, chains)
+    wallet = await activated(lifecycle, engine, market, owner.id, 25_000 * USDC)
+    market.advance(90 * DAY)
+    await lifecycle.refresh(BASE)
+    details = WalletDetails(lifecycle.books)
+    due = details.fee(owner.id, BASE, wallet.address).due
+    assert due > 0
+    paid = await lifecycle.deactivate(owner.id, BASE, wallet.address, transfer=True)
+    assert paid is not None and paid.fee == due
+    after = details.fee(owner.id, BASE, wallet.address)
+    assert (after.due, after.charged) == (0, due)
