@@ -1,5 +1,6 @@
 """WalletDetailService: a wallet's details at the paths the production client reads them
-(/api/v1/{chain_id}/wallets/{wallet}/fee, /limit, ...)."""
+(/api/v1/{chain_id}/wallets/{wallet}/deposits, /fee, /limit, /protocols, /constraints,
+/whitelist, /executions, /executions/{execution_id}/logs and /logs)."""
 
 from __future__ import annotations
 
