@@ -45,6 +45,7 @@ from yieldagent.v1 import (
     rewards_pb2,
     smart_accounts_pb2,
     stats_pb2,
+    wallet_details_pb2,
     wallets_pb2,
 )
 
@@ -57,6 +58,7 @@ API_FILES = (
     stats_pb2,
     optimizer_pb2,
     history_pb2,
+    wallet_details_pb2,
 )
 
 SIXTY_FOUR_BIT = frozenset(
@@ -77,7 +79,11 @@ ERROR_HEADER = "x-yieldagent-error"
 
 Metadata = tuple[tuple[str, str], ...]
 
-SERVED_AS_ARRAY = {"/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items"}
+SERVED_AS_ARRAY = {
+    "/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items",
+    "/yieldagent.v1.WalletDetailService/ListWalletProtocols": "protocols",
+    "/yieldagent.v1.WalletDetailService/GetConstraints": "constraints",
+}
 """Methods whose REST reply is the bare JSON array of one repeated field, by method: what
 the production client reads. Envoy's transcoder, and the OpenAPI generator, print a
 message only."""
