@@ -40,6 +40,9 @@ OPERATOR = Account.from_key(OPERATOR_KEY).address
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
     """The command's exit code and JSON answer; in a thread of its own, as the tests that
     start the service run an event loop."""
+    # The service drops the operator key from the environment once read; each command here
+    # is a process of its own in production, so each finds the key set.
+    os.environ["YIELDAGENT_OPERATOR_PRIVATE_KEY"] = OPERATOR_KEY
     with ThreadPoolExecutor(1) as pool:
         code = pool.submit(main, list(argv)).result()
     out, err = capsys.readouterr()
@@ -53,6 +56,8 @@ def env(net: Devnet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[st
     replace(net.manifest, safe=None).write(bare)
     values = {
         "YIELDAGENT_DATA_DIR": str(tmp_path / "data"),
+        # The devnet named as such: anvil's published keys are refused anywhere else.
+        "YIELDAGENT_ENV": "devnet",
         "YIELDAGENT_RPC_URL_8453": net.url,
         "YIELDAGENT_DEPLOYMENT_8453": str(tmp_path / "deployment.json"),
         "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,

@@ -14,6 +14,7 @@ from yieldagent.domain.constraints import (
     KINDS,
     Constraints,
     RawConstraint,
+    listed,
     parse_constraints,
 )
 from yieldagent.domain.errors import FieldViolation, InvalidInput
@@ -365,3 +366,36 @@ def test_protocols_gathers_every_mentioned_name() -> None:
         min_position=5,
     )
     assert constraints.protocols() == {"a", "b", "c", "d"}
+
+
+_names = st.sampled_from(["aave", "compound", "moonwell"])
+_amounts = st.integers(min_value=0, max_value=10**30)
+
+
+@given(
+    min_protocols=st.integers(min_value=1, max_value=4),
+    fraction=st.sampled_from([0.01, 0.05, 0.1, 0.25, 1.0]),
+    excluded=st.frozensets(_names),
+    max_amount=st.dictionaries(_names, _amounts),
+    max_ratio=st.dictionaries(_names, st.sampled_from([0.0, 0.3, 0.5, 1.0])),
+    min_position=_amounts,
+    min_amount=st.dictionaries(_names, _amounts),
+)
+def test_listed_constraints_read_back_as_the_same_rules(
+    min_protocols: int,
+    fraction: float,
+    excluded: frozenset[str],
+    max_amount: dict[str, int],
+    max_ratio: dict[str, float],
+    min_position: int,
+    min_amount: dict[str, int],
+) -> None:
+    rules = Constraints(
+        min_protocols, fraction, excluded, max_amount, max_ratio, min_position, min_amount
+    )
+    assert parse_constraints(listed(rules)) == rules
+
+
+def test_no_constraints_list_as_none() -> None:
+    assert listed(Constraints()) == []
+    assert listed(parse_constraints([RawConstraint("min_protocols", {"min_protocols": 1})])) == []

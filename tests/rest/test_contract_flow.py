@@ -45,6 +45,26 @@ ACTIVATE = "POST /api/v1/{chain_id}/wallets"
 WALLET = "/api/v1/{chain_id}/wallets/{wallet}"
 REWARDS = "/api/v1/{chain_id}/rewards/{wallet}"
 OPTIMIZE = "POST /api/v1/optimizer/{chain_id}/optimize"
+SUPPLY = "GET /api/v1/{chain_id}/{token}/protocols/supply"
+POOL_HISTORY = "GET /api/v1/{chain_id}/protocols/{protocol}/history"
+NUMBERS_AND_DETAILS: dict[str, Any] = {
+    f"GET {WALLET}/performance": lambda eoa: {},
+    f"GET {WALLET}/apr/tokens": lambda eoa: {"token_price": 1.0},
+    f"GET {WALLET}/earnings": lambda eoa: {},
+    f"GET {WALLET}/deposits": lambda eoa: {},
+    f"GET {WALLET}/fee": lambda eoa: {},
+    f"GET {WALLET}/limit": lambda eoa: {"eoa": eoa},
+    f"GET {WALLET}/protocols": lambda eoa: {},
+    f"GET {WALLET}/constraints": lambda eoa: {},
+    f"GET {WALLET}/whitelist": lambda eoa: {},
+    f"GET {WALLET}/executions": lambda eoa: {"page": 1, "limit": 5, "sort": "date_asc"},
+    f"GET {WALLET}/logs": lambda eoa: {"page": 1, "limit": 5},
+}
+"""The wallet's reads beyond the contract's, by label, each with its query for the
+wallet's EOA."""
+EXECUTION_LOGS = f"GET {WALLET}/executions/{{execution_id}}/logs"
+CONSTRAINTS = f"PUT {WALLET}/constraints"
+RULES = {"constraints": [{"kind": "min_protocols", "params": {"min_protocols": 1}}]}
 TOO_LARGE = "1" * (1024 * 1024 + 1)
 """A value that takes a JSON body above Envoy's 1 MiB buffer."""
 
@@ -179,6 +199,14 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
     )
     for label in reads:
         flow.call(label, 200, path_parameters=wallet_path)
+    for label, query in NUMBERS_AND_DETAILS.items():
+        flow.call(label, 200, path_parameters=wallet_path, query=query(eoa))
+    executions = flow.call(f"GET {WALLET}/executions", 200, path_parameters=wallet_path)
+    first = executions.json()["executions"][0]["id"]
+    flow.call(EXECUTION_LOGS, 200, path_parameters={**wallet_path, "execution_id": first})
+    on_chain = {"chain_id": CHAIN, "token": USDC}
+    flow.call(SUPPLY, 200, path_parameters=on_chain)
+    flow.call(POOL_HISTORY, 200, path_parameters={"chain_id": CHAIN, "protocol": "moonwell"})
     flow.call("GET /api/v1/{chain_id}/stats", 200, path_parameters={"chain_id": CHAIN})
     flow.call(f"POST {WALLET}:claim-rewards", 200, path_parameters=wallet_path)
 
@@ -187,6 +215,7 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
         f"POST {WALLET}:withdraw", 200, path_parameters=wallet_path, body={"amount": 100 * 10**6}
     )
     flow.call(f"PUT {WALLET}/protocols", 204, path_parameters=wallet_path, body=PROTOCOLS)
+    flow.call(CONSTRAINTS, 204, path_parameters=wallet_path, body=RULES)
     flow.call(f"POST {REWARDS}", 204, path_parameters=wallet_path, body={"is_staked": True})
     top_up = world.deposit_from(CHAIN, USDC, eoa, wallet, 300 * 10**6)
     flow.call(
@@ -277,12 +306,17 @@ def test_every_documented_refusal_answers_as_documented(
             {"path_parameters": on, "query": {"tx_hash": active.tx_hash}},
         ),
         (f"PUT {WALLET}/protocols", {"path_parameters": on, "body": PROTOCOLS}),
+        (CONSTRAINTS, {"path_parameters": on, "body": RULES}),
         (f"GET {WALLET}/transactions", {"path_parameters": on}),
         (f"GET {WALLET}/apr", {"path_parameters": on}),
         (f"POST {WALLET}:claim-rewards", {"path_parameters": on}),
         (f"GET {REWARDS}", {"path_parameters": on}),
         (f"POST {REWARDS}", {"path_parameters": on, "body": {"is_staked": True}}),
         (f"GET {REWARDS}/history", {"path_parameters": on}),
+        *(
+            (label, {"path_parameters": on, "query": query(active.eoa)})
+            for label, query in NUMBERS_AND_DETAILS.items()
+        ),
         (OPTIMIZE, {"path_parameters": {"chain_id": CHAIN}, "body": {"total_capital": 1}}),
     ]
     for label, parts in keyed:
@@ -322,12 +356,14 @@ def test_every_documented_refusal_answers_as_documented(
         (f"POST {WALLET}:run", {}),
         (f"POST {WALLET}:top-up", {"query": {"tx_hash": stopped.tx_hash}}),
         (f"PUT {WALLET}/protocols", {"body": PROTOCOLS}),
+        (CONSTRAINTS, {"body": RULES}),
         (f"GET {WALLET}/transactions", {}),
         (f"GET {WALLET}/apr", {}),
         (f"POST {WALLET}:claim-rewards", {}),
         (f"GET {REWARDS}", {}),
         (f"POST {REWARDS}", {"body": {"is_staked": True}}),
         (f"GET {REWARDS}/history", {}),
+        *((label, {"query": query(active.eoa)}) for label, query in NUMBERS_AND_DETAILS.items()),
     ]
     changes = {label for label, _ in by_wallet if not label.startswith("GET")}
     for label, parts in by_wallet:
@@ -352,8 +388,40 @@ def test_every_documented_refusal_answers_as_documented(
     mine.call(f"GET {WALLET}/apr", 422, path_parameters=on, query={"start_date": "yesterday"})
     mine.call(f"POST {WALLET}:claim-rewards", 400, path_parameters=on)  # nothing accrued
     mine.call(f"GET {REWARDS}/history", 422, path_parameters=on, query={"limit": 500})
+    mine.call(f"GET {REWARDS}", 422, path_parameters=on, query={"sort": "newest"})
     mine.call(f"POST {REWARDS}", 413, path_parameters=on, body={"is_staked": TOO_LARGE})
     mine.call(f"POST {REWARDS}", 422, path_parameters=on, body={})
+    [placement] = api.request(
+        "GET", f"/api/v1/8453/wallets/{active.wallet}/executions", headers=active.headers
+    ).json()["executions"]
+    logs = {**on, "execution_id": placement["id"]}
+    nobody.call(EXECUTION_LOGS, 401, path_parameters=logs)
+    unpermitted.call(EXECUTION_LOGS, 403, path_parameters=logs)
+    other.call(EXECUTION_LOGS, 403, path_parameters=logs)
+    mine.call(EXECUTION_LOGS, 404, path_parameters={**logs, "execution_id": "nowhere"})
+    mine.call(EXECUTION_LOGS, 404, path_parameters={**missing, "execution_id": placement["id"]})
+    mine.call(EXECUTION_LOGS, 422, path_parameters={**malformed, "execution_id": placement["id"]})
+    mine.call(EXECUTION_LOGS, 422, path_parameters={**logs, "chain_id": "abc"})
+    mine.call(EXECUTION_LOGS, 422, path_parameters=logs, query={"page": 0})
+    mine.call(EXECUTION_LOGS, 200, path_parameters=logs)
+    impossible = {"constraints": [{"kind": "min_protocols", "params": {"min_protocols": 9}}]}
+    mine.call(CONSTRAINTS, 400, path_parameters=on, body=impossible)
+    huge = {"constraints": [{"kind": TOO_LARGE, "params": {}}]}
+    mine.call(CONSTRAINTS, 413, path_parameters=on, body=huge)
+    zero = {"constraints": [{"kind": "min_protocols", "params": {"min_protocols": 0}}]}
+    mine.call(CONSTRAINTS, 422, path_parameters=on, body=zero)
+    limit = f"GET {WALLET}/limit"
+    mine.call(limit, 400, path_parameters=on, query={"eoa": stopped.eoa})  # not the owner
+    mine.call(limit, 422, path_parameters=on, query={"eoa": "0x12"})
+    mine.call(f"GET {WALLET}/earnings", 422, path_parameters=on, query={"interval": "week"})
+
+    # The pools: public, by path only.
+    pool = {"chain_id": CHAIN, "token": USDC}
+    mine.call(SUPPLY, 404, path_parameters={**pool, "token": "0x" + "00" * 20})
+    mine.call(SUPPLY, 422, path_parameters={**pool, "token": "USDC"})
+    moonwell = {"chain_id": CHAIN, "protocol": "moonwell"}
+    mine.call(POOL_HISTORY, 404, path_parameters={**moonwell, "protocol": "nowhere"})
+    mine.call(POOL_HISTORY, 422, path_parameters=moonwell, query={"interval": "week"})
 
     # The optimizer.
     plan = {"total_capital": 10**9, "token_address": USDC, "protocols": PROTOCOLS}

@@ -8,6 +8,8 @@ from support.service import RunningService
 from yieldagent import __version__
 
 BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+SPANS = ("", "_7d", "_30d")
+"""The APY parts of today, and their averages over 7 and 30 days."""
 
 
 def test_healthcheck(api: RunningService) -> None:
@@ -71,6 +73,7 @@ def test_protocols_of_base_usdc_carry_every_catalog_field(api: RunningService) -
         "address",
         "title",
         "risk",
+        *(f"apy_{part}{span}" for part in ("base", "rewards", "total", "net") for span in SPANS),
     }
     for protocol in protocols:
         assert set(protocol) == fields

@@ -183,3 +183,22 @@ def test_protocols_carry_their_yield_in_parts_that_reconcile(
         assert protocol.apy_total_7d == protocol.apy_base_7d + protocol.apy_rewards_7d
         assert protocol.apy_net_7d == protocol.apy_total_7d * (1 - 1000 / 10_000)
         assert protocol.apy_base_30d == protocol.apy_base_7d
+
+
+def test_protocol_supply_is_what_each_pool_holds(
+    server: grpc_testing.Server, chains: dict[int, MarketChain]
+) -> None:
+    response, _, code, _ = call(
+        server,
+        METHODS["ListProtocolSupply"],
+        catalog_pb2.ListProtocolSupplyRequest(chain_id=8453, token=BASE_USDC.lower()),
+    )
+    assert code is grpc.StatusCode.OK
+    names = [p.protocol for p in response.protocols]
+    quotes = asyncio.run(chains[8453].quotes(BASE_USDC, names))
+    held = {quote.protocol: quote.total_supply for quote in quotes}
+    assert names == sorted(held) and len(names) == 4
+    for item in response.protocols:
+        assert int(item.supply_amount) == held[item.protocol] > 0
+        assert item.supply == held[item.protocol] / 10**6
+        assert list(item.tokens) == [BASE_USDC]

@@ -25,7 +25,7 @@ def _hints(method: str) -> dict[str, str]:
 def test_every_rpc_of_every_api_service_has_a_policy() -> None:
     methods = {f"/{s.full_name}/{m.name}" for s in api_services() for m in s.methods}
     assert methods == set(POLICIES)
-    assert len(methods) == 29  # 28 unary methods and the WatchWallet stream
+    assert len(methods) == 40  # 39 unary methods and the WatchWallet stream
 
 
 def test_success_statuses() -> None:
@@ -39,6 +39,7 @@ def test_success_statuses() -> None:
         "TopUp": 201,
         "UpdateProtocols": 204,
         "SetRewardStaking": 204,
+        "UpdateConstraints": 204,
     }
     assert _hints("/yieldagent.v1.WalletService/TopUp")[STATUS_HEADER] == "201"
 
@@ -47,6 +48,7 @@ def test_public_and_keyed_methods() -> None:
     public = sorted(name for name, p in POLICIES.items() if p.permission is None)
     assert public == [
         "/yieldagent.v1.CatalogService/ListChains",
+        "/yieldagent.v1.CatalogService/ListProtocolSupply",
         "/yieldagent.v1.CatalogService/ListProtocols",
         "/yieldagent.v1.CatalogService/ListTokens",
         "/yieldagent.v1.ConfigService/GetConfig",

@@ -30,6 +30,8 @@ def _json(reply: bytes) -> Any:
 def test_the_wallet_read_and_the_bare_arrays_are_served_as_json() -> None:
     assert sorted(name for name, policy in load_policies().items() if policy.served_as_json) == [
         "/yieldagent.v1.HistoryService/ListWalletTokenAprs",
+        "/yieldagent.v1.WalletDetailService/GetConstraints",
+        "/yieldagent.v1.WalletDetailService/ListWalletProtocols",
         "/yieldagent.v1.WalletService/GetWallet",
     ]
 

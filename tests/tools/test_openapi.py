@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eth_utils.address import to_checksum_address
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
 
@@ -100,6 +101,7 @@ def test_operations_are_grouped_under_the_names_partners_use(document: dict[str,
     names = [
         "Accounts",
         "Wallets",
+        "Wallet details",
         "Rewards",
         "History",
         "Catalog",
@@ -120,6 +122,7 @@ def test_operations_are_grouped_under_the_names_partners_use(document: dict[str,
     assert grouped["ClaimRewards"] == ["Rewards"]
     assert grouped["Healthcheck"] == ["Health"]
     assert grouped["GetWalletEarnings"] == ["History"]
+    assert grouped["GetFee"] == ["Wallet details"]
     assert {s.name for s in api_services()} == set(openapi.TAGS)
 
 
@@ -394,3 +397,67 @@ def test_apr_by_token_answers_a_bare_array(document: dict[str, Any]) -> None:
     schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
     assert schema["type"] == "array"
     assert schema["items"] == {"$ref": "#/components/schemas/AllocatedValue"}
+
+
+def _request_schemas(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every request value's schema, named by operation and field: the parameters, and the
+    body's properties at any depth (through the components they refer to)."""
+    components = document["components"]["schemas"]
+
+    def walk(where: str, schema: dict[str, Any], depth: int = 0) -> Iterator[tuple[str, Any]]:
+        if "$ref" in schema and depth < 4:
+            yield from walk(where, components[schema["$ref"].rsplit("/", 1)[-1]], depth + 1)
+            return
+        yield where, schema
+        for name, member in schema.get("properties", {}).items():
+            yield from walk(f"{where}.{name}", member, depth)
+        if isinstance(schema.get("items"), dict) and "example" not in schema:
+            yield from walk(f"{where}[]", schema["items"], depth)
+
+    for path, verb, operation in _operations(document):
+        for parameter in operation.get("parameters", []):
+            yield f"{verb} {path} {parameter['name']}", parameter["schema"]
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body:
+            yield from walk(f"{verb} {path} body", body["schema"])
+
+
+def _fits(value: Any, schema: dict[str, Any]) -> bool:
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    python = {
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "string": lambda v: isinstance(v, str),
+        "boolean": lambda v: isinstance(v, bool),
+        "array": lambda v: isinstance(v, list),
+        "null": lambda v: v is None,
+    }
+    if not any(python[kind](value) for kind in kinds):
+        return False
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if numeric and not schema.get("minimum", value) <= value <= schema.get("maximum", value):
+        return False
+    if isinstance(value, str) and "pattern" in schema:
+        return re.search(schema["pattern"], value) is not None
+    return True
+
+
+def test_request_samples_show_values_that_work(document: dict[str, Any]) -> None:
+    """Redoc's request samples show each field's example, else the type's extreme
+    ("chain": -2147483648): every scalar request value has one that its schema takes."""
+    scalars = [
+        (where, schema)
+        for where, schema in _request_schemas(document)
+        if schema.get("type") not in (None, "object", "boolean", ["boolean", "null"])
+        and "$ref" not in schema.get("items", {})  # a list of messages: their fields have some
+    ]
+    assert scalars
+    missing = [where for where, schema in scalars if "example" not in schema]
+    assert not missing, missing
+    for where, schema in scalars:
+        example = schema["example"]
+        assert _fits(example, schema), (where, example, schema)
+        if where.endswith((" chain_id", ".chain")):
+            assert example == 8453, where
+        if isinstance(example, str) and re.fullmatch("0x[0-9a-fA-F]{40}", example):
+            assert example == to_checksum_address(example), where

@@ -46,6 +46,7 @@ from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import wallet_not_found
 from yieldagent.domain.catalog import TokenInfo
+from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import parse_iso
 from yieldagent.domain.errors import (
     AccessDenied,
@@ -195,6 +196,14 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
     "ListChains": (),
     "ListTokens": (),
     "ListProtocols": (
+        (
+            "bad_address",
+            _raised(parse_address, "USDC", ("token",)),
+            "The token is not an address.",
+        ),
+        _CHAIN_DOWN,
+    ),
+    "ListProtocolSupply": (
         (
             "bad_address",
             _raised(parse_address, "USDC", ("token",)),
@@ -451,7 +460,22 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _OTHER_PARTNER,
     ),
-    "GetRewardStaking": (_BAD_WALLET, _OTHER_PARTNER),
+    "GetRewardStaking": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
+    "ListDeposits": (_BAD_WALLET, _OTHER_PARTNER),
+    "GetFee": (_BAD_WALLET, _OTHER_PARTNER),
+    "GetDepositLimit": (
+        (
+            "bad_address",
+            _raised(parse_addresses, {"wallet": WALLET, "eoa": "0x12"}),
+            "The wallet or `eoa` is not an address.",
+        ),
+        (
+            "not_the_owner",
+            InvalidRequest(f"{EOA} is not the owner of wallet {WALLET}"),
+            "`eoa` is not the wallet's owner.",
+        ),
+        _OTHER_PARTNER,
+    ),
     "SetRewardStaking": (
         (
             "missing_field",
@@ -466,6 +490,40 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
         ),
         _BUSY,
     ),
+    "ListWalletProtocols": (_BAD_WALLET, _OTHER_PARTNER, _CHAIN_DOWN),
+    "GetConstraints": (_BAD_WALLET, _OTHER_PARTNER),
+    "UpdateConstraints": (
+        (
+            "bad_constraints",
+            _raised(parse_constraints, [RawConstraint("min_protocols", {"min_protocols": 0})]),
+            "A constraint's kind or parameters are malformed.",
+        ),
+        (
+            "cannot_be_met",
+            InvalidRequest("Constraints cannot be met: min_protocols 5 with 4 usable protocols"),
+            "A constraint names a protocol the token does not have, or the wallet's funds "
+            "could not be placed under them.",
+        ),
+        _OTHER_PARTNER,
+        _state(WalletStatus.DEACTIVATED, "update_constraints", "The agent is not active."),
+        _BUSY,
+        _CHAIN_DOWN,
+    ),
+    "GetWhitelist": (_BAD_WALLET, _OTHER_PARTNER),
+    "ListExecutions": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
+    "ListExecutionLogs": (
+        _BAD_WALLET,
+        _BAD_PAGE,
+        (
+            "no_execution",
+            NotFound(
+                f"Execution 0c1f5e0e-6d9b-4a1e-9f3e-2b7c8d9e0a11 not found for wallet {WALLET}"
+            ),
+            "No execution of the wallet has this id.",
+        ),
+        _OTHER_PARTNER,
+    ),
+    "ListWalletLogs": (_BAD_WALLET, _BAD_PAGE, _OTHER_PARTNER),
     "Optimize": (
         (
             "bad_fields",

@@ -72,6 +72,7 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 TAGS = {
     "SmartAccountService": "Accounts",
     "WalletService": "Wallets",
+    "WalletDetailService": "Wallet details",
     "RewardService": "Rewards",
     "HistoryService": "History",
     "CatalogService": "Catalog",
@@ -233,6 +234,7 @@ def _operation(
                     "minLength": 1,
                     "maxLength": MAX_KEY_LENGTH,
                     "pattern": "^[\\x20-\\x7e]+$",
+                    "example": "3f6c1e0a-2b7d-4c5e-9a8f-1d2e3f4a5b6c",
                 },
             }
         )

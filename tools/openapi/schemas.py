@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from tools.openapi.examples import example_of
 from yieldagent.servicers.method_policy import SIXTY_FOUR_BIT, api_services
 from yieldagent.v1 import options_pb2, types_pb2
 
@@ -136,12 +137,16 @@ class Schemas:
             schema = self.value(member, prop, request)
             if member.has_presence and member.type != FieldDescriptor.TYPE_MESSAGE:
                 schema = _nullable(schema)
+        if request and (example := example_of(member, integer)) is not None:
+            schema = {**schema, "example": example}
         if description:
             schema = {**schema, "description": description}
         return schema
 
     def value(self, member: FieldDescriptor, prop: dict[str, Any], request: bool) -> dict[str, Any]:
         """The JSON Schema of one value of a field (an item, for a repeated one)."""
+        if member.message_type is not None and member.message_type.full_name in _FREE_FORM:
+            return dict(_FREE_FORM[member.message_type.full_name])
         if "$ref" in prop:
             return self.ref(ref_target(prop["$ref"]), request)
         if option(member.GetOptions(), options_pb2.json_integer):
@@ -156,6 +161,10 @@ class Schemas:
             schema.update(type="integer", minimum=low, maximum=high)
             schema.pop("format", None)
         return schema
+
+
+_FREE_FORM = {"google.protobuf.Struct": {"type": "object"}}
+"""Protobuf's own types whose JSON is free-form, by name: their schemas."""
 
 
 def _amount(request: bool) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from yieldagent.composition.worker import Job, Worker
 from yieldagent.config import Settings, check_production, logged_secrets
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.books.executions import Executions
 from yieldagent.domain.books.history import Reports
 from yieldagent.domain.books.module_changes import watch_module_changes
 from yieldagent.domain.books.numbers import WalletNumbers
@@ -54,6 +55,7 @@ from yieldagent.domain.constraints import Thresholds
 from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.yields import PoolYields, YieldRecorder
+from yieldagent.domain.money.details import WalletDetails
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.money_calls import MoneyCallLimit
@@ -86,6 +88,7 @@ from yieldagent.servicers.rewards import RewardServicer
 from yieldagent.servicers.smart_accounts import SmartAccountServicer
 from yieldagent.servicers.stats import StatsServicer
 from yieldagent.servicers.streams import OpenStreams
+from yieldagent.servicers.wallet_details import WalletDetailServicer
 from yieldagent.servicers.wallets import WalletServicer
 from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
@@ -109,6 +112,7 @@ from yieldagent.v1 import (
     rewards_pb2_grpc,
     smart_accounts_pb2_grpc,
     stats_pb2_grpc,
+    wallet_details_pb2_grpc,
     wallets_pb2_grpc,
 )
 from yieldagent.webhooks.delivery import Deliverer, DeliveryOutcome, DeliverySettings
@@ -232,6 +236,7 @@ def build_server(
     fee_bps = lifecycle.books.policy.fee_bps
     yields = PoolYields(YieldStore(engine), catalog, fee_bps)
     numbers = WalletNumbers(WalletStore(engine), chains, catalog, reports, fee_bps)
+    listing = CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk, yields)
     registrations: list[Registration] = [
         (
             health_pb2_grpc.add_HealthcheckServiceServicer_to_server,
@@ -239,7 +244,7 @@ def build_server(
         ),
         (
             catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
-            CatalogServicer(catalog, chains, paused, reports.holdings, lifecycle.risk, yields),
+            listing,
         ),
         (
             smart_accounts_pb2_grpc.add_SmartAccountServiceServicer_to_server,
@@ -261,6 +266,14 @@ def build_server(
         (
             history_pb2_grpc.add_HistoryServiceServicer_to_server,
             HistoryServicer(yields, numbers, catalog),
+        ),
+        (
+            wallet_details_pb2_grpc.add_WalletDetailServiceServicer_to_server,
+            WalletDetailServicer(
+                WalletDetails(lifecycle.books),
+                Executions(WalletStore(engine), OperationStore(engine), events, catalog),
+                listing.protocols,
+            ),
         ),
         (
             optimizer_pb2_grpc.add_OptimizerServiceServicer_to_server,

@@ -197,6 +197,43 @@ def parse_constraints(raw: Sequence[RawConstraint]) -> Constraints:
     return Constraints(**gathered)
 
 
+def listed(rules: Constraints) -> list[RawConstraint]:
+    """The constraints ``rules`` gathers, one per kind and protocol, in the order of
+    ``KINDS``: what ``parse_constraints`` reads back into ``rules``. ``min_protocols`` is
+    listed unless it says what no constraint does (1, at the default fraction)."""
+    found: list[RawConstraint] = []
+    if rules.min_protocols != 1 or rules.min_fraction != DEFAULT_MIN_FRACTION:
+        found.append(
+            RawConstraint(
+                "min_protocols",
+                {
+                    "min_protocols": rules.min_protocols,
+                    "min_fraction_per_protocol": rules.min_fraction,
+                },
+            )
+        )
+    for protocol, amount in sorted(rules.max_amount.items()):
+        found.append(
+            RawConstraint(
+                "max_allocation_amount_per_protocol", {"protocol": protocol, "max_amount": amount}
+            )
+        )
+    found += [RawConstraint("exclude_protocol", {"protocol": p}) for p in sorted(rules.excluded)]
+    for protocol, ratio in sorted(rules.max_ratio.items()):
+        found.append(
+            RawConstraint("max_amount_per_protocol", {"protocol": protocol, "max_ratio": ratio})
+        )
+    if rules.min_position:
+        found.append(RawConstraint("min_amount", {"min_amount": rules.min_position}))
+    for protocol, amount in sorted(rules.min_amount.items()):
+        found.append(
+            RawConstraint(
+                "min_allocation_amount_per_protocol", {"protocol": protocol, "min_amount": amount}
+            )
+        )
+    return found
+
+
 def _amount(value: Any) -> int | None:
     """A non-negative amount of at most ``MAX_AMOUNT``, or None: the one checked parser."""
     if isinstance(value, bool):

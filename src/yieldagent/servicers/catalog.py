@@ -116,37 +116,64 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         self, request: catalog_pb2.ListProtocolsRequest, context: grpc.aio.ServicerContext
     ) -> catalog_pb2.ListProtocolsResponse:
         address = parse_address(request.token, ("token",))
-        token = self._catalog.token(request.chain_id, address)
-        chain = self._chains[request.chain_id]
+        return catalog_pb2.ListProtocolsResponse(
+            protocols=await self.protocols(request.chain_id, address)
+        )
+
+    async def protocols(self, chain_id: int, address: str) -> list[catalog_pb2.Protocol]:
+        """The catalog's entries of the protocols that can hold the token ``address`` on
+        ``chain_id``, with their market figures and risk verdicts now."""
+        token = self._catalog.token(chain_id, address)
+        chain = self._chains[chain_id]
         names = [p.name for p in token.protocols]
         quotes = {quote.protocol: quote for quote in await chain.quotes(address, names)}
-        paused = self._paused(request.chain_id)
+        paused = self._paused(chain_id)
         verdicts: dict[str, Verdict] = {}
         head = await chain.head() if self._risk is not None or self._yields is not None else None
         yields: dict[str, PoolYield] = {}
         if self._yields is not None and head is not None:
             yields = {
                 p.name: self._yields.of(
-                    request.chain_id, quotes.get(p.name), p.name, address, head.timestamp
+                    chain_id, quotes.get(p.name), p.name, address, head.timestamp
                 )
                 for p in token.protocols
             }
         if self._risk is not None and head is not None:
-            judged = await self._risk.judge(
-                request.chain_id, chain, address, quotes, head.timestamp
-            )
+            judged = await self._risk.judge(chain_id, chain, address, quotes, head.timestamp)
             verdicts = {pool.protocol: pool.verdict for pool in judged}
-        return catalog_pb2.ListProtocolsResponse(
+        return [
+            _protocol(
+                chain_id,
+                token,
+                p,
+                quotes.get(p.name),
+                p.name not in paused,
+                verdicts.get(p.name, OK),
+                yields.get(p.name),
+            )
+            for p in token.protocols
+        ]
+
+    async def ListProtocolSupply(
+        self, request: catalog_pb2.ListProtocolSupplyRequest, context: grpc.aio.ServicerContext
+    ) -> catalog_pb2.ListProtocolSupplyResponse:
+        address = parse_address(request.token, ("token",))
+        token = self._catalog.token(request.chain_id, address)
+        chain = self._chains[request.chain_id]
+        quotes = await chain.quotes(address, [p.name for p in token.protocols])
+        holds: dict[str, list[str]] = {}
+        for listed in self._catalog.chain(request.chain_id).tokens:
+            for protocol in listed.protocols:
+                holds.setdefault(protocol.name, []).append(listed.address)
+        scale: int = 10**token.decimals
+        return catalog_pb2.ListProtocolSupplyResponse(
             protocols=[
-                _protocol(
-                    request.chain_id,
-                    token,
-                    p,
-                    quotes.get(p.name),
-                    p.name not in paused,
-                    verdicts.get(p.name, OK),
-                    yields.get(p.name),
+                catalog_pb2.ProtocolSupply(
+                    protocol=quote.protocol,
+                    supply=quote.total_supply / scale,
+                    tokens=holds.get(quote.protocol, [address]),
+                    supply_amount=str(quote.total_supply),
                 )
-                for p in token.protocols
+                for quote in sorted(quotes, key=lambda q: q.protocol)
             ]
         )

@@ -17,6 +17,9 @@ _PARAM_FIELDS = (
 )
 
 
+_AMOUNTS = frozenset({"max_amount", "min_amount"})
+
+
 def raw_constraints(constraints: Sequence[types_pb2.Constraint]) -> list[RawConstraint]:
     """Constraints as received: the parameters that were set."""
     return [
@@ -26,3 +29,15 @@ def raw_constraints(constraints: Sequence[types_pb2.Constraint]) -> list[RawCons
         )
         for c in constraints
     ]
+
+
+def constraint_messages(constraints: Sequence[RawConstraint]) -> list[types_pb2.Constraint]:
+    """Constraints as requests take them: each parameter in its field, amounts as decimal
+    strings."""
+    found = []
+    for constraint in constraints:
+        params = types_pb2.ConstraintParams()
+        for name, value in constraint.params.items():
+            setattr(params, name, str(value) if name in _AMOUNTS else value)
+        found.append(types_pb2.Constraint(kind=constraint.kind, params=params))
+    return found

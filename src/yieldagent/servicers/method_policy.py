@@ -47,6 +47,7 @@ from yieldagent.v1 import (
     rewards_pb2,
     smart_accounts_pb2,
     stats_pb2,
+    wallet_details_pb2,
     wallets_pb2,
 )
 
@@ -60,6 +61,7 @@ API_FILES = (
     optimizer_pb2,
     history_pb2,
     config_pb2,
+    wallet_details_pb2,
 )
 
 SIXTY_FOUR_BIT = frozenset(
@@ -80,7 +82,11 @@ ERROR_HEADER = "x-yieldagent-error"
 
 Metadata = tuple[tuple[str, str], ...]
 
-SERVED_AS_ARRAY = {"/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items"}
+SERVED_AS_ARRAY = {
+    "/yieldagent.v1.HistoryService/ListWalletTokenAprs": "items",
+    "/yieldagent.v1.WalletDetailService/ListWalletProtocols": "protocols",
+    "/yieldagent.v1.WalletDetailService/GetConstraints": "constraints",
+}
 """Methods whose REST reply is the bare JSON array of one repeated field, by method: what
 the production client reads. Envoy's transcoder, and the OpenAPI generator, print a
 message only."""

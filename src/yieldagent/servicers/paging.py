@@ -34,4 +34,5 @@ def pagination_message(paging: Pagination) -> types_pb2.Pagination:
         total_pages=paging.total_pages,
         current_page=paging.current_page,
         items_per_page=paging.items_per_page,
+        page=paging.current_page,
     )

@@ -14,7 +14,7 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.history import Reports, WalletView
 from yieldagent.domain.books.ports import EventFeed
-from yieldagent.domain.books.wallets import TransactionRecord
+from yieldagent.domain.books.wallets import DepositRecord, TransactionRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.constraints import parse_constraints
 from yieldagent.domain.dates import iso, parse_iso
@@ -29,7 +29,7 @@ from yieldagent.servicers.paging import pagination_message, requested_page
 from yieldagent.servicers.replies import Reply, VersionedReplies
 from yieldagent.servicers.rest_json import Renderer
 from yieldagent.servicers.withdrawals import withdraw_detail, withdraw_response
-from yieldagent.v1 import wallets_pb2, wallets_pb2_grpc
+from yieldagent.v1 import types_pb2, wallets_pb2, wallets_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
@@ -60,6 +60,19 @@ def transaction(record: TransactionRecord) -> wallets_pb2.Transaction:
     return message
 
 
+def deposit(record: DepositRecord) -> types_pb2.Deposit:
+    """The proto of one credited deposit."""
+    message = types_pb2.Deposit(
+        amount=str(record.amount),
+        token_type=record.token,
+        date=iso(record.date),
+        tx_hash=record.tx_hash or "",
+    )
+    if record.block_number is not None:
+        message.block_number = record.block_number
+    return message
+
+
 def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
     """The proto of a wallet record."""
     wallet = view.wallet
@@ -75,15 +88,7 @@ def wallet_message(view: WalletView) -> wallets_pb2.Wallet:
         activation_date=iso(wallet.activation_date),
         withdraws=[withdraw_detail(w) for w in view.withdrawals],
     )
-    for deposit in view.deposits:
-        item = message.deposits.add(
-            amount=str(deposit.amount),
-            token_type=deposit.token,
-            date=iso(deposit.date),
-            tx_hash=deposit.tx_hash or "",
-        )
-        if deposit.block_number is not None:
-            item.block_number = deposit.block_number
+    message.deposits.extend(deposit(d) for d in view.deposits)
     if wallet.last_deactivation_date:
         message.last_deactivation_date = iso(wallet.last_deactivation_date)
     if wallet.status_reason:

@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, text
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text
 from sqlmodel import Session
 
 from yieldagent.domain.books.events import EventDraft, WalletEvent
+from yieldagent.domain.pagination import PageRequest
 from yieldagent.storage.db import one_of
 from yieldagent.storage.event_watch import Poller, follow
 from yieldagent.storage.tables import PartnerWebhookRow, WalletEventRow, WebhookDeliveryRow
@@ -206,6 +207,20 @@ class EventStore:
                 _AFTER, {"wallet_id": wallet_id, "cursor": cursor, "limit": limit}
             )
             return [event_of(row) for row in rows]
+
+    def page_of_wallet(self, wallet_id: int, page: PageRequest) -> tuple[list[WalletEvent], int]:
+        order = _events.c.id.desc() if page.newest_first else _events.c.id
+        listing = (
+            select(_events)
+            .where(_events.c.wallet_id == wallet_id)
+            .order_by(order)
+            .offset(page.offset)
+            .limit(page.limit)
+        )
+        counted = select(func.count()).select_from(_events).where(_events.c.wallet_id == wallet_id)
+        with self._engine.connect() as connection:
+            total = connection.execute(counted).scalar_one()
+            return [event_of(row) for row in connection.execute(listing)], total
 
     def newer(self, cursor: int, limit: int) -> list[WalletEvent]:
         """Every wallet's events with an id above ``cursor``, oldest first, at most

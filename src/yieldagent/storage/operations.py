@@ -12,19 +12,21 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, insert, or_, update
+from sqlalchemy import Engine, func, insert, or_, update
 from sqlalchemy import select as select_core
 from sqlmodel import Session, col, select
 
 from yieldagent.domain.books.accounting import WithdrawalSplit
 from yieldagent.domain.books.operations import (
     OPEN,
+    Executed,
     Operation,
     OperationKind,
     OperationStatus,
     Step,
     StepAction,
 )
+from yieldagent.domain.pagination import PageRequest
 from yieldagent.storage.bulk import update_many
 from yieldagent.storage.db import chunks, one_of
 from yieldagent.storage.tables import OperationRow, WalletRow, WalletScheduleRow
@@ -248,6 +250,37 @@ class OperationStore:
                 .order_by(col(OperationRow.started_at))
             ).all()
             return [operation_of(row) for row in rows]
+
+    def page_of_wallet(self, wallet_id: int, page: PageRequest) -> tuple[list[Executed], int]:
+        started = col(OperationRow.started_at)
+        order = (
+            (started.desc(), col(OperationRow.id).desc())
+            if page.newest_first
+            else (started, col(OperationRow.id))
+        )
+        with Session(self._engine) as session:
+            total = session.exec(
+                select(func.count())
+                .select_from(OperationRow)
+                .where(OperationRow.wallet_id == wallet_id)
+            ).one()
+            rows = session.exec(
+                select(OperationRow)
+                .where(OperationRow.wallet_id == wallet_id)
+                .order_by(*order)
+                .offset(page.offset)
+                .limit(page.limit)
+            ).all()
+            return [
+                Executed(operation_of(row), row.started_at, row.finished_at) for row in rows
+            ], total
+
+    def executed(self, operation_id: str) -> Executed | None:
+        with Session(self._engine) as session:
+            row = session.get(OperationRow, operation_id)
+            if row is None:
+                return None
+            return Executed(operation_of(row), row.started_at, row.finished_at)
 
     def release_key(self, operation_id: str) -> None:
         with Session(self._engine) as session:

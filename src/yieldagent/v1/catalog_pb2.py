@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from yieldagent.v1 import options_pb2 as yieldagent_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1byieldagent/v1/catalog.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\"\x13\n\x11ListChainsRequest\"\'\n\x12ListChainsResponse\x12\x11\n\tchain_ids\x18\x01 \x03(\x05\"%\n\x11ListTokensRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\":\n\x12ListTokensResponse\x12$\n\x06tokens\x18\x01 \x03(\x0b\x32\x14.yieldagent.v1.Token\"b\n\x05Token\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0e\n\x06symbol\x18\x02 \x01(\t\x12\x10\n\x08\x64\x65\x63imals\x18\x03 \x01(\x05\x12\x0f\n\x07\x62\x61lance\x18\x04 \x01(\x01\x12\x15\n\rcurrent_price\x18\x05 \x01(\x01\"7\n\x14ListProtocolsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t\"C\n\x15ListProtocolsResponse\x12*\n\tprotocols\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.Protocol\"\xbe\x06\n\x08Protocol\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tis_active\x18\x02 \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x10\n\x03tvl\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x10\n\x03\x61pr\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\"\n\x05pools\x18\x06 \x03(\x0b\x32\x13.yieldagent.v1.Pool\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x12\n\nupdated_at\x18\x08 \x01(\t\x12\x10\n\x08\x63hain_id\x18\t \x01(\x05\x12\x17\n\x0fparent_protocol\x18\n \x01(\t\x12\x0c\n\x04link\x18\x0b \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x0c \x01(\t\x12\r\n\x05title\x18\r \x01(\t\x12)\n\x04risk\x18\x0e \x01(\x0b\x32\x1b.yieldagent.v1.ProtocolRisk\x12\x15\n\x08\x61py_base\x18\x0f \x01(\x01H\x02\x88\x01\x01\x12\x18\n\x0b\x61py_rewards\x18\x10 \x01(\x01H\x03\x88\x01\x01\x12\x16\n\tapy_total\x18\x11 \x01(\x01H\x04\x88\x01\x01\x12\x14\n\x07\x61py_net\x18\x12 \x01(\x01H\x05\x88\x01\x01\x12\x18\n\x0b\x61py_base_7d\x18\x13 \x01(\x01H\x06\x88\x01\x01\x12\x1b\n\x0e\x61py_rewards_7d\x18\x14 \x01(\x01H\x07\x88\x01\x01\x12\x19\n\x0c\x61py_total_7d\x18\x15 \x01(\x01H\x08\x88\x01\x01\x12\x17\n\napy_net_7d\x18\x16 \x01(\x01H\t\x88\x01\x01\x12\x19\n\x0c\x61py_base_30d\x18\x17 \x01(\x01H\n\x88\x01\x01\x12\x1c\n\x0f\x61py_rewards_30d\x18\x18 \x01(\x01H\x0b\x88\x01\x01\x12\x1a\n\rapy_total_30d\x18\x19 \x01(\x01H\x0c\x88\x01\x01\x12\x18\n\x0b\x61py_net_30d\x18\x1a \x01(\x01H\r\x88\x01\x01\x42\x06\n\x04_tvlB\x06\n\x04_aprB\x0b\n\t_apy_baseB\x0e\n\x0c_apy_rewardsB\x0c\n\n_apy_totalB\n\n\x08_apy_netB\x0e\n\x0c_apy_base_7dB\x11\n\x0f_apy_rewards_7dB\x0f\n\r_apy_total_7dB\r\n\x0b_apy_net_7dB\x0f\n\r_apy_base_30dB\x12\n\x10_apy_rewards_30dB\x10\n\x0e_apy_total_30dB\x0e\n\x0c_apy_net_30d\".\n\x0cProtocolRisk\x12\r\n\x05state\x18\x01 \x01(\t\x12\x0f\n\x07reasons\x18\x02 \x03(\t\"!\n\x04Pool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x61py\x18\x02 \x01(\x01\x32\xfc\x02\n\x0e\x43\x61talogService\x12i\n\nListChains\x12 .yieldagent.v1.ListChainsRequest\x1a!.yieldagent.v1.ListChainsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/chains\x12t\n\nListTokens\x12 .yieldagent.v1.ListTokensRequest\x1a!.yieldagent.v1.ListTokensResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/api/v1/{chain_id}/tokens\x12\x88\x01\n\rListProtocols\x12#.yieldagent.v1.ListProtocolsRequest\x1a$.yieldagent.v1.ListProtocolsResponse\",\x82\xd3\xe4\x93\x02&\x12$/api/v1/{chain_id}/{token}/protocolsBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1byieldagent/v1/catalog.proto\x12\ryieldagent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1byieldagent/v1/options.proto\"\x13\n\x11ListChainsRequest\"\'\n\x12ListChainsResponse\x12\x11\n\tchain_ids\x18\x01 \x03(\x05\"%\n\x11ListTokensRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\":\n\x12ListTokensResponse\x12$\n\x06tokens\x18\x01 \x03(\x0b\x32\x14.yieldagent.v1.Token\"b\n\x05Token\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0e\n\x06symbol\x18\x02 \x01(\t\x12\x10\n\x08\x64\x65\x63imals\x18\x03 \x01(\x05\x12\x0f\n\x07\x62\x61lance\x18\x04 \x01(\x01\x12\x15\n\rcurrent_price\x18\x05 \x01(\x01\"7\n\x14ListProtocolsRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t\"C\n\x15ListProtocolsResponse\x12*\n\tprotocols\x18\x01 \x03(\x0b\x32\x17.yieldagent.v1.Protocol\"\xbe\x06\n\x08Protocol\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tis_active\x18\x02 \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x10\n\x03tvl\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x10\n\x03\x61pr\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\"\n\x05pools\x18\x06 \x03(\x0b\x32\x13.yieldagent.v1.Pool\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x12\n\nupdated_at\x18\x08 \x01(\t\x12\x10\n\x08\x63hain_id\x18\t \x01(\x05\x12\x17\n\x0fparent_protocol\x18\n \x01(\t\x12\x0c\n\x04link\x18\x0b \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x0c \x01(\t\x12\r\n\x05title\x18\r \x01(\t\x12)\n\x04risk\x18\x0e \x01(\x0b\x32\x1b.yieldagent.v1.ProtocolRisk\x12\x15\n\x08\x61py_base\x18\x0f \x01(\x01H\x02\x88\x01\x01\x12\x18\n\x0b\x61py_rewards\x18\x10 \x01(\x01H\x03\x88\x01\x01\x12\x16\n\tapy_total\x18\x11 \x01(\x01H\x04\x88\x01\x01\x12\x14\n\x07\x61py_net\x18\x12 \x01(\x01H\x05\x88\x01\x01\x12\x18\n\x0b\x61py_base_7d\x18\x13 \x01(\x01H\x06\x88\x01\x01\x12\x1b\n\x0e\x61py_rewards_7d\x18\x14 \x01(\x01H\x07\x88\x01\x01\x12\x19\n\x0c\x61py_total_7d\x18\x15 \x01(\x01H\x08\x88\x01\x01\x12\x17\n\napy_net_7d\x18\x16 \x01(\x01H\t\x88\x01\x01\x12\x19\n\x0c\x61py_base_30d\x18\x17 \x01(\x01H\n\x88\x01\x01\x12\x1c\n\x0f\x61py_rewards_30d\x18\x18 \x01(\x01H\x0b\x88\x01\x01\x12\x1a\n\rapy_total_30d\x18\x19 \x01(\x01H\x0c\x88\x01\x01\x12\x18\n\x0b\x61py_net_30d\x18\x1a \x01(\x01H\r\x88\x01\x01\x42\x06\n\x04_tvlB\x06\n\x04_aprB\x0b\n\t_apy_baseB\x0e\n\x0c_apy_rewardsB\x0c\n\n_apy_totalB\n\n\x08_apy_netB\x0e\n\x0c_apy_base_7dB\x11\n\x0f_apy_rewards_7dB\x0f\n\r_apy_total_7dB\r\n\x0b_apy_net_7dB\x0f\n\r_apy_base_30dB\x12\n\x10_apy_rewards_30dB\x10\n\x0e_apy_total_30dB\x0e\n\x0c_apy_net_30d\".\n\x0cProtocolRisk\x12\r\n\x05state\x18\x01 \x01(\t\x12\x0f\n\x07reasons\x18\x02 \x03(\t\"!\n\x04Pool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x61py\x18\x02 \x01(\x01\"<\n\x19ListProtocolSupplyRequest\x12\x10\n\x08\x63hain_id\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t\"N\n\x1aListProtocolSupplyResponse\x12\x30\n\tprotocols\x18\x01 \x03(\x0b\x32\x1d.yieldagent.v1.ProtocolSupply\"_\n\x0eProtocolSupply\x12\x10\n\x08protocol\x18\x01 \x01(\t\x12\x0e\n\x06supply\x18\x02 \x01(\x01\x12\x0e\n\x06tokens\x18\x03 \x03(\t\x12\x1b\n\rsupply_amount\x18\x04 \x01(\tB\x04\xd0\xf3\x18\x01\x32\x9d\x04\n\x0e\x43\x61talogService\x12i\n\nListChains\x12 .yieldagent.v1.ListChainsRequest\x1a!.yieldagent.v1.ListChainsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/chains\x12t\n\nListTokens\x12 .yieldagent.v1.ListTokensRequest\x1a!.yieldagent.v1.ListTokensResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/api/v1/{chain_id}/tokens\x12\x88\x01\n\rListProtocols\x12#.yieldagent.v1.ListProtocolsRequest\x1a$.yieldagent.v1.ListProtocolsResponse\",\x82\xd3\xe4\x93\x02&\x12$/api/v1/{chain_id}/{token}/protocols\x12\x9e\x01\n\x12ListProtocolSupply\x12(.yieldagent.v1.ListProtocolSupplyRequest\x1a).yieldagent.v1.ListProtocolSupplyResponse\"3\x82\xd3\xe4\x93\x02-\x12+/api/v1/{chain_id}/{token}/protocols/supplyBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,32 +34,42 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'yieldagent.v1.catalog_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1'
+  _globals['_PROTOCOLSUPPLY'].fields_by_name['supply_amount']._loaded_options = None
+  _globals['_PROTOCOLSUPPLY'].fields_by_name['supply_amount']._serialized_options = b'\320\363\030\001'
   _globals['_CATALOGSERVICE'].methods_by_name['ListChains']._loaded_options = None
   _globals['_CATALOGSERVICE'].methods_by_name['ListChains']._serialized_options = b'\202\323\344\223\002\020\022\016/api/v1/chains'
   _globals['_CATALOGSERVICE'].methods_by_name['ListTokens']._loaded_options = None
   _globals['_CATALOGSERVICE'].methods_by_name['ListTokens']._serialized_options = b'\202\323\344\223\002\033\022\031/api/v1/{chain_id}/tokens'
   _globals['_CATALOGSERVICE'].methods_by_name['ListProtocols']._loaded_options = None
   _globals['_CATALOGSERVICE'].methods_by_name['ListProtocols']._serialized_options = b'\202\323\344\223\002&\022$/api/v1/{chain_id}/{token}/protocols'
-  _globals['_LISTCHAINSREQUEST']._serialized_start=76
-  _globals['_LISTCHAINSREQUEST']._serialized_end=95
-  _globals['_LISTCHAINSRESPONSE']._serialized_start=97
-  _globals['_LISTCHAINSRESPONSE']._serialized_end=136
-  _globals['_LISTTOKENSREQUEST']._serialized_start=138
-  _globals['_LISTTOKENSREQUEST']._serialized_end=175
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=177
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=235
-  _globals['_TOKEN']._serialized_start=237
-  _globals['_TOKEN']._serialized_end=335
-  _globals['_LISTPROTOCOLSREQUEST']._serialized_start=337
-  _globals['_LISTPROTOCOLSREQUEST']._serialized_end=392
-  _globals['_LISTPROTOCOLSRESPONSE']._serialized_start=394
-  _globals['_LISTPROTOCOLSRESPONSE']._serialized_end=461
-  _globals['_PROTOCOL']._serialized_start=464
-  _globals['_PROTOCOL']._serialized_end=1294
-  _globals['_PROTOCOLRISK']._serialized_start=1296
-  _globals['_PROTOCOLRISK']._serialized_end=1342
-  _globals['_POOL']._serialized_start=1344
-  _globals['_POOL']._serialized_end=1377
-  _globals['_CATALOGSERVICE']._serialized_start=1380
-  _globals['_CATALOGSERVICE']._serialized_end=1760
+  _globals['_CATALOGSERVICE'].methods_by_name['ListProtocolSupply']._loaded_options = None
+  _globals['_CATALOGSERVICE'].methods_by_name['ListProtocolSupply']._serialized_options = b'\202\323\344\223\002-\022+/api/v1/{chain_id}/{token}/protocols/supply'
+  _globals['_LISTCHAINSREQUEST']._serialized_start=105
+  _globals['_LISTCHAINSREQUEST']._serialized_end=124
+  _globals['_LISTCHAINSRESPONSE']._serialized_start=126
+  _globals['_LISTCHAINSRESPONSE']._serialized_end=165
+  _globals['_LISTTOKENSREQUEST']._serialized_start=167
+  _globals['_LISTTOKENSREQUEST']._serialized_end=204
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=206
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=264
+  _globals['_TOKEN']._serialized_start=266
+  _globals['_TOKEN']._serialized_end=364
+  _globals['_LISTPROTOCOLSREQUEST']._serialized_start=366
+  _globals['_LISTPROTOCOLSREQUEST']._serialized_end=421
+  _globals['_LISTPROTOCOLSRESPONSE']._serialized_start=423
+  _globals['_LISTPROTOCOLSRESPONSE']._serialized_end=490
+  _globals['_PROTOCOL']._serialized_start=493
+  _globals['_PROTOCOL']._serialized_end=1323
+  _globals['_PROTOCOLRISK']._serialized_start=1325
+  _globals['_PROTOCOLRISK']._serialized_end=1371
+  _globals['_POOL']._serialized_start=1373
+  _globals['_POOL']._serialized_end=1406
+  _globals['_LISTPROTOCOLSUPPLYREQUEST']._serialized_start=1408
+  _globals['_LISTPROTOCOLSUPPLYREQUEST']._serialized_end=1468
+  _globals['_LISTPROTOCOLSUPPLYRESPONSE']._serialized_start=1470
+  _globals['_LISTPROTOCOLSUPPLYRESPONSE']._serialized_end=1548
+  _globals['_PROTOCOLSUPPLY']._serialized_start=1550
+  _globals['_PROTOCOLSUPPLY']._serialized_end=1645
+  _globals['_CATALOGSERVICE']._serialized_start=1648
+  _globals['_CATALOGSERVICE']._serialized_end=2189
 # @@protoc_insertion_point(module_scope)

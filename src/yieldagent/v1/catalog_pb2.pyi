@@ -1,4 +1,5 @@
 from google.api import annotations_pb2 as _annotations_pb2
+from yieldagent.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -128,3 +129,29 @@ class Pool(_message.Message):
     name: str
     apy: float
     def __init__(self, name: _Optional[str] = ..., apy: _Optional[float] = ...) -> None: ...
+
+class ListProtocolSupplyRequest(_message.Message):
+    __slots__ = ("chain_id", "token")
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    chain_id: int
+    token: str
+    def __init__(self, chain_id: _Optional[int] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ListProtocolSupplyResponse(_message.Message):
+    __slots__ = ("protocols",)
+    PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    protocols: _containers.RepeatedCompositeFieldContainer[ProtocolSupply]
+    def __init__(self, protocols: _Optional[_Iterable[_Union[ProtocolSupply, _Mapping]]] = ...) -> None: ...
+
+class ProtocolSupply(_message.Message):
+    __slots__ = ("protocol", "supply", "tokens", "supply_amount")
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    SUPPLY_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SUPPLY_AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    protocol: str
+    supply: float
+    tokens: _containers.RepeatedScalarFieldContainer[str]
+    supply_amount: str
+    def __init__(self, protocol: _Optional[str] = ..., supply: _Optional[float] = ..., tokens: _Optional[_Iterable[str]] = ..., supply_amount: _Optional[str] = ...) -> None: ...

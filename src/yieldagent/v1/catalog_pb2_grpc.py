@@ -51,6 +51,11 @@ class CatalogServiceStub:
                 request_serializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolsRequest.SerializeToString,
                 response_deserializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolsResponse.FromString,
                 _registered_method=True)
+        self.ListProtocolSupply = channel.unary_unary(
+                '/yieldagent.v1.CatalogService/ListProtocolSupply',
+                request_serializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolSupplyRequest.SerializeToString,
+                response_deserializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolSupplyResponse.FromString,
+                _registered_method=True)
 
 
 class CatalogServiceServicer:
@@ -80,6 +85,14 @@ class CatalogServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListProtocolSupply(self, request, context):
+        """Lists how much each protocol's pool for one token holds now, as the chain
+        tells it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CatalogServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -97,6 +110,11 @@ def add_CatalogServiceServicer_to_server(servicer, server):
                     servicer.ListProtocols,
                     request_deserializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolsRequest.FromString,
                     response_serializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolsResponse.SerializeToString,
+            ),
+            'ListProtocolSupply': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProtocolSupply,
+                    request_deserializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolSupplyRequest.FromString,
+                    response_serializer=yieldagent_dot_v1_dot_catalog__pb2.ListProtocolSupplyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -182,6 +200,33 @@ class CatalogService:
             '/yieldagent.v1.CatalogService/ListProtocols',
             yieldagent_dot_v1_dot_catalog__pb2.ListProtocolsRequest.SerializeToString,
             yieldagent_dot_v1_dot_catalog__pb2.ListProtocolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProtocolSupply(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yieldagent.v1.CatalogService/ListProtocolSupply',
+            yieldagent_dot_v1_dot_catalog__pb2.ListProtocolSupplyRequest.SerializeToString,
+            yieldagent_dot_v1_dot_catalog__pb2.ListProtocolSupplyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -81,7 +81,8 @@ class RewardServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetRewardStaking(self, request, context):
-        """Tells whether claimed rewards are auto-staked.
+        """Tells whether claimed rewards are auto-staked, with a page of the wallet's
+        reward claims beside it (the production client reads them here).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

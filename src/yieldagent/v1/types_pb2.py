@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from yieldagent.v1 import options_pb2 as yieldagent_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19yieldagent/v1/types.proto\x12\ryieldagent.v1\x1a\x1byieldagent/v1/options.proto\"d\n\nPagination\x12\x13\n\x0btotal_items\x18\x01 \x01(\x05\x12\x13\n\x0btotal_pages\x18\x02 \x01(\x05\x12\x14\n\x0c\x63urrent_page\x18\x03 \x01(\x05\x12\x16\n\x0eitems_per_page\x18\x04 \x01(\x05\"@\n\x0bTokenAmount\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61mount\x18\x02 \x01(\x01\x12\x12\n\npercentage\x18\x03 \x01(\x01\"~\n\x07\x44\x65posit\x12\x14\n\x06\x61mount\x18\x01 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x12\n\ntoken_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61te\x18\x03 \x01(\t\x12\x0f\n\x07tx_hash\x18\x04 \x01(\t\x12\x19\n\x0c\x62lock_number\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\x0f\n\r_block_number\"\x86\x02\n\x0eWithdrawDetail\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61mount\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\x12\x14\n\x0cvalue_in_usd\x18\x04 \x01(\x01\x12\x1e\n\x10principal_amount\x18\x05 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x1a\n\x0cyield_amount\x18\x06 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x18\n\nfee_amount\x18\x07 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x14\n\x07tx_hash\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0c\x62lock_number\x18\t \x01(\x04H\x01\x88\x01\x01\x12\x0c\n\x04\x64\x61te\x18\n \x01(\tB\n\n\x08_tx_hashB\x0f\n\r_block_number\"K\n\nConstraint\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12/\n\x06params\x18\x02 \x01(\x0b\x32\x1f.yieldagent.v1.ConstraintParams\"\xac\x02\n\x10\x43onstraintParams\x12\x1a\n\rmin_protocols\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12&\n\x19min_fraction_per_protocol\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08protocol\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x1d\n\nmax_amount\x18\x04 \x01(\tB\x04\xd0\xf3\x18\x01H\x03\x88\x01\x01\x12\x16\n\tmax_ratio\x18\x05 \x01(\x01H\x04\x88\x01\x01\x12\x1d\n\nmin_amount\x18\x06 \x01(\tB\x04\xd0\xf3\x18\x01H\x05\x88\x01\x01\x42\x10\n\x0e_min_protocolsB\x1c\n\x1a_min_fraction_per_protocolB\x0b\n\t_protocolB\r\n\x0b_max_amountB\x0c\n\n_max_ratioB\r\n\x0b_min_amountBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19yieldagent/v1/types.proto\x12\ryieldagent.v1\x1a\x1byieldagent/v1/options.proto\"r\n\nPagination\x12\x13\n\x0btotal_items\x18\x01 \x01(\x05\x12\x13\n\x0btotal_pages\x18\x02 \x01(\x05\x12\x14\n\x0c\x63urrent_page\x18\x03 \x01(\x05\x12\x16\n\x0eitems_per_page\x18\x04 \x01(\x05\x12\x0c\n\x04page\x18\x05 \x01(\x05\"@\n\x0bTokenAmount\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61mount\x18\x02 \x01(\x01\x12\x12\n\npercentage\x18\x03 \x01(\x01\"~\n\x07\x44\x65posit\x12\x14\n\x06\x61mount\x18\x01 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x12\n\ntoken_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61te\x18\x03 \x01(\t\x12\x0f\n\x07tx_hash\x18\x04 \x01(\t\x12\x19\n\x0c\x62lock_number\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\x0f\n\r_block_number\"\x86\x02\n\x0eWithdrawDetail\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61mount\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\x12\x14\n\x0cvalue_in_usd\x18\x04 \x01(\x01\x12\x1e\n\x10principal_amount\x18\x05 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x1a\n\x0cyield_amount\x18\x06 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x18\n\nfee_amount\x18\x07 \x01(\tB\x04\xd0\xf3\x18\x01\x12\x14\n\x07tx_hash\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0c\x62lock_number\x18\t \x01(\x04H\x01\x88\x01\x01\x12\x0c\n\x04\x64\x61te\x18\n \x01(\tB\n\n\x08_tx_hashB\x0f\n\r_block_number\"K\n\nConstraint\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12/\n\x06params\x18\x02 \x01(\x0b\x32\x1f.yieldagent.v1.ConstraintParams\"\xac\x02\n\x10\x43onstraintParams\x12\x1a\n\rmin_protocols\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12&\n\x19min_fraction_per_protocol\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08protocol\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x1d\n\nmax_amount\x18\x04 \x01(\tB\x04\xd0\xf3\x18\x01H\x03\x88\x01\x01\x12\x16\n\tmax_ratio\x18\x05 \x01(\x01H\x04\x88\x01\x01\x12\x1d\n\nmin_amount\x18\x06 \x01(\tB\x04\xd0\xf3\x18\x01H\x05\x88\x01\x01\x42\x10\n\x0e_min_protocolsB\x1c\n\x1a_min_fraction_per_protocolB\x0b\n\t_protocolB\r\n\x0b_max_amountB\x0c\n\n_max_ratioB\r\n\x0b_min_amountBAZ?github.com/yieldagent/yieldagent/gen/yieldagent/v1;yieldagentv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,15 +46,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONSTRAINTPARAMS'].fields_by_name['min_amount']._loaded_options = None
   _globals['_CONSTRAINTPARAMS'].fields_by_name['min_amount']._serialized_options = b'\320\363\030\001'
   _globals['_PAGINATION']._serialized_start=73
-  _globals['_PAGINATION']._serialized_end=173
-  _globals['_TOKENAMOUNT']._serialized_start=175
-  _globals['_TOKENAMOUNT']._serialized_end=239
-  _globals['_DEPOSIT']._serialized_start=241
-  _globals['_DEPOSIT']._serialized_end=367
-  _globals['_WITHDRAWDETAIL']._serialized_start=370
-  _globals['_WITHDRAWDETAIL']._serialized_end=632
-  _globals['_CONSTRAINT']._serialized_start=634
-  _globals['_CONSTRAINT']._serialized_end=709
-  _globals['_CONSTRAINTPARAMS']._serialized_start=712
-  _globals['_CONSTRAINTPARAMS']._serialized_end=1012
+  _globals['_PAGINATION']._serialized_end=187
+  _globals['_TOKENAMOUNT']._serialized_start=189
+  _globals['_TOKENAMOUNT']._serialized_end=253
+  _globals['_DEPOSIT']._serialized_start=255
+  _globals['_DEPOSIT']._serialized_end=381
+  _globals['_WITHDRAWDETAIL']._serialized_start=384
+  _globals['_WITHDRAWDETAIL']._serialized_end=646
+  _globals['_CONSTRAINT']._serialized_start=648
+  _globals['_CONSTRAINT']._serialized_end=723
+  _globals['_CONSTRAINTPARAMS']._serialized_start=726
+  _globals['_CONSTRAINTPARAMS']._serialized_end=1026
 # @@protoc_insertion_point(module_scope)

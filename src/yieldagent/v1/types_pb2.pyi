@@ -7,16 +7,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Pagination(_message.Message):
-    __slots__ = ("total_items", "total_pages", "current_page", "items_per_page")
+    __slots__ = ("total_items", "total_pages", "current_page", "items_per_page", "page")
     TOTAL_ITEMS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_PAGES_FIELD_NUMBER: _ClassVar[int]
     CURRENT_PAGE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_PER_PAGE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
     total_items: int
     total_pages: int
     current_page: int
     items_per_page: int
-    def __init__(self, total_items: _Optional[int] = ..., total_pages: _Optional[int] = ..., current_page: _Optional[int] = ..., items_per_page: _Optional[int] = ...) -> None: ...
+    page: int
+    def __init__(self, total_items: _Optional[int] = ..., total_pages: _Optional[int] = ..., current_page: _Optional[int] = ..., items_per_page: _Optional[int] = ..., page: _Optional[int] = ...) -> None: ...
 
 class TokenAmount(_message.Message):
     __slots__ = ("token", "amount", "percentage")

@@ -24,6 +24,7 @@ EXPECTED: dict[str, dict[WalletStatus, WalletStatus]] = {
     "top_up": {ACTIVATED: ACTIVATED},
     "claim_rewards": {ACTIVATED: ACTIVATED},
     "update_protocols": {ACTIVATED: ACTIVATED, EMERGENCY: EMERGENCY},
+    "update_constraints": {ACTIVATED: ACTIVATED, EMERGENCY: EMERGENCY},
     "set_reward_staking": {
         ACTIVATING: ACTIVATING,
         ACTIVATED: ACTIVATED,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -232,6 +233,15 @@ class Operation:
     def payouts(self) -> list[Step]:
         """The payout steps the chain mined, each carrying its withdrawal's split."""
         return [s for s in self.steps if s.action == StepAction.PAYOUT and s.done]
+
+
+@dataclass(frozen=True, slots=True)
+class Executed:
+    """A stored operation with when it began and, once closed, when it ended."""
+
+    operation: Operation
+    started_at: datetime
+    finished_at: datetime | None
 
 
 def attribute(operation: Operation, events: Sequence[ChainTx], holder: str) -> Operation:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from yieldagent.domain.books.aggregates import FirstDeposit, StoredWallet, Totals, WalletFacts
     from yieldagent.domain.books.apr import PerformancePoint
     from yieldagent.domain.books.events import EventDraft, WalletEvent
-    from yieldagent.domain.books.operations import Operation, OperationStatus
+    from yieldagent.domain.books.operations import Executed, Operation, OperationStatus
     from yieldagent.domain.books.wallet_states import WalletStatus
     from yieldagent.domain.books.wallets import (
         DepositRecord,
@@ -187,6 +187,17 @@ class OperationRepository(Protocol):
         lease and without an open operation: the process died between two writes."""
 
 
+class OperationPages(Protocol):
+    """A wallet's operations, a page at a time, with their times."""
+
+    def page_of_wallet(self, wallet_id: int, page: PageRequest) -> tuple[list[Executed], int]:
+        """A page of the wallet's operations by start (newest first when the page asks),
+        and how many it has."""
+
+    def executed(self, operation_id: str) -> Executed | None:
+        """The operation with this id, with its times."""
+
+
 # -- events ---------------------------------------------------------------------------------
 
 
@@ -195,6 +206,14 @@ class EventRepository(Protocol):
 
     def after(self, wallet_id: int, cursor: int, limit: int) -> list[WalletEvent]:
         """The wallet's events with an id above ``cursor``, oldest first, at most ``limit``."""
+
+
+class EventPages(Protocol):
+    """A wallet's stored events, a page at a time."""
+
+    def page_of_wallet(self, wallet_id: int, page: PageRequest) -> tuple[list[WalletEvent], int]:
+        """A page of the wallet's events by id (newest first when the page asks), and how
+        many are kept."""
 
 
 class EventFeed(Protocol):

@@ -43,6 +43,7 @@ class WalletAction(StrEnum):
     TOP_UP = "top_up"
     CLAIM_REWARDS = "claim_rewards"
     UPDATE_PROTOCOLS = "update_protocols"
+    UPDATE_CONSTRAINTS = "update_constraints"
     SET_REWARD_STAKING = "set_reward_staking"
     RUN = "run"
     # the service's own steps
@@ -68,6 +69,7 @@ ALLOWED: dict[str, dict[WalletStatus, WalletStatus]] = {
     A.TOP_UP: {S.ACTIVATED: S.ACTIVATED},
     A.CLAIM_REWARDS: {S.ACTIVATED: S.ACTIVATED},
     A.UPDATE_PROTOCOLS: {S.ACTIVATED: S.ACTIVATED, S.EMERGENCY: S.EMERGENCY},
+    A.UPDATE_CONSTRAINTS: {S.ACTIVATED: S.ACTIVATED, S.EMERGENCY: S.EMERGENCY},
     A.SET_REWARD_STAKING: {
         S.ACTIVATING: S.ACTIVATING,
         S.ACTIVATED: S.ACTIVATED,

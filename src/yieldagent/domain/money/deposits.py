@@ -18,8 +18,10 @@ chain's history.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.ledger import book, hold_back
@@ -56,6 +58,17 @@ DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
 
 UNCONFIRMED_RETRY_SECONDS = 5
 """When to retry announcing a deposit that still waits for its confirmations."""
+
+
+def deposit_limit(token: TokenInfo, max_usd: float) -> int:
+    """The largest deposit of ``token`` accepted, in its smallest unit: ``max_usd`` at the
+    token's catalog price, rounded down (computed exactly, from the numbers as written).
+    The limit applies to each deposit: a wallet may grow past it by several, and by
+    yield."""
+    if token.price_usd <= 0:
+        raise ValueError(f"{token.symbol} has no positive price")
+    scale: int = 10**token.decimals
+    return math.floor(Fraction(str(max_usd)) * scale / Fraction(str(token.price_usd)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +237,7 @@ class Deposits:
 
     def check_size(self, token: TokenInfo, amount: int) -> None:
         """AccessDenied for a deposit worth more than the policy accepts."""
-        if amount / 10**token.decimals * token.price_usd > self._books.policy.max_deposit_usd:
+        if amount > deposit_limit(token, self._books.policy.max_deposit_usd):
             raise AccessDenied(DEPOSIT_TOO_LARGE)
 
     def _token(self, chain_id: int, address: str) -> TokenInfo:

@@ -26,5 +26,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("wallets") as batch:
-        batch.drop_column("withdrawable")
+    # A plain DROP COLUMN (SQLite 3.35+): a batch copy would drop and recreate ``wallets``,
+    # which the foreign keys of the tables that reference it refuse once they hold rows.
+    op.drop_column("wallets", "withdrawable")
