@@ -193,6 +193,10 @@ def running(database_url: str, directory: Path) -> Iterator[Service]:
         "YIELDAGENT_METRICS_PORT": "0",
         "YIELDAGENT_SIM_SPEED": "0",
         "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
+        # The mix makes hundreds of money calls per wallet, withdrawals of 1 USDC among them:
+        # it measures the service, not the limits that keep a leaked key from burning gas.
+        "YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE": "0",
+        "YIELDAGENT_MIN_WITHDRAW_USD": "1",
         "YIELDAGENT_FEE_COLLECTOR": FEE_COLLECTOR,
     }
     server = subprocess.Popen([sys.executable, "-m", "yieldagent", "run"], env=env, cwd=ROOT)

@@ -107,6 +107,24 @@ def test_a_depegged_collateral_puts_the_vault_lending_against_it_in_exit(
     assert "cbBTC" in morpho["reasons"][0]
 
 
+def test_a_sequencer_outage_makes_every_collateral_feed_stale(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    morpho = "morpho_gauntlet_usdc_prime"
+    _run(capsys, "sim", "price", "--chain", BASE, "--token", "cbBTC", "--usd", "95000")
+    assert _risk(capsys)[morpho]["state"] == "ok"
+    code, down = _run(capsys, "sim", "sequencer", "--chain", BASE, "--status", "down")
+    assert code == 0 and down["up"] is False
+    vault = _risk(capsys)[morpho]
+    assert vault["state"] == "no_new_funds"
+    assert vault["reasons"] == [
+        "the price feed of collateral cbBTC is stale: the chain's sequencer is down"
+    ]
+    code, up = _run(capsys, "sim", "sequencer", "--chain", BASE, "--status", "up")
+    assert code == 0 and up["up"] is True and up["since"] == down["since"]
+    assert "came back up less than 3600 s ago" in _risk(capsys)[morpho]["reasons"][0]
+
+
 @pytest.mark.parametrize(
     "argv",
     [

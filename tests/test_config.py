@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -298,6 +299,24 @@ def test_production_refuses_turned_off_rate_limits(tmp_path: Path) -> None:
         assert problems == [
             f"per-{name.split('_')[1].lower()} limits are off ({name}=0): set a rate a second"
         ]
+
+
+def test_production_refuses_unlimited_money_calls(tmp_path: Path) -> None:
+    env = _production(tmp_path, YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE="0")
+    assert production_problems(load_settings(env)) == [
+        "per-wallet money call limits are off (YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE=0):"
+        " set calls a minute"
+    ]
+
+
+def test_the_minimum_withdrawal_is_read_exactly() -> None:
+    assert load_settings({}).min_withdraw_usd == Decimal(10)
+    assert load_settings({}).wallet_money_calls_per_minute == 10
+    exact = load_settings({"YIELDAGENT_MIN_WITHDRAW_USD": "0.1"}).min_withdraw_usd
+    assert exact == Decimal("0.1")  # the string's value: Decimal(0.1) is 0.1000000000000000055…
+    for wrong in ("ten", "-1", "NaN", "Infinity"):
+        with pytest.raises(ConfigurationError, match="YIELDAGENT_MIN_WITHDRAW_USD"):
+            load_settings({"YIELDAGENT_MIN_WITHDRAW_USD": wrong})
 
 
 def test_production_refuses_a_plaintext_grpc_server_off_loopback_without_the_edge(

@@ -25,6 +25,8 @@
                                            the pool loses F of its assets to bad debt
     yieldagent sim price --chain C --token SYMBOL --usd X
                                            set a simulated price feed (a collateral's)
+    yieldagent sim sequencer --chain C --status down|up
+                                           take the chain's L2 sequencer down, or back up
     yieldagent devnet deposit --chain C --token T --from EOA --to ADDRESS --amount N
                                            a user's ERC-20 transfer on the devnet (minted
                                            to EOA first if it lacks the amount)
@@ -240,7 +242,7 @@ def _cmd_sim(settings: Settings, args: argparse.Namespace) -> None:
     _print({"tx_hash": transfer.tx_hash, "block_number": transfer.block_number})
 
 
-_SCENARIOS = ("pause", "unpause", "drain", "loss", "price")
+_SCENARIOS = ("pause", "unpause", "drain", "loss", "price", "sequencer")
 
 
 def _sim_scenario(settings: Settings, args: argparse.Namespace) -> None:
@@ -251,6 +253,8 @@ def _sim_scenario(settings: Settings, args: argparse.Namespace) -> None:
     chain = args.chain
     if args.action == "price":
         done = scenarios.price(chain, args.token, args.usd)
+    elif args.action == "sequencer":
+        done = scenarios.sequencer(chain, args.status == "up")
     elif args.action in ("pause", "unpause"):
         done = scenarios.pause(chain, args.protocol, args.what, args.action == "pause")
     elif args.action == "drain":
@@ -689,6 +693,11 @@ def _parser() -> argparse.ArgumentParser:
     price.add_argument("--chain", type=int, required=True)
     price.add_argument("--token", required=True, help="the token's symbol, e.g. cbBTC")
     price.add_argument("--usd", required=True, help="its price in US dollars")
+    sequencer = sim_actions.add_parser(
+        "sequencer", help="take the chain's L2 sequencer down, or back up (its uptime feed)"
+    )
+    sequencer.add_argument("--chain", type=int, required=True)
+    sequencer.add_argument("--status", choices=["down", "up"], required=True)
     devnet = commands.add_parser("devnet", help="drive the local EVM devnet (make devnet)")
     devnet_actions = devnet.add_subparsers(dest="action", required=True)
     devnet_advance = devnet_actions.add_parser("advance", help="move the devnet's time ahead")

@@ -14,6 +14,7 @@ import ipaddress
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -127,6 +128,14 @@ class Settings:
     """Chain time between two recorded points of every pool's yield."""
     pool_history_seconds_kept: int = 35 * 86_400
     """Recorded pool points older than this (chain time) are pruned."""
+
+    min_withdraw_usd: Decimal = Decimal(10)
+    """The smallest partial withdrawal, in USD: each is a payout the operator pays gas
+    for. Deactivation takes out any balance, however small."""
+    wallet_money_calls_per_minute: int = 10
+    """Money calls (activation, top-up, withdrawal, run, reward claim, deactivation) a
+    partner may make on one wallet in any 60 seconds, counted in the database across
+    replicas; 0: unlimited."""
 
     risk: RiskSettings = field(default_factory=RiskSettings)
     """The risk guards' thresholds (``YIELDAGENT_RISK_*``)."""
@@ -247,6 +256,20 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _usd(env: Mapping[str, str], name: str, default: Decimal) -> Decimal:
+    """An amount of USD, as a decimal string (read exactly, never through a float)."""
+    raw = (env.get(name) or "").strip()
+    if raw == "":
+        return default
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ConfigurationError(f"{name} must be a decimal number of USD, got {raw!r}") from None
+    if not value.is_finite() or value < 0:
+        raise ConfigurationError(f"{name} must be a finite amount of at least 0, got {raw!r}")
+    return value
 
 
 def _secret(env: Mapping[str, str], name: str) -> Secret | None:
@@ -392,6 +415,10 @@ def _risk(env: Mapping[str, str]) -> RiskSettings:
         max_feed_age_seconds=max(
             _int(env, "YIELDAGENT_RISK_MAX_FEED_AGE_SECONDS", default.max_feed_age_seconds), 1
         ),
+        sequencer_grace_seconds=max(
+            _int(env, "YIELDAGENT_RISK_SEQUENCER_GRACE_SECONDS", default.sequencer_grace_seconds),
+            0,
+        ),
         max_move_loss_bps=max(
             _int(env, "YIELDAGENT_RISK_MAX_MOVE_LOSS_BPS", default.max_move_loss_bps), 0
         ),
@@ -506,6 +533,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         pool_history_seconds_kept=max(
             _int(env, "YIELDAGENT_POOL_HISTORY_RETENTION_SECONDS", 35 * 86_400), 31 * 86_400
         ),
+        min_withdraw_usd=_usd(env, "YIELDAGENT_MIN_WITHDRAW_USD", Decimal(10)),
+        wallet_money_calls_per_minute=max(
+            _int(env, "YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE", 10), 0
+        ),
         risk=_risk(env),
     )
 
@@ -604,6 +635,11 @@ def unlimited_callers(settings: Settings) -> list[str]:
     if settings.partner_rate_limit == 0:
         problems.append(
             "per-partner limits are off (YIELDAGENT_PARTNER_RATE_LIMIT=0): set a rate a second"
+        )
+    if settings.wallet_money_calls_per_minute == 0:
+        problems.append(
+            "per-wallet money call limits are off (YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE=0):"
+            " set calls a minute"
         )
     return problems
 

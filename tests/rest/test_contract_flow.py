@@ -156,6 +156,7 @@ def test_every_operation_answers_as_documented_in_the_partner_flow(
 
     flow.call("GET /api/v1/healthcheck", 200)
     flow.call("GET /api/v1/chains", 200)
+    flow.call("GET /api/v1/config", 200)
     flow.call("GET /api/v1/{chain_id}/tokens", 200, path_parameters={"chain_id": CHAIN})
     flow.call(
         "GET /api/v1/{chain_id}/{token}/protocols",

@@ -103,3 +103,32 @@ def test_protocols_of_a_malformed_token_is_a_422_on_the_path(api: RunningService
     assert response.status == 422
     [item] = response.json()["detail"]
     assert item["loc"] == ["path", "token"]
+
+
+def test_config_answers_what_the_production_client_reads(
+    api: RunningService, keyed: dict[str, str]
+) -> None:
+    # Public, like the catalog: the client sends its partner headers, a browser none.
+    anonymous = api.request("GET", "/api/v1/config")
+    with_key = api.request("GET", "/api/v1/config", headers=keyed)
+    assert anonymous.status == with_key.status == 200
+    body = anonymous.json()
+    assert body == with_key.json()
+    assert {
+        "min_withdraw_usd",
+        "optimizer_threshold_usd",
+        "max_protocol_liquidity_percentage",
+        "constraints",
+        "chains",
+    } <= set(body)
+    assert body["min_withdraw_usd"] == 10  # YIELDAGENT_MIN_WITHDRAW_USD's default
+    assert body["optimizer_threshold_usd"] is None  # the agent has no such rule
+    assert body["max_protocol_liquidity_percentage"] == 15
+    assert body["constraints"]["kinds"]["exclude_protocol"] == {
+        "params": ["protocol"],
+        "optional_params": [],
+    }
+    assert body["chains"]["8453"]["tokens"] == [BASE_USDC]
+    assert body["chains"]["8453"]["chain_id"] == 8453
+    assert body["pending_admin_changes"] == []  # simulated chains have no module
+    assert body["wallet_money_calls_per_minute"] == 0  # the test service's: unlimited

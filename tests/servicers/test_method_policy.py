@@ -7,6 +7,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 
 from yieldagent.servicers.method_policy import (
     INTEGERS_HEADER,
+    MONEY_CALLS,
     NULLS_HEADER,
     STATUS_HEADER,
     api_services,
@@ -24,7 +25,7 @@ def _hints(method: str) -> dict[str, str]:
 def test_every_rpc_of_every_api_service_has_a_policy() -> None:
     methods = {f"/{s.full_name}/{m.name}" for s in api_services() for m in s.methods}
     assert methods == set(POLICIES)
-    assert len(methods) == 39  # 38 unary methods and the WatchWallet stream
+    assert len(methods) == 40  # 39 unary methods and the WatchWallet stream
 
 
 def test_success_statuses() -> None:
@@ -50,6 +51,7 @@ def test_public_and_keyed_methods() -> None:
         "/yieldagent.v1.CatalogService/ListProtocolSupply",
         "/yieldagent.v1.CatalogService/ListProtocols",
         "/yieldagent.v1.CatalogService/ListTokens",
+        "/yieldagent.v1.ConfigService/GetConfig",
         "/yieldagent.v1.HealthcheckService/Healthcheck",
         "/yieldagent.v1.HistoryService/GetProtocolHistory",
         "/yieldagent.v1.StatsService/GetStats",
@@ -115,3 +117,14 @@ def test_an_idempotent_method_must_name_a_permission() -> None:
     service = pool.FindServiceByName("idempotency.test.Public")
     with pytest.raises(ValueError, match="names no partner_permission"):
         load_policies([service])
+
+
+def test_the_money_calls_are_keyed_calls_on_one_wallet() -> None:
+    # The interceptor counts a money call by the request's chain_id and wallet.
+    counted = {name for name, policy in POLICIES.items() if policy.money_call}
+    assert counted == MONEY_CALLS
+    by_name = {f"/{s.full_name}/{m.name}": m for s in api_services() for m in s.methods}
+    for name in MONEY_CALLS:
+        assert POLICIES[name].permission is not None and POLICIES[name].idempotent
+        fields = by_name[name].input_type.fields_by_name
+        assert {"chain_id", "wallet"} <= set(fields), name

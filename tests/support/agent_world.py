@@ -319,6 +319,8 @@ def cycle_env(url: str, data_dir: Path, **settings: str) -> dict[str, str]:
         YIELDAGENT_LOG_FORMAT="json",
         YIELDAGENT_METRICS_PORT="0",  # replicas and restarts side by side: no fixed port
         YIELDAGENT_PARTNER_RATE_LIMIT="0",
+        # The crash loops make twenty money calls on one wallet in seconds.
+        YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE="0",
     )
     env.update(settings)
     return env

@@ -118,6 +118,9 @@ def _started(
             # Unlimited: suites that hammer one partner (the property tests) must not
             # depend on the machine's speed. tests/rest/test_operating.py sets a limit.
             "YIELDAGENT_PARTNER_RATE_LIMIT": "0",
+            # The same for the per-wallet limit on money calls (tests/rest/test_money_limits.py
+            # sets it).
+            "YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE": "0",
             # Every test calls from 127.0.0.1, many with wrong keys on purpose: no per-client
             # limits (tests/rest/test_client_limits.py sets them).
             "YIELDAGENT_CLIENT_RATE_LIMIT": "0",

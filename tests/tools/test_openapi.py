@@ -107,6 +107,7 @@ def test_operations_are_grouped_under_the_names_partners_use(document: dict[str,
         "Catalog",
         "Optimizer",
         "Stats",
+        "Config",
         "Health",
     ]
     assert [tag["name"] for tag in document["tags"]] == names

@@ -34,15 +34,18 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
+from yieldagent.catalog import load_catalog
 from yieldagent.domain.addresses import parse_address, parse_addresses, parse_tx_hash
 from yieldagent.domain.amounts import parse_amount
 from yieldagent.domain.books.wallet_states import WalletStatus, transition
 from yieldagent.domain.books.wallets import wallet_not_found
+from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.constraints import RawConstraint, parse_constraints
 from yieldagent.domain.dates import parse_iso
 from yieldagent.domain.errors import (
@@ -57,7 +60,9 @@ from yieldagent.domain.errors import (
     YieldAgentError,
 )
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, UNCONFIRMED_RETRY_SECONDS
+from yieldagent.domain.money.withdrawals import check_minimum
 from yieldagent.domain.pagination import page_request
+from yieldagent.domain.partners.money_calls import LoggedCall, MoneyCall, MoneyCallLimit
 from yieldagent.domain.partners.partners import INVALID_KEY
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.partners.smart_accounts import SafeChains, account_key, check_owner
@@ -104,6 +109,31 @@ def _raised(check: Callable[..., object], *args: Any) -> YieldAgentError:
     except YieldAgentError as error:
         return error
     raise AssertionError(f"{check.__name__}{args!r} raised nothing")
+
+
+def _usdc() -> TokenInfo:
+    return load_catalog().token(CHAIN, USDC)
+
+
+def _money_calls_limited() -> YieldAgentError:
+    limit = MoneyCallLimit(_CallLog(), 10, lambda: 30.0)
+    for _ in range(10):
+        limit.check(1, CHAIN, WALLET)
+    return _raised(limit.check, 1, CHAIN, WALLET)
+
+
+class _CallLog:
+    """A money call log in memory, for the example."""
+
+    def __init__(self) -> None:
+        self._calls: list[LoggedCall] = []
+
+    def record(self, call: MoneyCall, since: float) -> tuple[int, Sequence[LoggedCall]]:
+        self._calls.append(LoggedCall(len(self._calls) + 1, call.at))
+        return len(self._calls), [c for c in self._calls if c.at >= since]
+
+    def forget(self, call_id: int) -> None:
+        self._calls = [c for c in self._calls if c.id != call_id]
 
 
 def _rate_limited() -> YieldAgentError:
@@ -162,6 +192,7 @@ def _state(status: WalletStatus, action: str, why: str) -> Refusal:
 
 REFUSALS: dict[str, tuple[Refusal, ...]] = {
     "Healthcheck": (),
+    "GetConfig": (),
     "ListChains": (),
     "ListTokens": (),
     "ListProtocols": (
@@ -311,6 +342,12 @@ REFUSALS: dict[str, tuple[Refusal, ...]] = {
             "above_balance",
             InvalidRequest("Amount 5000000000 exceeds the withdrawable balance of 1000000000"),
             "The amount exceeds the withdrawable balance.",
+        ),
+        (
+            "below_minimum",
+            _raised(check_minimum, 1_000_000, _usdc(), Decimal(10)),
+            "The amount is worth less than the minimum withdrawal "
+            "(`YIELDAGENT_MIN_WITHDRAW_USD`); deactivation takes out a smaller balance.",
         ),
         _OTHER_PARTNER,
         _state(WalletStatus.DEACTIVATED, "withdraw", "The agent is not active."),
@@ -635,6 +672,16 @@ def answers(
                 policy,
             ),
         ]
+    if policy.money_call:
+        found.append(
+            _answer(
+                "money_calls_limited",
+                _money_calls_limited(),
+                "The partner made `YIELDAGENT_WALLET_MONEY_CALLS_PER_MINUTE` money calls on "
+                "this wallet within a minute: retry after `Retry-After` seconds.",
+                policy,
+            )
+        )
     if policy.idempotent:
         found += [
             _answer(

@@ -78,6 +78,7 @@ TAGS = {
     "CatalogService": "Catalog",
     "OptimizerService": "Optimizer",
     "StatsService": "Stats",
+    "ConfigService": "Config",
     "HealthcheckService": "Health",
 }
 """The name a partner knows each service's operations by, in the order the docs list them

@@ -39,6 +39,14 @@ from yieldagent.domain.ports.signer import Signer
 from yieldagent.storage.nonces import NonceStore
 from yieldagent.storage.simulation import SimulationStore
 
+SEQUENCER_UPTIME_FEEDS: dict[int, str] = {
+    8453: "0xBCF85224fc0756B9Fa45aA7892530B47e10b6433",  # Base: Chainlink's L2 sequencer uptime
+}
+"""Each rollup's L2 sequencer uptime feed (Chainlink's: answer 0 up, 1 down; ``startedAt``
+when that status began), read with the collateral feeds: while the sequencer is down, and
+for ``YIELDAGENT_RISK_SEQUENCER_GRACE_SECONDS`` after, the depeg guard trusts no price. A
+local devnet has no sequencer and reads none."""
+
 
 def simulated_market(
     settings: Settings, engine: Engine, catalog: Catalog, set_speed: bool = True
@@ -107,6 +115,8 @@ def _web3_chain(
         overrides["collateral_feeds"] = tuple(
             CollateralFeedConfig.of(*feed) for feed in settings.collateral_feeds[chain_id]
         )
+    if not settings.devnet:
+        overrides["sequencer_feed"] = SEQUENCER_UPTIME_FEEDS.get(chain_id)
     config = chain_config(
         Manifest.load(path),
         confirmations=settings.confirmations,

@@ -58,10 +58,13 @@ from yieldagent.domain.market.yields import PoolYields, YieldRecorder
 from yieldagent.domain.money.details import WalletDetails
 from yieldagent.domain.money.lifecycle import Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
+from yieldagent.domain.partners.money_calls import MoneyCallLimit
 from yieldagent.domain.partners.rate_limits import RateLimiter
+from yieldagent.domain.partners.service_config import ConfigReader, Rules
 from yieldagent.domain.partners.smart_accounts import SafeChains
 from yieldagent.domain.ports.module_changes import ModuleChangeSource
 from yieldagent.domain.ports.signer import Signer
+from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.observability.agent_metrics import RunMetrics, count_recovered
 from yieldagent.observability.logs import configure_logging
@@ -74,6 +77,7 @@ from yieldagent.observability.metrics import (
 from yieldagent.observability.risk_metrics import RiskMetrics
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.catalog import CatalogServicer
+from yieldagent.servicers.config import ConfigServicer
 from yieldagent.servicers.health import HealthcheckServicer
 from yieldagent.servicers.history import HistoryServicer
 from yieldagent.servicers.idempotency import Idempotency
@@ -90,6 +94,7 @@ from yieldagent.storage.db import create_db_engine, migrate, ping
 from yieldagent.storage.events import EventStore
 from yieldagent.storage.idempotency import IdempotencyStore
 from yieldagent.storage.module_changes import ModuleChangeStore
+from yieldagent.storage.money_calls import MoneyCallStore
 from yieldagent.storage.operations import OperationStore
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.risk import RiskStore
@@ -100,6 +105,7 @@ from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.storage.yields import YieldStore
 from yieldagent.v1 import (
     catalog_pb2_grpc,
+    config_pb2_grpc,
     health_pb2_grpc,
     history_pb2_grpc,
     optimizer_pb2_grpc,
@@ -136,6 +142,7 @@ def build_lifecycle(
     policy = Policy(
         fee_bps=settings.performance_fee_bps,
         max_deposit_usd=settings.max_deposit_usd,
+        min_withdraw_usd=settings.min_withdraw_usd,
         fee_collector=fee_collector(settings),
         lease_seconds=settings.lease_seconds,
         swap_slippage_bps=settings.swap_slippage_bps,
@@ -196,6 +203,8 @@ def build_server(
     reflect: bool = True,
     streams_per_partner: int = 100,
     safes: SafeChains | None = None,
+    money_calls: MoneyCallLimit | None = None,
+    rules: Rules | None = None,
 ) -> ApiServer:
     """The gRPC server with every API servicer over ``engine``'s stores, bound to
     ``address`` (port 0: any free one). ``catalog`` is the served one (default: the shipped
@@ -204,7 +213,9 @@ def build_server(
     (default: plaintext); ``reflect``, whether it answers server reflection;
     ``streams_per_partner``, how many streams a partner may have open (their credentials
     are checked again every ``events.poll_seconds``); ``safes``, where Safe accounts can be
-    created (default: nowhere)."""
+    created (default: nowhere); ``money_calls``, the per-wallet limit on money calls
+    (default: none); ``rules``, what ``GET /config`` tells of the settings (default: the
+    lifecycle's minimum withdrawal, the default risk settings, ``money_calls``' limit)."""
     catalog = catalog or load_catalog()
     reports = Reports(WalletStore(engine), chains, catalog)
     events = events or EventStore(engine)
@@ -214,8 +225,14 @@ def build_server(
         idempotency or Idempotency(IdempotencyStore(engine)),
         limiter,
         OpenStreams(PartnerStore(engine), streams_per_partner, events.poll_seconds),
+        money_calls,
     )
     paused = RunStore(engine).paused
+    rules = rules or Rules(
+        lifecycle.books.policy.min_withdraw_usd,
+        RiskSettings().max_pool_share,
+        money_calls.limit if money_calls is not None else 0,
+    )
     fee_bps = lifecycle.books.policy.fee_bps
     yields = PoolYields(YieldStore(engine), catalog, fee_bps)
     numbers = WalletNumbers(WalletStore(engine), chains, catalog, reports, fee_bps)
@@ -242,6 +259,10 @@ def build_server(
             RewardServicer(lifecycle, reports),
         ),
         (stats_pb2_grpc.add_StatsServiceServicer_to_server, StatsServicer(reports)),
+        (
+            config_pb2_grpc.add_ConfigServiceServicer_to_server,
+            ConfigServicer(ConfigReader(rules, catalog, ModuleChangeStore(engine))),
+        ),
         (
             history_pb2_grpc.add_HistoryServiceServicer_to_server,
             HistoryServicer(yields, numbers, catalog),
@@ -274,6 +295,23 @@ def build_limiter(settings: Settings) -> RateLimiter | None:
     if settings.partner_rate_limit <= 0:
         return None
     return RateLimiter(settings.partner_rate_limit, settings.partner_rate_burst, time.monotonic)
+
+
+def build_money_limit(settings: Settings, engine: Engine) -> MoneyCallLimit | None:
+    """The per-wallet limit on money calls, counted in the database (every replica shares
+    it), or None when unlimited."""
+    if settings.wallet_money_calls_per_minute <= 0:
+        return None
+    return MoneyCallLimit(MoneyCallStore(engine), settings.wallet_money_calls_per_minute, time.time)
+
+
+def service_rules(settings: Settings) -> Rules:
+    """What ``GET /config`` tells partners of the settings."""
+    return Rules(
+        settings.min_withdraw_usd,
+        settings.risk.max_pool_share,
+        settings.wallet_money_calls_per_minute,
+    )
 
 
 def wallet_refresh(lifecycle: Lifecycle, chain_ids: list[int]) -> Job:
@@ -446,6 +484,8 @@ def build_serving(
         settings.grpc_reflection,
         settings.watch_streams_per_partner,
         safe_chains(settings, catalog, operator.address),
+        build_money_limit(settings, engine),
+        service_rules(settings),
     )
     return api, events
 

@@ -38,6 +38,10 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "min_allocation_amount_per_protocol": ("protocol", "min_amount"),
 }
 KINDS = tuple(_PARAMS)
+PARAMS: Mapping[str, tuple[str, ...]] = _PARAMS
+"""Each kind's required parameters."""
+OPTIONAL_PARAMS: Mapping[str, tuple[str, ...]] = {"min_protocols": ("min_fraction_per_protocol",)}
+"""The parameters a kind takes with a default (``DEFAULT_MIN_FRACTION``)."""
 
 
 @dataclass(frozen=True, slots=True)

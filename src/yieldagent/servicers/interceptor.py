@@ -9,7 +9,9 @@ For each ``yieldagent.v1`` call it:
    a stream also takes a lease (``servicers.streams``: a cap per partner, credentials
    checked again while it is open);
    on an ``idempotent`` method called with a key, runs it through
-   ``servicers.idempotency`` (executed once, answers replayed);
+   ``servicers.idempotency`` (executed once, answers replayed); a money call that
+   executes counts against its wallet's limit first (``domain.partners.money_calls``;
+   a replayed answer is not counted);
 3. turns a domain error (or any unexpected exception) into the canonical gRPC
    status via ``servicers.errors``;
 4. on calls from the REST edge, words a refusal for REST (status and body, in trailing
@@ -37,18 +39,20 @@ from typing import Any
 
 import grpc
 
+from yieldagent.domain.addresses import is_address
 from yieldagent.domain.errors import (
     NodeUnavailable,
     NotImplementedYet,
     RateLimited,
     YieldAgentError,
 )
+from yieldagent.domain.partners.money_calls import MoneyCallLimit
 from yieldagent.domain.partners.rate_limits import RateLimiter
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.observability.logs import bind_request_id, unbind_request_id
 from yieldagent.observability.metrics import RATE_LIMITED, MethodMetrics
 from yieldagent.servicers import errors
-from yieldagent.servicers.auth import Authenticator, presented_digest
+from yieldagent.servicers.auth import Authenticator, current_partner, presented_digest
 from yieldagent.servicers.idempotency import Idempotency, key_of
 from yieldagent.servicers.method_policy import Metadata, MethodPolicy
 from yieldagent.servicers.replies import Reply
@@ -90,12 +94,14 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         idempotency: Idempotency | None = None,
         limiter: RateLimiter | None = None,
         streams: OpenStreams | None = None,
+        money_calls: MoneyCallLimit | None = None,
     ) -> None:
         self._policies = policies
         self._authenticator = authenticator
         self._idempotency = idempotency
         self._limiter = limiter
         self._streams = streams
+        self._money_calls = money_calls
         self._wrapped: dict[str, tuple[Any, Any]] = {}
 
     async def intercept_service(
@@ -142,6 +148,8 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         clock = time.perf_counter
         ok = grpc.StatusCode.OK
         render = Renderer(policy) if policy.served_as_json else None
+        if policy.money_call and self._money_calls is not None:
+            behavior = _counted(self._money_calls, behavior)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = clock()
@@ -250,6 +258,20 @@ class ApiInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 unbind_request_id(request_token)
 
         return guarded
+
+
+def _counted(limit: MoneyCallLimit, behavior: Behavior) -> Behavior:
+    """``behavior`` counted against the money call limit of the wallet its request names,
+    before it runs (the count is a query: off the event loop). A request whose wallet is
+    not an address is left to the servicer, which refuses it."""
+
+    async def counted(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if is_address(request.wallet):
+            partner = current_partner()
+            await asyncio.to_thread(limit.check, partner.id, request.chain_id, request.wallet)
+        return await behavior(request, context)
+
+    return counted
 
 
 def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:

@@ -13,7 +13,8 @@ The REST edge (Envoy plus envoy/rest.lua) knows no route. For every
 - the JSON paths printed as ``null`` when unset: every proto3 ``optional`` scalar;
 - where each request field comes from on REST (``path``, ``query`` or ``body``),
   from the ``google.api.http`` rule, to locate input errors as the contract does;
-- whether the service renders the method's REST reply itself (``SERVED_AS_JSON``).
+- whether the service renders the method's REST reply itself (``SERVED_AS_JSON``);
+- whether the method is a money call (``MONEY_CALLS``), limited per wallet.
 
 Envoy has the status and JSON hints from the request schema it is rendered with
 (``composition.edge``); the service renders the same hints itself for ``SERVED_AS_JSON``.
@@ -38,6 +39,7 @@ from google.protobuf.message import Message
 
 from yieldagent.v1 import (
     catalog_pb2,
+    config_pb2,
     health_pb2,
     history_pb2,
     optimizer_pb2,
@@ -58,6 +60,7 @@ API_FILES = (
     stats_pb2,
     optimizer_pb2,
     history_pb2,
+    config_pb2,
     wallet_details_pb2,
 )
 
@@ -93,6 +96,20 @@ passes on as it is (``servicers.rest_json``): the wallet read partners poll, kep
 wallet version. Envoy's transcoding and reshaping of it were most of Envoy's work per read,
 and grew with the wallet's history (``docs/performance.md``)."""
 
+MONEY_CALLS = frozenset(
+    {
+        "/yieldagent.v1.WalletService/ActivateWallet",
+        "/yieldagent.v1.WalletService/TopUp",
+        "/yieldagent.v1.WalletService/Withdraw",
+        "/yieldagent.v1.WalletService/RunAgent",
+        "/yieldagent.v1.WalletService/DeactivateWallet",
+        "/yieldagent.v1.RewardService/ClaimRewards",
+    }
+)
+"""The calls that can make the operator pay gas on a wallet (its ``chain_id`` and
+``wallet`` fields name it): each counts against the per-wallet limit on money calls
+(``domain.partners.money_calls``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class MethodPolicy:
@@ -115,6 +132,8 @@ class MethodPolicy:
     """Whether the service renders the REST reply itself (``SERVED_AS_JSON``)."""
     bare_field: str | None = None
     """The repeated field whose array is the whole REST reply (``SERVED_AS_ARRAY``)."""
+    money_call: bool = False
+    """Whether the call counts against its wallet's money call limit (``MONEY_CALLS``)."""
 
     def locate(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
         """A request field's location as REST reports it: ``("body", "eoa")``.
@@ -215,6 +234,7 @@ def policy_for(method: MethodDescriptor) -> MethodPolicy:
         null_paths=tuple(nulls),
         served_as_json=full_name in SERVED_AS_JSON,
         bare_field=SERVED_AS_ARRAY.get(full_name),
+        money_call=full_name in MONEY_CALLS,
     )
 
 

@@ -84,6 +84,13 @@ class WorldUnit(Protocol):
     def set_price(self, chain_id: int, symbol: str, price: int, peg: int) -> None:
         """Sets a price feed."""
 
+    def sequencer(self, chain_id: int) -> tuple[bool, int] | None:
+        """The chain's sequencer uptime feed, (up, since when), once a scenario set it;
+        None: the chain shows none."""
+
+    def set_sequencer(self, chain_id: int, up: bool, since: int) -> None:
+        """Sets the chain's sequencer uptime feed."""
+
     # balances and transactions
 
     def balance(self, chain_id: int, token: str, holder: str) -> int:

@@ -54,6 +54,7 @@ from yieldagent.storage.tables import (
     SimPoolRow,
     SimPositionRow,
     SimPriceRow,
+    SimSequencerRow,
     SimTransactionRow,
 )
 
@@ -356,6 +357,20 @@ class SimSession:
         if row is None:
             row = SimPriceRow(chain_id=chain_id, symbol=symbol, price=price, peg=peg)
         row.price, row.peg = price, peg
+        self._session.add(row)
+
+    def sequencer(self, chain_id: int) -> tuple[bool, int] | None:
+        """The chain's sequencer uptime feed, (up, since when), once a scenario set it;
+        None: the chain shows none."""
+        row = self._session.get(SimSequencerRow, chain_id)
+        return None if row is None else (row.up, row.since)
+
+    def set_sequencer(self, chain_id: int, up: bool, since: int) -> None:
+        """Sets the chain's sequencer uptime feed."""
+        row = self._session.get(SimSequencerRow, chain_id)
+        if row is None:
+            row = SimSequencerRow(chain_id=chain_id, up=up, since=since)
+        row.up, row.since = up, since
         self._session.add(row)
 
     def pool_id(self, pool: PoolState) -> int:

@@ -129,6 +129,17 @@ class SimPriceRow(SQLModel, table=True):
     peg: int = Field(sa_type=TokenAmount)
 
 
+class SimSequencerRow(SQLModel, table=True):
+    """A simulated chain's L2 sequencer uptime feed, once a scenario set it: whether the
+    sequencer is up, and since when (its ``startedAt``)."""
+
+    __tablename__ = "sim_sequencers"
+
+    chain_id: int = Field(primary_key=True)
+    up: bool
+    since: int = Field(sa_type=BigInteger, description="unix seconds the status began")
+
+
 class SimPositionRow(SQLModel, table=True):
     """What one holder has supplied to one simulated pool."""
 
@@ -623,3 +634,22 @@ class ModuleChangeCursorRow(SQLModel, table=True):
 
     chain_id: int = Field(primary_key=True)
     next_block: int = Field(sa_type=BigInteger)
+
+
+# -- the per-wallet money call limit (domain.partners.money_calls) --------------------------
+
+
+class WalletMoneyCallRow(SQLModel, table=True):
+    """A money call a partner made on a wallet, kept for the limit's window (a minute)."""
+
+    __tablename__ = "wallet_money_calls"
+    __table_args__ = (
+        Index("ix_wallet_money_calls_wallet", "partner_id", "chain_id", "wallet", "at"),
+        Index("ix_wallet_money_calls_at", "at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    partner_id: int
+    chain_id: int
+    wallet: str = Field(max_length=42, description="the wallet's address, lower-cased")
+    at: float = Field(description="wall-clock unix time of the call")

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from yieldagent.domain.market.history import MAX_SNAPSHOTS, Snapshot, recorded
-from yieldagent.domain.market.readings import CollateralFeed, PoolReading, RiskState
+from yieldagent.domain.market.readings import (
+    CollateralFeed,
+    PoolReading,
+    RiskState,
+    SequencerStatus,
+)
 from yieldagent.domain.risk.guards import Exposure, Rule, assess
 from yieldagent.domain.risk.settings import RiskSettings
 
@@ -149,6 +154,38 @@ def test_a_stale_or_unreadable_feed_stops_new_funds_and_a_fallen_one_still_exits
     verdict = assess(_reading(collateral=(gone, fallen)), Exposure(), DEFAULTS)
     assert verdict.state == RiskState.EXIT
     assert verdict.reasons == ("collateral USDC.e is 5% or more below its peg",)
+
+
+def test_every_feed_is_stale_while_the_sequencer_is_down_and_for_its_grace_after() -> None:
+    peg = 100_000_000
+    grace = DEFAULTS.sequencer_grace_seconds
+    fallen = CollateralFeed("USDe", peg * 90 // 100, peg, updated_at=NOW)  # an old price?
+    steady = CollateralFeed("sUSD", peg, peg, updated_at=NOW)
+    feeds = (fallen, steady)
+    cases = [
+        (SequencerStatus(up=False, since=NOW - 10 * HOUR), "the chain's sequencer is down"),
+        (
+            SequencerStatus(up=True, since=NOW - grace + 1),
+            f"the chain's sequencer came back up less than {grace} s ago",
+        ),
+        (
+            SequencerStatus(up=False, since=0, readable=False),
+            "the chain's sequencer uptime feed cannot be read",
+        ),
+    ]
+    for sequencer, why in cases:
+        verdict = assess(_reading(collateral=feeds, sequencer=sequencer), Exposure(), DEFAULTS)
+        # no exit on a price that may be from before the outage, and no new funds
+        assert (verdict.state, verdict.rules) == (RiskState.NO_NEW_FUNDS, (Rule.DEPEG,))
+        assert verdict.reasons == (f"the price feed of collateral USDe, sUSD is stale: {why}",)
+    back = SequencerStatus(up=True, since=NOW - grace)  # the grace period is over
+    verdict = assess(_reading(collateral=feeds, sequencer=back), Exposure(), DEFAULTS)
+    assert verdict.state == RiskState.EXIT  # the fallen price now counts
+    calm = _reading(collateral=(steady,), sequencer=back)
+    assert assess(calm, Exposure(), DEFAULTS).state == RiskState.OK
+    # A pool lending against no priced collateral has nothing to distrust.
+    down = SequencerStatus(up=False, since=NOW)
+    assert assess(_reading(sequencer=down), Exposure(), DEFAULTS).state == RiskState.OK
 
 
 def test_a_pool_we_hold_our_share_of_takes_no_new_funds() -> None:

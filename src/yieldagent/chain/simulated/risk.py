@@ -8,7 +8,9 @@ cbBTC; the single-market pools name no collateral).
 **Scenarios** a partner or a test provokes (``yieldagent sim …``), each stored in one unit
 of the simulated world at the current simulated time: switches (supply or withdrawals
 paused), a drain (other suppliers leave), a loss (bad debt written off: each holder's
-share is noted in its history, ``SimulatedMarket.note_loss``) and a price feed.
+share is noted in its history, ``SimulatedMarket.note_loss``), a price feed, and the
+chain's L2 sequencer going down or back up (its uptime feed, which a chain shows once a
+scenario has switched it).
 A feed's peg is the collateral's reference price (``REFERENCE_USD``), or the first price
 set for a token without one.
 """
@@ -29,7 +31,7 @@ from yieldagent.chain.simulated.pools import (
     value_of,
 )
 from yieldagent.domain.errors import InvalidRequest
-from yieldagent.domain.market.readings import CollateralFeed, PoolReading
+from yieldagent.domain.market.readings import CollateralFeed, PoolReading, SequencerStatus
 from yieldagent.simulated_world.state import PoolState
 
 if TYPE_CHECKING:
@@ -52,9 +54,13 @@ def collateral_of(market_name: str) -> str | None:
 
 
 def readings(
-    pools: Sequence[PoolState], prices: dict[str, tuple[int, int]], at: int
+    pools: Sequence[PoolState],
+    prices: dict[str, tuple[int, int]],
+    at: int,
+    sequencer: SequencerStatus | None = None,
 ) -> list[PoolReading]:
-    """The pools, projected to ``at``, as their guards read them."""
+    """The pools, projected to ``at``, as their guards read them, with the chain's
+    ``sequencer`` uptime feed if it shows one."""
     found = []
     for pool in pools:
         feeds = []
@@ -63,7 +69,9 @@ def readings(
             if symbol is not None and symbol in prices:
                 price, peg = prices[symbol]
                 feeds.append(CollateralFeed(symbol, price, peg))
-        found.append(PoolReading(pool.protocol, snapshot_of(pool, at), pool.history, tuple(feeds)))
+        found.append(
+            PoolReading(pool.protocol, snapshot_of(pool, at), pool.history, tuple(feeds), sequencer)
+        )
     return found
 
 
@@ -178,8 +186,20 @@ class Scenarios:
             unit.take_sequences(1)
         return {"token": symbol, "price": str(price), "peg": str(peg), "decimals": PRICE_DECIMALS}
 
+    def sequencer(self, chain_id: int, up: bool) -> dict[str, object]:
+        """Takes the chain's L2 sequencer down (``up`` False) or brings it back up, now:
+        its uptime feed answers 1 or 0, and ``startedAt`` the current simulated time."""
+        now = self._market.now()
+        with self._market.store.writing() as unit:
+            unit.set_sequencer(chain_id, up, now)
+            unit.take_sequences(1)
+        return {"chain_id": chain_id, "up": up, "since": now}
+
     def readings(self, chain_id: int, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The pools of ``protocols`` for ``token`` as their guards read them now."""
         wanted = set(protocols)
         pools, prices, now = self._market.guard_inputs(chain_id, token)
-        return readings([p for p in pools if p.protocol in wanted], prices, now)
+        with self._market.store.reading() as unit:
+            status = unit.sequencer(chain_id)
+        sequencer = None if status is None else SequencerStatus(*status)
+        return readings([p for p in pools if p.protocol in wanted], prices, now, sequencer)

@@ -85,7 +85,7 @@ from yieldagent.domain.errors import (
 )
 from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import PoolQuote
-from yieldagent.domain.market.readings import CollateralFeed, PoolReading
+from yieldagent.domain.market.readings import CollateralFeed, PoolReading, SequencerStatus
 from yieldagent.domain.partners.safe_accounts import create_proxy_calldata, safe_account_address
 from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import (
@@ -141,6 +141,11 @@ class _Feed:
     address: str
     peg: int
     symbol: str
+
+
+async def _none() -> None:
+    """Nothing to read (a chain's feeds when no pool needs them)."""
+    return None
 
 
 def _collateral(feed: _Feed, answer: tuple[int, int] | None) -> CollateralFeed:
@@ -447,17 +452,33 @@ class Web3Chain:
         # every feed a wanted vault might lend against, read with the pools in one batch
         lent = {c for p in wanted if isinstance(p, VaultPool) for c in p.collaterals}
         watched = sorted(lent & set(self._feeds))
-        reads, prices = await asyncio.gather(
+        reads, prices, sequencer = await asyncio.gather(
             asyncio.gather(*(self._guard_reading(pool, block) for pool in wanted)),
             self._feed_prices(watched, block),
+            self._sequencer(block) if watched else _none(),
         )
         readings = []
         for pool, (snapshot, lent_against) in zip(wanted, reads, strict=True):
             feeds = tuple(
                 _collateral(self._feeds[c], prices[c]) for c in lent_against if c in prices
             )
-            readings.append(PoolReading(pool.name, snapshot, collateral=feeds))
+            readings.append(PoolReading(pool.name, snapshot, collateral=feeds, sequencer=sequencer))
         return readings
+
+    async def _sequencer(self, block: Block) -> SequencerStatus | None:
+        """The chain's L2 sequencer as its uptime feed answers at ``block`` (answer 0: up;
+        ``startedAt``: since when), unreadable if it cannot be read; None on a chain with
+        no such feed."""
+        feed = self.config.sequencer_feed
+        if feed is None:
+            return None
+        try:
+            answer = await self.reader.call(feed, FEED_LATEST_ROUND_DATA, block=block.number)
+        except Exception:
+            # Like a collateral feed that cannot be read: the guard trusts no price then.
+            log.warning("sequencer uptime feed unreadable", extra={"chain_id": self.chain_id})
+            return SequencerStatus(up=False, since=0, readable=False)
+        return SequencerStatus(up=int(answer[1]) == 0, since=int(answer[2]))
 
     @staticmethod
     async def _guard_reading(

@@ -98,6 +98,9 @@ class Web3ChainConfig:
     collateral_feeds: tuple[CollateralFeedConfig, ...] = ()
     """The pegged collaterals whose feeds the depeg guard reads, wherever a pool lends
     against them (a Morpho vault's markets)."""
+    sequencer_feed: str | None = None
+    """The chain's L2 sequencer uptime feed (Chainlink's), read with the collateral feeds;
+    None on a chain without a sequencer (or a local devnet)."""
 
     def __post_init__(self) -> None:
         if self.log_range < 1:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 from yieldagent.domain.books.apr import PerformancePoint
@@ -62,6 +63,9 @@ class Policy:
     retry_seconds: float = 0.0
     """How long an operation waiting on the chain (funds stuck in a pool, a fee transfer
     refused) waits before its next attempt; 0: at the next reconciliation pass."""
+    min_withdraw_usd: Decimal = Decimal(0)
+    """The smallest partial withdrawal, in USD (exact); 0: none. Deactivation is never held
+    to it."""
 
 
 def valued(wallet: Wallet, valuation: Valuation) -> Wallet:

@@ -1,7 +1,8 @@
 """What a chain reads of a pool for its risk guards, and the states the guards give a pool.
 
-A ``PoolReading`` is the pool now (a ``Snapshot``), its recent history and the price feeds
-of the collateral it lends against; ``domain.risk.guards`` judges it. ``RiskState`` is
+A ``PoolReading`` is the pool now (a ``Snapshot``), its recent history, the price feeds
+of the collateral it lends against and, on a rollup that has one, its sequencer's uptime
+feed (``SequencerStatus``); ``domain.risk.guards`` judges it. ``RiskState`` is
 what a verdict lets a pool do: the standing a pool's record keeps between judgements.
 """
 
@@ -44,6 +45,31 @@ class CollateralFeed:
 
 
 @dataclass(frozen=True, slots=True)
+class SequencerStatus:
+    """A rollup's sequencer as its uptime feed tells it (Chainlink's L2 sequencer uptime
+    feed: answer 0 up, 1 down; ``startedAt`` when that status began). While the sequencer
+    is down, price feeds stop updating on the chain, and for a while after it comes back
+    they may still show old prices."""
+
+    up: bool
+    since: int
+    """When the status began (unix seconds)."""
+    readable: bool = True
+    """False: the uptime feed could not be read (``up`` then means nothing)."""
+
+    def distrust(self, now: int, grace: int) -> str | None:
+        """Why the chain's price feeds cannot be trusted at ``now``, if they cannot: the
+        sequencer down, unreadable, or up for less than ``grace`` seconds."""
+        if not self.readable:
+            return "the chain's sequencer uptime feed cannot be read"
+        if not self.up:
+            return "the chain's sequencer is down"
+        if now - self.since < grace:
+            return f"the chain's sequencer came back up less than {grace} s ago"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class PoolReading:
     """What the chain port read of one pool for its guards: the present and its history."""
 
@@ -53,6 +79,8 @@ class PoolReading:
     """Earlier snapshots, oldest first (``history.recorded``); ``now`` need not be among
     them."""
     collateral: tuple[CollateralFeed, ...] = ()
+    sequencer: SequencerStatus | None = None
+    """The chain's sequencer uptime feed; None on a chain without one."""
 
     @property
     def cash(self) -> int:

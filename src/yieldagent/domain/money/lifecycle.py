@@ -10,10 +10,12 @@ The money use cases live in focused modules, all on the same ``Books``:
 
 This module adds the calls that change a wallet's rules (protocols, reward staking), the
 operator's actions (block, unblock, emergency, resume), and the worker's periodic job
-(``refresh``: booking what nobody announced, hourly valuations, and following the owner's
+(``refresh``: booking what nobody announced, hourly valuations, following the owner's
 revocation of the operator: a wallet whose account no longer lets the operator act is
-``blocked``, and unblocked when its owner allows it again). Every call that changes a
-wallet holds its lease (``domain.books.leases``) and commits against the version it read.
+``blocked``, and unblocked when its owner allows it again; and saying which pool holds the
+wallet's funds back while its withdrawals are paused, ``books.held_back``). Every call
+that changes a wallet holds its lease (``domain.books.leases``) and commits against the
+version it read.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from yieldagent.domain.books.books import Books, Policy
+from yieldagent.domain.books.held_back import follows, held_back, paused_pools
 from yieldagent.domain.books.operations import Operation, OperationKind
 from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.reconciliation import Reconciler, Repair, recover_run
 from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
-from yieldagent.domain.errors import InvalidInput
-from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.errors import ChainUnavailable, InvalidInput
+from yieldagent.domain.market.ports import MarketChain, PoolReads
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import Withdrawals
@@ -211,6 +214,7 @@ class Lifecycle:
         books = self.books
         chain = books.chain(chain_id)
         written = 0
+        paused: dict[str, frozenset[str] | None] = {}  # by token, read once per refresh
         for wallet in books.wallets.wallets(chain_id):
             if wallet.status not in SYNCED_STATES:
                 continue
@@ -222,6 +226,9 @@ class Lifecycle:
                 if await self._follow_revocation(chain, current, owner):
                     written += 1
                     continue
+                if await self._tell_held_back(chain, current, owner, paused):
+                    written += 1
+                    continue
                 every = math.inf if current.status == WalletStatus.DEACTIVATED else SNAPSHOT_SECONDS
                 if current.status in SYNCED_STATES and await books.sync(
                     chain, current, owner, every
@@ -230,6 +237,44 @@ class Lifecycle:
             finally:
                 books.leases.release(wallet.id, owner)
         return written
+
+    async def _tell_held_back(
+        self,
+        chain: MarketChain,
+        wallet: Wallet,
+        owner: str,
+        paused: dict[str, frozenset[str] | None],
+    ) -> bool:
+        """Sets the wallet's ``status_reason`` to the pools that hold its funds back (their
+        withdrawals paused), or clears the one it set once none does; ``paused`` keeps
+        each token's paused pools for the rest of the refresh. Returns whether it
+        committed."""
+        if not follows(wallet.status_reason):
+            return False
+        if not wallet.status_reason and not any(a > 0 for a in wallet.positions.values()):
+            return False  # nothing in any pool, nothing said: no pool to read
+        if wallet.token not in paused:
+            paused[wallet.token] = await self._paused_pools(chain, wallet.token)
+        found = paused[wallet.token]
+        if found is None:  # the pools could not be read: say what was said before
+            return False
+        symbol = self.books.token_info(wallet).symbol
+        reason = held_back(wallet.positions, found, symbol)
+        if reason == wallet.status_reason:
+            return False
+        await self.books.close(chain, replace(wallet, status_reason=reason), owner)
+        return True
+
+    async def _paused_pools(self, chain: MarketChain, token: str) -> frozenset[str] | None:
+        """The pools of ``token`` on ``chain`` whose withdrawals are paused (none on a chain
+        that cannot read its pools' switches; None when the node did not answer)."""
+        if not isinstance(chain, PoolReads):
+            return frozenset()
+        names = [p.name for p in self.books.catalog.token(chain.chain_id, token).protocols]
+        try:
+            return paused_pools(await chain.pool_readings(token, names))
+        except ChainUnavailable:
+            return None
 
     async def _follow_revocation(self, chain: MarketChain, wallet: Wallet, owner: str) -> bool:
         """Blocks a wallet whose owner revoked the operator on chain (the ``blocked``

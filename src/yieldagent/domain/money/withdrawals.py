@@ -10,6 +10,10 @@ before the user is paid, nothing was withdrawn: the operation fails and the part
 a 503 (funds already taken out of protocols stay idle for the agent). Once the user is
 paid, the withdrawal stands; a fee transfer still owed is retried by reconciliation.
 
+**Minimum.** A partial withdrawal worth less than the policy's minimum in USD is refused
+before anything is stored: each one is a payout the operator pays gas for. Deactivation
+takes out any balance, however small.
+
 **Deactivation.** The wallet turns ``deactivating`` with the intent (and its ``transfer``
 flag) in one commit. Each attempt takes what each pool can give, goes on to the next, and
 with ``transfer`` pays out what is idle (split and fee as for a withdrawal). When nothing
@@ -26,6 +30,8 @@ is paid, owed fees are sent, deactivations drained.
 from __future__ import annotations
 
 from dataclasses import replace
+from decimal import Decimal
+from fractions import Fraction
 
 from yieldagent.domain.books.accounting import (
     Source,
@@ -48,10 +54,12 @@ from yieldagent.domain.books.reconciliation import Settled
 from yieldagent.domain.books.valuation import Valuation, moment_of, value
 from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Wallet, WithdrawalRecord
+from yieldagent.domain.catalog import TokenInfo
 from yieldagent.domain.errors import (
     ChainRejected,
     ChainUnavailable,
     InvalidInput,
+    InvalidRequest,
     YieldAgentError,
 )
 from yieldagent.domain.market.ports import MarketChain
@@ -60,6 +68,32 @@ from yieldagent.domain.market.ports import MarketChain
 def _sources(valuation: Valuation, idle: bool = True) -> list[Source]:
     """Where the wallet's funds sit, each with what its pool can give now."""
     return valuation.sources(idle)
+
+
+def smallest_withdrawal(token: TokenInfo, minimum_usd: Decimal) -> int:
+    """The fewest smallest units of ``token`` worth ``minimum_usd`` at its catalog price,
+    rounded up, in exact arithmetic (the price as the catalog writes it, never a float's
+    binary error). 0 for a token without a positive price: no USD value to hold it to."""
+    price = Fraction(Decimal(repr(token.price_usd)))
+    minimum = Fraction(minimum_usd)
+    if price <= 0 or minimum <= 0:
+        return 0
+    # minimum × 10^decimals ÷ price, rounded up, in integers.
+    units: int = minimum.numerator * 10**token.decimals * price.denominator
+    per: int = minimum.denominator * price.numerator
+    return -(-units // per)
+
+
+def check_minimum(amount: int, token: TokenInfo, minimum_usd: Decimal) -> None:
+    """InvalidRequest, naming the minimum, for a withdrawal of ``amount`` worth less than
+    ``minimum_usd``."""
+    least = smallest_withdrawal(token, minimum_usd)
+    if amount < least:
+        raise InvalidRequest(
+            f"Amount {amount} is below the minimum withdrawal of {minimum_usd} USD "
+            f"({least} in {token.symbol}'s smallest unit); a smaller balance leaves "
+            "with the wallet's deactivation"
+        )
 
 
 class Withdrawals:
@@ -83,6 +117,7 @@ class Withdrawals:
         if done is not None:
             return WithdrawalRecord.from_json(outcome(done))
         transition(wallet.status, WalletAction.WITHDRAW)
+        check_minimum(amount, books.token_info(wallet), books.policy.min_withdraw_usd)
         chain = books.chain(chain_id)
         async with books.leases.hold(wallet.id) as owner:
             current = books.reread(wallet)
@@ -285,7 +320,10 @@ class Withdrawals:
             stuck = ", ".join(
                 f"{amount} in {protocol}" for protocol, amount in sorted(left.items())
             )
-            reason = "; ".join([*([f"still {stuck}: not enough cash"] if stuck else []), *problems])
+            # A pool that refused says why (its withdrawals paused, say); one that paid
+            # what it could lacked the cash.
+            held = f"still {stuck}" + ("" if problems else ": not enough cash")
+            reason = "; ".join([*([held] if stuck else []), *problems])
             waiting = replace(
                 operation.closed(OperationStatus.WAITING, reason, answer), retry_at=self._later()
             )

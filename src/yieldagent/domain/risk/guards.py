@@ -191,9 +191,20 @@ def loss(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Tr
 def depeg(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> Trip | None:
     """A collateral's feed is ``max_depeg`` or more below its peg: exit. A feed that cannot
     vouch for its price (unreadable, or older than ``max_feed_age_seconds``): no new
-    funds, rather than exiting every wallet on a node's hiccup."""
+    funds, rather than exiting every wallet on a node's hiccup. While the chain's sequencer
+    is down, and for ``sequencer_grace_seconds`` after it is back, every feed counts as
+    stale: its price may be old, so no move is made on it."""
     kept = 1 - exact(settings.max_depeg)
     now, max_age = reading.now.at, settings.max_feed_age_seconds
+    if reading.collateral and reading.sequencer is not None:
+        why = reading.sequencer.distrust(now, settings.sequencer_grace_seconds)
+        if why is not None:
+            tokens = ", ".join(sorted(feed.token for feed in reading.collateral))
+            return Trip(
+                Rule.DEPEG,
+                RiskState.NO_NEW_FUNDS,
+                f"the price feed of collateral {tokens} is stale: {why}",
+            )
     fallen = sorted(
         feed.token
         for feed in reading.collateral

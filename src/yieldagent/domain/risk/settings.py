@@ -46,6 +46,9 @@ class RiskSettings:
     max_feed_age_seconds: int = 90_000
     """A collateral feed whose last answer is older than this cannot vouch for its peg: no
     new funds (a day's heartbeat, as Chainlink's stablecoin feeds have, and an hour)."""
+    sequencer_grace_seconds: int = 3_600
+    """After a rollup's sequencer comes back up, its price feeds count as stale for this
+    long: they may still show prices from before the outage (Chainlink's advice)."""
     max_move_loss_bps: int = 1
     """A move that would lose more than this many basis points of its amount is refused
     (Yearn's debt allocator)."""
