@@ -23,6 +23,17 @@ class NonceSource(Protocol):
     ) -> int:
         """A nonce for ``address``'s next transaction, held for ``hold_seconds``."""
 
+    def reserve_many(
+        self,
+        chain_id: int,
+        address: str,
+        chain_pending_nonce: int,
+        count: int,
+        hold_seconds: float | None = None,
+    ) -> list[int]:
+        """``count`` nonces for transactions of ``address`` sent together, in increasing
+        order, reserved at once: no other reservation shares any of them."""
+
     def consume(self, chain_id: int, address: str, nonce: int) -> None:
         """The chain has ``nonce``."""
 
