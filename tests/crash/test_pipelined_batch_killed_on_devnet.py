@@ -10,13 +10,17 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import grpc
 import pytest
 from eth_account import Account
+from eth_typing import ChecksumAddress
+from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
 from sqlalchemy import Engine, text
 from sqlmodel import Session, select
+from web3.types import TxData
 
 from support.books import assert_books_balance
 from support.crash_world import ServeProcess, wait_until
@@ -50,8 +54,8 @@ UNIT = 10**6
 DEPOSIT = 5_000 * UNIT
 
 
-def _operator() -> str:
-    return str(Account.from_key(OPERATOR_KEY).address)
+def _operator() -> ChecksumAddress:
+    return to_checksum_address(Account.from_key(OPERATOR_KEY).address)
 
 
 def _in_pool(devnet: Devnet) -> int:
@@ -72,7 +76,7 @@ def _operator_inputs(devnet: Devnet, since: int) -> list[tuple[int, str]]:
     operator = _operator().lower()
     for number in range(since, devnet.w3.eth.block_number + 1):
         block = devnet.w3.eth.get_block(number, full_transactions=True)
-        for tx in block["transactions"]:
+        for tx in cast(list[TxData], block["transactions"]):
             if str(tx["from"]).lower() == operator:
                 sent.append((int(tx["nonce"]), HexBytes(tx["input"]).to_0x_hex()))
     return sent
