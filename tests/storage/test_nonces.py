@@ -105,6 +105,16 @@ def test_a_run_refills_lapsed_leases_the_chain_lacks(engine: Engine) -> None:
     assert set(alive.leased(CHAIN, OPERATOR).values()) == {"alive"}
 
 
+def test_a_batch_consumes_its_own_leases_at_once(engine: Engine) -> None:
+    wall = Wall()
+    mine, other = store(engine, "mine", wall), store(engine, "other", wall)
+    assert mine.reserve_many(CHAIN, OPERATOR, 0, 4) == [0, 1, 2, 3]
+    assert other.reserve(CHAIN, OPERATOR, 0) == 4
+    mine.consume_many(CHAIN, OPERATOR, [0, 2, 4])  # 4 is not its lease: it stays
+    mine.consume_many(CHAIN, OPERATOR, [])
+    assert mine.leased(CHAIN, OPERATOR) == {1: "mine", 3: "mine", 4: "other"}
+
+
 def test_a_run_takes_at_least_one_nonce(engine: Engine) -> None:
     with pytest.raises(ValueError, match="at least one"):
         store(engine, "a").reserve_many(CHAIN, OPERATOR, 0, 0)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, delete, or_, select, update
@@ -191,6 +191,18 @@ class NonceStore:
         """The chain has ``nonce`` (a transaction with it was mined, or it was used by
         another one): this holder's lease on it ends."""
         self._end(chain_id, address, nonce, None)
+
+    def consume_many(self, chain_id: int, address: str, nonces: Sequence[int]) -> None:
+        """``consume`` of each of ``nonces``, in one database transaction."""
+        if not nonces:
+            return
+        held_by_me = and_(
+            _leases_of(chain_id, address.lower()),
+            _leases.c.nonce.in_(list(nonces)),
+            _leases.c.holder == self.holder,
+        )
+        with self._engine.begin() as connection:
+            connection.execute(delete(_leases).where(held_by_me))
 
     def release(self, chain_id: int, address: str, nonce: int) -> None:
         """Gives back ``nonce``, which this holder never broadcast: the next reservation

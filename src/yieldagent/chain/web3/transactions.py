@@ -417,8 +417,9 @@ class TransactionSender:
         again: list[int],
     ) -> None:
         """Awaits every watched transaction at once: each look reads the operator's mined
-        nonce count (one request for the whole window), and the receipts of the nonces it
-        passed; those not mined by their deadline are replaced, as ``send`` replaces."""
+        nonce count (one request for the whole window), then the receipts of the nonces it
+        passed, all at once; those not mined by their deadline are replaced, as ``send``
+        replaces."""
         settings = self.settings
         pause = min(FIRST_POLL_SECONDS, settings.poll_seconds)
         give_up = self._monotonic() + settings.wait_seconds
@@ -430,10 +431,14 @@ class TransactionSender:
             except CHAIN_ERRORS:
                 mined_count = min(watched)  # nothing learnt: wait, and replace on time
             head: int | None = None
+            settled: list[int] = []
+            passed = [n for n in sorted(watched) if watched[n].mined is None and n < mined_count]
+            looked = await asyncio.gather(*(self._lookup(watched[n].sent.hashes) for n in passed))
+            found = dict(zip(passed, looked, strict=True))
             for nonce in sorted(watched):
                 one = watched[nonce]
-                if one.mined is None and nonce < mined_count:
-                    one.mined, answered = await self._lookup(one.sent.hashes)
+                if nonce in found:
+                    one.mined, answered = found[nonce]
                     if one.mined is None and answered:
                         if one.stranger_seen:  # believed on a second look, as in send
                             self._settle(self._nonces.consume, nonce)
@@ -453,7 +458,7 @@ class TransactionSender:
                         and head >= one.mined["blockNumber"] + settings.confirmations - 1
                     ):
                         del watched[nonce]
-                        self._settle(self._nonces.consume, nonce)
+                        settled.append(nonce)
                         if one.index is not None:
                             results[one.index] = await self._outcome(calls[one.index], one, blocks)
                     continue
@@ -469,6 +474,7 @@ class TransactionSender:
                     one.replacements += 1
                     await self._replace(one.sent)
                     one.deadline = self._monotonic() + settings.receipt_timeout_seconds
+            self._settle_many(settled)
             if not watched:
                 return
             if self._monotonic() >= give_up:
@@ -664,6 +670,16 @@ class TransactionSender:
                 return False
             return False
         return True
+
+    def _settle_many(self, nonces: list[int]) -> None:
+        """Consumes ``nonces`` (mined) in one reservation-store transaction; a failure
+        only leaves their leases to lapse, as ``_settle``'s."""
+        if not nonces:
+            return
+        try:
+            self._nonces.consume_many(self.chain_id, self.address, nonces)
+        except Exception:
+            log.warning("nonce leases not settled", extra={"nonces": nonces}, exc_info=True)
 
     def _settle(self, action: Callable[[int, str, int], None], nonce: int) -> None:
         """Consumes or releases ``nonce``; a failure only leaves its lease to lapse, which

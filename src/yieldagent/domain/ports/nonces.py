@@ -8,6 +8,7 @@ hands one to each web3 chain.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 
@@ -36,6 +37,9 @@ class NonceSource(Protocol):
 
     def consume(self, chain_id: int, address: str, nonce: int) -> None:
         """The chain has ``nonce``."""
+
+    def consume_many(self, chain_id: int, address: str, nonces: Sequence[int]) -> None:
+        """The chain has each of ``nonces`` (a batch's transactions, mined)."""
 
     def release(self, chain_id: int, address: str, nonce: int) -> None:
         """``nonce`` was never broadcast: hand it out again."""
