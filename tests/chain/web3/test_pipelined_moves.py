@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import pytest
 from eth_account import Account
 from hexbytes import HexBytes
 
 from support.web3_chain import ChainEnv
 from yieldagent.devnet.usdc import ONE_USDC, mint
-from yieldagent.domain.errors import ChainRejected
+from yieldagent.domain.errors import ChainRejected, NodeUnavailable
 from yieldagent.domain.partners.safe_accounts import safe_account_address
 from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import ChainKind, Send, TxReceipt
@@ -93,3 +94,21 @@ async def test_moves_land_at_consecutive_nonces_in_one_block(env: ChainEnv) -> N
     for account in accounts[1:]:
         assert await env.chain.token_balance(env.token, account) >= 1_000 * ONE_USDC
     assert env.chain.gas_used[ChainKind.SUPPLY] > 0 and env.chain.gas_used[ChainKind.WITHDRAW] > 0
+
+
+async def test_a_move_the_node_fails_to_prepare_tells_nothing_of_the_node(
+    env: ChainEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "https://node.example/v2/secret-api-key"
+
+    async def unreachable(holder: str) -> list[Any]:
+        raise aiohttp.ClientConnectionError(f"cannot connect to {secret}")
+
+    monkeypatch.setattr(env.chain.pools[AAVE], "exit_calls", unreachable)
+    whole = Send(ChainKind.WITHDRAW, env.account, AAVE, env.token, 0, whole=True)
+    supply = Send(ChainKind.SUPPLY, env.account, AAVE, env.token, ONE_USDC)
+    failed, supplied = await env.chain.send_many([whole, supply])
+
+    assert isinstance(failed, NodeUnavailable)
+    assert "secret" not in str(failed) and "secret" not in failed.cause
+    assert isinstance(supplied, TxReceipt)  # the other move of the batch still went

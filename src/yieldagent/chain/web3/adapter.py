@@ -68,7 +68,12 @@ from yieldagent.chain.web3.history import (
     parse_transfer,
     transfer_logs,
 )
-from yieldagent.chain.web3.node_answers import CHAIN_ERRORS, node_unavailable, scrubbed
+from yieldagent.chain.web3.node_answers import (
+    CHAIN_ERRORS,
+    node_unavailable,
+    redacted,
+    scrubbed,
+)
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
@@ -84,6 +89,7 @@ from yieldagent.chain.web3.transactions import (
 )
 from yieldagent.domain.errors import (
     ChainRejected,
+    ChainUnavailable,
     Conflict,
     InvalidRequest,
     NotImplementedYet,
@@ -795,10 +801,16 @@ class _Move:
 
 
 def _raised_or(result: TxReceipt | BaseException) -> TxReceipt | Exception:
-    """A batch's answer for one send: a failure that is no Exception (a cancellation)
-    is raised, as it would be from the single call."""
-    if isinstance(result, TxReceipt | Exception):
+    """A batch's answer for one send, told as the single call would tell it: a domain
+    error as it is, a node's failure as ``NodeUnavailable`` and any other failure by its
+    class alone (the words of either may carry the node's URL); a failure that is no
+    Exception (a cancellation) is raised."""
+    if isinstance(result, TxReceipt | YieldAgentError):
         return result
+    if isinstance(result, CHAIN_ERRORS):
+        return node_unavailable("preparing a move", result)
+    if isinstance(result, Exception):
+        return ChainUnavailable(f"preparing a move failed: {redacted(result)}")
     raise result
 
 
