@@ -5,6 +5,7 @@ moves book them; then every account's whole position comes back in a second batc
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -12,12 +13,17 @@ import pytest
 from eth_account import Account
 from hexbytes import HexBytes
 
-from support.web3_chain import ChainEnv
+from support.safe_world import operator_key
+from support.web3_chain import ChainEnv, count_calls
+from yieldagent.chain.signers.local import LocalKeySigner
+from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.devnet.usdc import ONE_USDC, mint
 from yieldagent.domain.errors import ChainRejected, NodeUnavailable
 from yieldagent.domain.partners.safe_accounts import safe_account_address
 from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import ChainKind, Send, TxReceipt
+from yieldagent.storage.db import create_db_engine, migrate
+from yieldagent.storage.nonces import NonceStore
 
 pytestmark = pytest.mark.evm
 
@@ -112,3 +118,21 @@ async def test_a_move_the_node_fails_to_prepare_tells_nothing_of_the_node(
     assert isinstance(failed, NodeUnavailable)
     assert "secret" not in str(failed) and "secret" not in failed.cause
     assert isinstance(supplied, TxReceipt)  # the other move of the batch still went
+
+
+async def test_a_moves_estimate_is_one_request(env: ChainEnv, tmp_path: Path) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'nonces.db'}")
+    migrate(engine)
+    chain = Web3Chain.connect(
+        env.devnet.url, env.chain.config, LocalKeySigner(operator_key()), NonceStore(engine)
+    )
+    calls = count_calls(chain.w3.provider)
+    try:
+        supply = Send(ChainKind.SUPPLY, env.account, AAVE, env.token, ONE_USDC)
+        [supplied] = await chain.send_many([supply])
+        assert isinstance(supplied, TxReceipt)
+        assert calls.methods.count("eth_estimateGas") == 1
+        assert "eth_chainId" not in calls.methods  # web3's validation asks it no more
+    finally:
+        await chain.w3.provider.disconnect()
+        engine.dispose()

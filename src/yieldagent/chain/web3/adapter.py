@@ -212,6 +212,10 @@ class Web3Chain:
         # INFO (each batch, each disconnect): its lines are kept to warnings and worse.
         logging.getLogger("web3").setLevel(max(logging.getLogger("web3").level, logging.WARNING))
         w3 = AsyncWeb3(AsyncHTTPProvider(url))
+        # web3's validation asks the node for its chain id twice around every eth_call and
+        # eth_estimateGas (three requests for one); the chain id is the configuration's,
+        # every transaction is signed with it, and the start-up check reads the node's.
+        w3.middleware_onion.remove("validation")
         sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
         return cls(w3, config, sender)
 
