@@ -432,6 +432,7 @@ class TransactionSender:
                 mined_count = min(watched)  # nothing learnt: wait, and replace on time
             head: int | None = None
             settled: list[int] = []
+            stuck: list[_Watched] = []
             passed = [n for n in sorted(watched) if watched[n].mined is None and n < mined_count]
             looked = await asyncio.gather(*(self._lookup(watched[n].sent.hashes) for n in passed))
             found = dict(zip(passed, looked, strict=True))
@@ -472,7 +473,10 @@ class TransactionSender:
                             )
                         continue
                     one.replacements += 1
-                    await self._replace(one.sent)
+                    stuck.append(one)
+            if stuck:  # replaced all at once: a fee jump leaves the whole window behind
+                await asyncio.gather(*(self._replace(one.sent) for one in stuck))
+                for one in stuck:
                     one.deadline = self._monotonic() + settings.receipt_timeout_seconds
             self._settle_many(settled)
             if not watched:
