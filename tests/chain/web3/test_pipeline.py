@@ -1,14 +1,14 @@
 """The pipelined sender against a fake node: a batch goes out at consecutive nonces and
 its receipts are awaited together; the cap on transactions in flight holds; a refused
 transaction's nonce is filled; a stuck batch is replaced with higher fees; a nonce used
-elsewhere is sent again; no node's words or URL reach an error; nothing is mined twice."""
+elsewhere is sent again; no node's words or URL reach an error; nothing is mined twice.
+The nonces are leased from the real store, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any, cast
 
-import pytest
 from eth_account import Account
 from eth_account.typed_transactions.typed_transaction import TypedTransaction
 from eth_utils.crypto import keccak
@@ -27,8 +27,6 @@ from yieldagent.chain.web3.transactions import (
 )
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable, NodeUnavailable
 from yieldagent.storage.nonces import NonceStore
-
-pytestmark = pytest.mark.sqlite_only
 
 CHAIN_ID = 8453
 KEY = b"\x42" * 32
