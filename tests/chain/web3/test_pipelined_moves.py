@@ -18,7 +18,7 @@ from support.web3_chain import ChainEnv, count_calls
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.adapter import Web3Chain
 from yieldagent.devnet.usdc import ONE_USDC, mint
-from yieldagent.domain.errors import ChainRejected, NodeUnavailable
+from yieldagent.domain.errors import ChainRejected, NodeUnavailable, NotImplementedYet
 from yieldagent.domain.partners.safe_accounts import safe_account_address
 from yieldagent.domain.ports.accounts import Provider, SmartAccount
 from yieldagent.domain.ports.chain import ChainKind, Send, TxReceipt
@@ -136,3 +136,10 @@ async def test_a_moves_estimate_is_one_request(env: ChainEnv, tmp_path: Path) ->
     finally:
         await chain.w3.provider.disconnect()
         engine.dispose()
+
+
+async def test_a_chain_without_a_module_refuses_each_send_of_a_batch(env: ChainEnv) -> None:
+    chain = env.build(module=None)
+    sends = [Send(ChainKind.SUPPLY, env.account, AAVE, env.token, ONE_USDC)] * 2
+    refused = await chain.send_many(sends)
+    assert [type(r) for r in refused] == [NotImplementedYet, NotImplementedYet]

@@ -622,8 +622,11 @@ class Web3Chain:
         the module as ``supply`` and ``withdraw`` make it, estimated at once and sent
         pipelined (``TransactionSender.send_many``): none waits for another's receipt.
         A send refused before it goes out (its estimate reverts) is its error alone."""
-        module = self._module()
-        await self._ready()
+        try:
+            module = self._module()
+            await self._ready()
+        except Exception as error:  # each send is refused as the single call would be
+            return [_raised_or(error) for _ in sends]
         prepared = await asyncio.gather(
             *(self._prepared(module, send) for send in sends), return_exceptions=True
         )
