@@ -57,9 +57,10 @@ fuzz: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
 evm: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) contracts/node_modules/.installed
 	$(PY) -m pytest -m evm $(PYTEST_ARGS)
 
-# The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend.
+# The crash tests alone, with CRASH_KILLS SIGKILLs per money path and backend, and a
+# pipelined batch killed in flight on the devnet.
 CRASH_KILLS ?= 20
-crash: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP)
+crash: $(VENV)/.installed $(DESCRIPTOR) $(REDOC_STAMP) contracts/node_modules/.installed
 	YIELDAGENT_CRASH_KILLS=$(CRASH_KILLS) $(PY) -m pytest -m crash $(PYTEST_ARGS)
 
 # The soak (tests/soak, benchmarks/soak.py): the service under a mixed partner load at about

@@ -7,8 +7,10 @@ cycles (about 10 minutes of the whole). PostgreSQL figures are added when
 ``YIELDAGENT_TEST_DATABASE_URL`` is set.
 
 ``BENCH_ONLY=name,name`` runs only those (module names: ``partner_reads,agent``).
-``BENCH_DEVNET=1`` adds the devnet benchmark (``devnet_cycle``: anvil, the web3 adapter and
-an agent cycle of ``BENCH_DEVNET_WALLETS`` wallets; minutes, not seconds).
+``BENCH_DEVNET=1`` adds the devnet benchmarks (``devnet_cycle``: anvil behind a proxy with a
+round trip, the web3 adapter and agent cycles of ``BENCH_DEVNET_WALLETS`` wallets, today's
+path one move after another and the pipelined one; minutes, not seconds; then
+``batched_execution``: gas per move alone, pipelined and in one transaction).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ if __name__ == "__main__":
         if not only or name in only:
             run()
     if os.environ.get("BENCH_DEVNET") == "1" and (not only or "devnet_cycle" in only):
-        from benchmarks import devnet_cycle
+        from benchmarks import batched_execution, devnet_cycle
 
         devnet_cycle.main()
+        batched_execution.main()

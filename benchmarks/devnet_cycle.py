@@ -14,33 +14,46 @@ the Safe accounts' deployments through the factory included.
 2. ``run_chain_calls``: one wallet on Aave and Morpho; the pool it does not hold gets a
    higher utilization, and one agent run moves the funds: its requests, calls by method,
    and transactions.
-3. ``agent_cycle``: ``BENCH_DEVNET_WALLETS`` (default 1000) smart accounts, each created
-   in the smart-account store as the servicer does, funded by an ERC-20 transfer (one mint
-   to a funder, then one transfer per account) and activated through the lifecycle
-   (``BENCH_DEVNET_CONCURRENCY`` at a time, default 4, as concurrent API calls would);
-   then a cycle with every wallet due, which moves nothing, and (unless
-   ``BENCH_DEVNET_MOVING=0``) one after a pool's utilization was pushed up, which moves
-   funds. Figure 3 has a devnet of its own.
+3. ``agent_cycle``: ``BENCH_DEVNET_WALLETS`` (default 200) smart accounts, each created
+   in the smart-account store as the servicer does and funded by an ERC-20 transfer (one
+   mint to a funder, then one transfer per account); from then on anvil mines a block
+   every ``BENCH_DEVNET_BLOCK_SECONDS`` (2, as Base does). The accounts are activated
+   through the lifecycle, ``BENCH_DEVNET_CONCURRENCY`` at a time (8, as concurrent API
+   calls would); then ``BENCH_DEVNET_NO_MOVE_WALLETS`` (50) run a cycle that moves
+   nothing, which gives the node's cost per wallet and per day at the default cadence.
+   Unless ``BENCH_DEVNET_MOVING=0``, the pool held least has its utilization pushed up and
+   every wallet moves: ``BENCH_DEVNET_SERIAL_WALLETS`` (20) by today's path (the books
+   send each move on its own and await its receipt before the next), and the rest
+   pipelined (a round's moves as one batch, ``Web3Chain.send_many``), against the same
+   proxy. With ``YIELDAGENT_TEST_DATABASE_URL`` the cycle runs on PostgreSQL, and the
+   rest is halved: one replica moves one half, two replicas (two agents on one database
+   and one operator key) the other. Figure 3 has a devnet of its own.
+   ``BENCH_DEVNET_CYCLE_ONLY=1`` skips figures 1 and 2.
+
+The proxy's round trip is ``BENCH_DEVNET_ROUND_TRIP_MS`` (or ``BENCH_DEVNET_RTT_MS``;
+default 50).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from eth_account import Account
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from hexbytes import HexBytes
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, bindparam, text
 from web3 import HTTPProvider, Web3
 
 from benchmarks.rpc_proxy import RpcCounts, RpcProxy
@@ -64,7 +77,8 @@ from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
 from yieldagent.devnet.usdc import mint, usdc_artifact
 from yieldagent.domain.agent.runs import Agent
-from yieldagent.domain.constraints import Constraints
+from yieldagent.domain.agent.scheduler import AgentSettings
+from yieldagent.domain.constraints import Constraints, Thresholds
 from yieldagent.domain.money.deposits import ActivationRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
@@ -75,9 +89,12 @@ from yieldagent.domain.partners.smart_accounts import (
     open_account,
 )
 from yieldagent.domain.ports.accounts import Provider
+from yieldagent.observability.agent_metrics import RunMetrics
 from yieldagent.storage.db import create_db_engine, migrate
 from yieldagent.storage.partners import PartnerStore
+from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
+from yieldagent.storage.wallets import WalletStore
 
 BASE = 8453
 OPERATOR_KEY = "0x" + "3c" * 32
@@ -86,6 +103,8 @@ DEPOSIT = 1_000 * USDC_UNIT
 AAVE, MORPHO = "aave", "morpho_gauntlet_usdc_prime"
 PUSHED_UTILIZATION = {AAVE: 0.97}
 """How high a pool is pushed to draw funds (0.99 for the pools not named here)."""
+DEFAULT_INTERVAL_SECONDS = 3600.0
+"""``YIELDAGENT_AGENT_INTERVAL_SECONDS``' default: the cadence the per-day cost is told at."""
 NEVER_AGAIN = 1e9
 """The agent's interval: longer than any cycle, so that each wallet runs once per cycle."""
 
@@ -102,18 +121,30 @@ class Service:
 
     engine: Engine
     chain: Web3Chain
+    chains: dict[int, Any]
+    """The chain ports the use cases were built with (the same mapping)."""
     lifecycle: Lifecycle
     agent: Agent
     partner_id: int
     safes: SafeChains
 
     @classmethod
-    def build(cls, rpc_url: str, manifest_path: Path, manifest: Manifest, data: Path) -> Service:
-        """Builds the objects as ``app.Service.start`` does, from the service's settings."""
+    def build(
+        cls,
+        rpc_url: str,
+        manifest_path: Path,
+        manifest: Manifest,
+        data: Path,
+        database_url: str | None = None,
+        partner_id: int | None = None,
+    ) -> Service:
+        """Builds the objects as ``app.Service.start`` does, from the service's settings;
+        on ``database_url`` (SQLite in ``data`` by default). With ``partner_id``, a
+        replica: another process's objects on the same database and partner."""
         settings = load_settings(
             {
                 "YIELDAGENT_DATA_DIR": str(data),
-                "YIELDAGENT_DATABASE_URL": f"sqlite:///{data / 'bench.db'}",
+                "YIELDAGENT_DATABASE_URL": database_url or f"sqlite:///{data / 'bench.db'}",
                 "YIELDAGENT_ENV": "devnet",
                 "YIELDAGENT_RPC_URL_8453": rpc_url,
                 "YIELDAGENT_DEPLOYMENT_8453": str(manifest_path),
@@ -124,7 +155,8 @@ class Service:
         )
         data.mkdir(parents=True, exist_ok=True)
         engine = create_db_engine(settings.database_url)
-        migrate(engine)
+        if partner_id is None:
+            migrate(engine)
         operator = load_operator_wallet(settings)
         catalog = served_catalog(settings, load_catalog())
         market = simulated_market(settings, engine, catalog)
@@ -133,9 +165,27 @@ class Service:
         assert isinstance(chain, Web3Chain)
         lifecycle = build_lifecycle(settings, engine, chains, catalog, operator.address)
         agent = build_agent(settings, engine, lifecycle)
-        partner, _ = PartnerStore(engine).create("bench-devnet", PERMISSIONS)
+        if partner_id is None:
+            partner_id = PartnerStore(engine).create("bench-devnet", PERMISSIONS)[0].id
         safes = safe_chains(settings, catalog, operator.address)
-        return cls(engine, chain, lifecycle, agent, partner.id, safes)
+        return cls(engine, chain, chains, lifecycle, agent, partner_id, safes)
+
+    def with_batch(self, batch: int) -> Service:
+        """The same objects with an agent that claims ``batch`` wallets at a time (as
+        ``build_agent`` builds it otherwise), so that replicas share a phase's wallets."""
+        settings = load_settings({"YIELDAGENT_AGENT_INTERVAL_SECONDS": str(NEVER_AGAIN)})
+        thresholds = Thresholds(
+            min_apr_gain=settings.min_apr_gain, max_break_even_days=settings.max_break_even_days
+        )
+        agent = Agent(
+            self.lifecycle,
+            WalletStore(self.engine),
+            RunStore(self.engine),
+            AgentSettings(settings.agent_interval_seconds, thresholds, batch),
+            RunMetrics(),
+            self.lifecycle.risk,
+        )
+        return replace(self, agent=agent)
 
     def account(self, eoa: str) -> str:
         """The Safe account of ``eoa``, recorded as ``CreateSafeAccount`` records it."""
@@ -171,6 +221,21 @@ class Service:
         """Every wallet's next run: now."""
         with self.engine.begin() as connection:
             connection.execute(text("UPDATE wallet_schedule SET next_run_at = 0"))
+
+    def make_due(self, accounts: Sequence[str]) -> None:
+        """The next run of ``accounts``' wallets: now; every other wallet's: much later."""
+        wanted = [a.lower() for a in accounts]
+        with self.engine.begin() as connection:
+            connection.execute(
+                text("UPDATE wallet_schedule SET next_run_at = :later"), {"later": 1e12}
+            )
+            connection.execute(
+                text(
+                    "UPDATE wallet_schedule SET next_run_at = 0 WHERE wallet_id IN "
+                    "(SELECT id FROM wallets WHERE lower(address) IN :wanted)"
+                ).bindparams(bindparam("wanted", expanding=True)),
+                {"wanted": wanted},
+            )
 
 
 async def _counted(counter: RpcProxy, work: Awaitable[T]) -> tuple[T, RpcCounts, float]:
@@ -347,31 +412,140 @@ async def _cycle(service: Service) -> int:
     return await service.agent.run_cycle()
 
 
+@dataclass
+class Writes:
+    """Time spent in the chain's writes during a cycle, and how many moves they made."""
+
+    seconds: float = 0.0
+    moves: int = 0
+
+
+class _OneByOne:
+    """The chain as today's path sees it: without ``send_many``, so the books send each
+    move with ``supply`` or ``withdraw``, one after another, each awaiting its receipt."""
+
+    def __init__(self, chain: Web3Chain) -> None:
+        self._chain = chain
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "send_many":
+            raise AttributeError(name)
+        return getattr(self._chain, name)
+
+
+@contextmanager
+def _timed_writes(service: Service, pipelined: bool) -> Iterator[Writes]:
+    """Times the cycle's writes: the batches of ``send_many`` (pipelined), or each
+    ``supply`` and ``withdraw`` of today's path (``_OneByOne``)."""
+    writes = Writes()
+    chain = service.chain
+
+    def timed(call: Callable[..., Awaitable[T]], count: Callable[..., int]) -> Callable[..., Any]:
+        async def run(*args: Any, **kwargs: Any) -> T:
+            started = time.perf_counter()
+            try:
+                return await call(*args, **kwargs)
+            finally:
+                writes.seconds += time.perf_counter() - started
+                writes.moves += count(*args, **kwargs)
+
+        return run
+
+    if pipelined:
+        chain.send_many = timed(chain.send_many, lambda sends: len(sends))  # type: ignore[method-assign]
+    else:
+        one_by_one = _OneByOne(chain)
+        one_by_one.supply = timed(chain.supply, lambda *_, **__: 1)  # type: ignore[attr-defined]
+        one_by_one.withdraw = timed(chain.withdraw, lambda *_, **__: 1)  # type: ignore[attr-defined]
+        service.chains[BASE] = cast(Web3Chain, one_by_one)
+        assert service.lifecycle.books.chain(BASE) is one_by_one
+    try:
+        yield writes
+    finally:
+        service.chains[BASE] = chain
+        chain.__dict__.pop("send_many", None)
+
+
+def _interval_mining(url: str, seconds: float) -> None:
+    """anvil mines a block every ``seconds`` (and no longer one per transaction)."""
+    rpc(url, "evm_setAutomine", [False])
+    rpc(url, "evm_setIntervalMining", [max(int(seconds), 1)])
+
+
+async def _moving_cycle(
+    services: Sequence[Service],
+    counter: RpcProxy,
+    accounts: Sequence[str],
+    path: str,
+    pipelined: bool,
+) -> dict[str, Any]:
+    """One cycle over ``accounts``' wallets, run by ``services`` (replicas) at once."""
+    services[0].make_due(accounts)
+    before = services[0].run_outcomes()
+    with contextlib.ExitStack() as stack:
+        writes = [stack.enter_context(_timed_writes(s, pipelined)) for s in services]
+        ran, counts, seconds = await _counted(
+            counter, asyncio.gather(*(_cycle(s) for s in services))
+        )
+    outcomes = services[0].run_outcomes()
+    outcomes.subtract(before)
+    total = sum(ran)
+    moves = sum(w.moves for w in writes)
+    figures: dict[str, Any] = {
+        "figure": "agent_cycle",
+        "cycle": "every wallet moves",
+        "path": path,
+        "replicas": len(services),
+        "wallets": len(accounts),
+        "ran": total,
+        "outcomes": {k: v for k, v in outcomes.items() if v},
+        "seconds": round(seconds, 1),
+        "wallets_per_minute": round(total / seconds * 60, 1),
+        "moves": moves,
+        "write_seconds": round(max(w.seconds for w in writes), 1),
+        "moves_per_minute_of_writes": round(
+            moves / max(max(w.seconds for w in writes), 1e-9) * 60, 1
+        ),
+        "http_requests_per_wallet": round(counts.requests / max(total, 1), 1),
+        "eth_calls_per_wallet": round(counts.eth_calls / max(total, 1), 1),
+        "transactions": counts.transactions,
+        "methods": counts.methods,
+    }
+    _emit(**{k: v for k, v in figures.items() if k != "figure"}, figure="agent_cycle")
+    return figures
+
+
 async def agent_cycle(
     service: Service,
     counter: RpcProxy,
     url: str,
     manifest: Manifest,
-    wallets: int,
-    concurrency: int,
-    moving: bool,
+    settings: CycleSettings,
+    replica: Callable[[], Service] | None,
 ) -> None:
-    """Sets up ``wallets`` activated wallets, then times the agent's cycles over them."""
+    """Sets up ``settings.wallets`` activated wallets (anvil mining a block every
+    ``settings.block_seconds`` from the activations on), then measures the agent's
+    cycles over them: a sample that moves nothing, and, after a pool's utilization was
+    pushed up, today's path (each move awaiting its receipt) on a few wallets and the
+    pipelined path on the rest, each cycle against the same proxy."""
+    wallets = settings.wallets
     started = time.perf_counter()
     eoas = [_eoa(str(i)) for i in range(wallets)]
     accounts = [service.account(eoa) for eoa in eoas]
     created = time.perf_counter()
     hashes = _fund_accounts(url, manifest, accounts)
     funded = time.perf_counter()
+    _interval_mining(url, settings.block_seconds)
     pairs = list(zip(accounts, eoas, hashes, strict=True))
     failures, counts, _ = await _counted(
-        counter, _activate_all(service, pairs, manifest.token, concurrency)
+        counter, _activate_all(service, pairs, manifest.token, settings.concurrency)
     )
     activated = time.perf_counter()
     _emit(
         figure="cycle_setup",
         wallets=wallets,
-        concurrency=concurrency,
+        concurrency=settings.concurrency,
+        block_seconds=settings.block_seconds,
         accounts_seconds=round(created - started, 1),
         deposits_seconds=round(funded - created, 1),
         activations_seconds=round(activated - funded, 1),
@@ -382,42 +556,96 @@ async def agent_cycle(
         activation_transactions_per_wallet=round(counts.transactions / wallets, 2),
         total_seconds=round(activated - started, 1),
     )
-    cycles: list[tuple[str, str | None]] = [("nothing to move", None)]
-    if moving:
-        held: Counter[str] = Counter()
-        for account in accounts[:: max(1, wallets // 50)]:  # a sample of the wallets
-            held.update(await _positions(service.chain, account))
-        least = min((p.name for p in manifest.protocols), key=lambda name: held[name])
-        cycles.append((f"moves funds ({least} pushed up)", least))
-    for label, push in cycles:
-        if push is not None:
-            _push(url, manifest, push)
-        service.make_all_due()
-        before = service.run_outcomes()
-        ran, counts, seconds = await _counted(counter, _cycle(service))
-        outcomes = service.run_outcomes()
-        outcomes.subtract(before)
-        _emit(
-            figure="agent_cycle",
-            cycle=label,
-            wallets=wallets,
-            ran=ran,
-            outcomes={k: v for k, v in outcomes.items() if v},
-            seconds=round(seconds, 1),
-            wallets_per_minute=round(ran / seconds * 60, 1),
-            http_requests_per_wallet=round(counts.requests / max(ran, 1), 1),
-            eth_calls_per_wallet=round(counts.eth_calls / max(ran, 1), 1),
-            transactions=counts.transactions,
-            methods=counts.methods,
-        )
+    sample = accounts[: settings.no_move_wallets]
+    service.make_due(sample)
+    before = service.run_outcomes()
+    ran, counts, seconds = await _counted(counter, _cycle(service))
+    outcomes = service.run_outcomes()
+    outcomes.subtract(before)
+    requests, eth_calls = counts.requests / max(ran, 1), counts.eth_calls / max(ran, 1)
+    _emit(
+        figure="agent_cycle",
+        cycle="nothing to move",
+        wallets=len(sample),
+        ran=ran,
+        outcomes={k: v for k, v in outcomes.items() if v},
+        seconds=round(seconds, 1),
+        wallets_per_minute=round(ran / seconds * 60, 1),
+        http_requests_per_wallet=round(requests, 2),
+        eth_calls_per_wallet=round(eth_calls, 2),
+        methods=counts.methods,
+    )
+    runs_a_day = 86_400 / DEFAULT_INTERVAL_SECONDS
+    _emit(
+        figure="node_cost_per_day",
+        interval_seconds=DEFAULT_INTERVAL_SECONDS,
+        requests_per_wallet=round(requests * runs_a_day, 1),
+        eth_calls_per_wallet=round(eth_calls * runs_a_day, 1),
+        requests_100k_wallets=round(requests * runs_a_day * 100_000),
+        eth_calls_100k_wallets=round(eth_calls * runs_a_day * 100_000),
+        note="runs that move nothing, one per wallet per interval",
+    )
+    if not settings.moving:
+        return
+    held: Counter[str] = Counter()
+    for account in accounts[:: max(1, wallets // 50)]:  # a sample of the wallets
+        held.update(await _positions(service.chain, account))
+    least = min((p.name for p in manifest.protocols), key=lambda name: held[name])
+    _push(url, manifest, least)
+    serial = accounts[: settings.serial_wallets]
+    rest = accounts[settings.serial_wallets :]
+    await _moving_cycle([service], counter, serial, "one by one", pipelined=False)
+    if replica is None:
+        await _moving_cycle([service], counter, rest, "pipelined", pipelined=True)
+        return
+    # On PostgreSQL: the rest in two halves, one for one replica and one for two, with
+    # batches of a quarter so that two replicas share a half's wallets.
+    half = len(rest) // 2
+    batch = max(half // 2, 1)
+    one = service.with_batch(batch)
+    await _moving_cycle([one], counter, rest[:half], "pipelined", pipelined=True)
+    second = replica()
+    try:
+        both = [one, second.with_batch(batch)]
+        await _moving_cycle(both, counter, rest[half:], "pipelined", pipelined=True)
+    finally:
+        await second.close()
+        second.engine.dispose()
 
 
 # -- the whole benchmark -----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CycleSettings:
+    """The cycle figure's sizes, from ``BENCH_DEVNET_*``."""
+
+    wallets: int = 200
+    concurrency: int = 8
+    block_seconds: float = 2.0
+    no_move_wallets: int = 50
+    serial_wallets: int = 20
+    moving: bool = True
+
+    @classmethod
+    def from_env(cls) -> CycleSettings:
+        env = os.environ
+        wallets = int(env.get("BENCH_DEVNET_WALLETS", "200"))
+        return cls(
+            wallets=wallets,
+            concurrency=int(env.get("BENCH_DEVNET_CONCURRENCY", "8")),
+            block_seconds=float(env.get("BENCH_DEVNET_BLOCK_SECONDS", "2")),
+            no_move_wallets=min(int(env.get("BENCH_DEVNET_NO_MOVE_WALLETS", "50")), wallets),
+            serial_wallets=min(int(env.get("BENCH_DEVNET_SERIAL_WALLETS", "20")), wallets // 2),
+            moving=env.get("BENCH_DEVNET_MOVING", "1") != "0",
+        )
+
+
 def _round_trip() -> float:
-    """The proxy's round trip in seconds (``BENCH_DEVNET_ROUND_TRIP_MS``)."""
-    return float(os.environ.get("BENCH_DEVNET_ROUND_TRIP_MS", "50")) / 1000
+    """The proxy's round trip in seconds (``BENCH_DEVNET_ROUND_TRIP_MS``, or
+    ``BENCH_DEVNET_RTT_MS``)."""
+    said = os.environ.get("BENCH_DEVNET_ROUND_TRIP_MS") or os.environ.get("BENCH_DEVNET_RTT_MS")
+    return float(said or "50") / 1000
 
 
 def _on_devnet(work: Callable[[str, Manifest, Path, RpcProxy], None]) -> None:
@@ -438,10 +666,10 @@ def _on_devnet(work: Callable[[str, Manifest, Path, RpcProxy], None]) -> None:
 
 
 def main() -> None:
-    """Runs figures 1 and 2 on one fresh devnet, and the cycle on another."""
-    wallets = int(os.environ.get("BENCH_DEVNET_WALLETS", "1000"))
-    concurrency = int(os.environ.get("BENCH_DEVNET_CONCURRENCY", "4"))
-    moving = os.environ.get("BENCH_DEVNET_MOVING", "1") != "0"
+    """Runs figures 1 and 2 on one fresh devnet, and the cycle on another (on PostgreSQL,
+    with a second replica's figure, when ``YIELDAGENT_TEST_DATABASE_URL`` is set)."""
+    settings = CycleSettings.from_env()
+    postgres = os.environ.get("YIELDAGENT_TEST_DATABASE_URL")
 
     def small_figures(url: str, manifest: Manifest, path: Path, counter: RpcProxy) -> None:
         service = Service.build(counter.url, path, manifest, path.parent / "data")
@@ -455,10 +683,19 @@ def main() -> None:
         service.engine.dispose()
 
     def cycle(url: str, manifest: Manifest, path: Path, counter: RpcProxy) -> None:
-        service = Service.build(counter.url, path, manifest, path.parent / "data")
+        database = _postgres_schema(postgres) if postgres else None
+        data = path.parent / "data"
+        service = Service.build(counter.url, path, manifest, data, database)
+
+        def replica() -> Service:
+            return Service.build(
+                counter.url, path, manifest, path.parent / "replica", database, service.partner_id
+            )
 
         async def measure() -> None:
-            await agent_cycle(service, counter, url, manifest, wallets, concurrency, moving)
+            await agent_cycle(
+                service, counter, url, manifest, settings, replica if database else None
+            )
             await service.close()
 
         asyncio.run(measure())
@@ -466,8 +703,20 @@ def main() -> None:
 
     # Two devnets rather than one reverted with evm_revert: after a revert, anvil answered
     # some reads at the re-mined block numbers with an arithmetic panic in Comet's accrual.
-    _on_devnet(small_figures)
+    if os.environ.get("BENCH_DEVNET_CYCLE_ONLY") != "1":
+        _on_devnet(small_figures)
     _on_devnet(cycle)
+
+
+def _postgres_schema(base: str) -> str:
+    """A fresh schema ``bench_devnet`` on ``base``; the URL that uses it."""
+    engine = create_db_engine(base)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA IF EXISTS bench_devnet CASCADE"))
+        connection.execute(text("CREATE SCHEMA bench_devnet"))
+    engine.dispose()
+    separator = "&" if "?" in base else "?"
+    return f"{base}{separator}options=-csearch_path%3Dbench_devnet"
 
 
 if __name__ == "__main__":

@@ -326,3 +326,9 @@ def test_production_refuses_a_plaintext_grpc_server_off_loopback_without_the_edg
     del env["YIELDAGENT_TLS_CERT_FILE"], env["YIELDAGENT_TLS_KEY_FILE"]
     [problem] = production_problems(load_settings(env), with_edge=False)
     assert problem.startswith("the gRPC server listener on 192.0.2.10 (YIELDAGENT_GRPC_HOST)")
+
+
+def test_transactions_in_flight_are_capped_at_least_at_one() -> None:
+    assert load_settings({}).tx_max_in_flight == 256
+    assert load_settings({"YIELDAGENT_TX_MAX_IN_FLIGHT": "16"}).tx_max_in_flight == 16
+    assert load_settings({"YIELDAGENT_TX_MAX_IN_FLIGHT": "0"}).tx_max_in_flight == 1

@@ -72,6 +72,8 @@ class Settings:
     list."""
     confirmations: int = 1
     tx_timeout_seconds: float = 60.0
+    tx_max_in_flight: int = 256
+    """Most operator transactions of one process broadcast and not yet mined, per chain."""
     log_range: int = 2_000
     events_poll_seconds: float = 1.0
     """How often a WatchWallet stream looks for events another process recorded."""
@@ -493,6 +495,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         collateral_feeds=_collateral_feeds(env),
         confirmations=max(_int(env, "YIELDAGENT_CONFIRMATIONS", 1), 1),
         tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
+        tx_max_in_flight=max(_int(env, "YIELDAGENT_TX_MAX_IN_FLIGHT", 256), 1),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
         events_poll_seconds=max(_float(env, "YIELDAGENT_EVENTS_POLL_SECONDS", 1.0), 0.01),
         webhook_interval_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_INTERVAL_SECONDS", 1.0), 0.01),

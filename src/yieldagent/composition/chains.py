@@ -124,7 +124,10 @@ def _web3_chain(
         safe=None if isinstance(safe, str) else safe,
         **overrides,
     )
-    sending = SendSettings(receipt_timeout_seconds=settings.tx_timeout_seconds)
+    sending = SendSettings(
+        receipt_timeout_seconds=settings.tx_timeout_seconds,
+        max_in_flight=settings.tx_max_in_flight,
+    )
     return Web3Chain.connect(url, config, operator, NonceStore(engine), sending)
 
 

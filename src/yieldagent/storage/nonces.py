@@ -14,7 +14,9 @@ Two tables hold the leases (migration 0007):
 - ``chain_nonce_leases``: each nonce handed out that the chain does not show used yet,
   with its holder and the end of its lease; no holder means given back unsent.
 
-``reserve(chain_id, address, chain_pending_nonce)`` runs one transaction. Its first
+``reserve(chain_id, address, chain_pending_nonce)`` runs one transaction, and so does
+``reserve_many(..., count)``, which hands out ``count`` nonces at once for transactions
+sent together (``TransactionSender.send_many``). Its first
 statement updates the address's counter row, which locks it (a row lock on PostgreSQL;
 SQLite's single writer lock), so reservations of one address are serialized across
 processes. Inside it:
@@ -22,8 +24,8 @@ processes. Inside it:
 1. Leases below the chain's pending nonce are deleted: the chain has those nonces.
 2. The lowest nonce at or above the chain's pending nonce that was given back, or whose
    lease lapsed, is handed out again (gaps are filled first).
-3. Otherwise ``max(next_nonce, chain_pending_nonce)`` is handed out and ``next_nonce``
-   moves past it.
+3. Otherwise (or for the rest of a run) ``max(next_nonce, chain_pending_nonce)`` and the
+   nonces after it are handed out, and ``next_nonce`` moves past them.
 
 How a nonce ends, so that none is burnt and none used twice:
 
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, delete, or_, select, update
@@ -100,39 +102,70 @@ class NonceStore:
         """A nonce for the next transaction of ``address``, leased to this holder for
         ``hold_seconds`` (the store's default if None). ``chain_pending_nonce`` is the
         chain's count of the address's transactions, pending ones included."""
+        [nonce] = self.reserve_many(chain_id, address, chain_pending_nonce, 1, hold_seconds)
+        return nonce
+
+    def reserve_many(
+        self,
+        chain_id: int,
+        address: str,
+        chain_pending_nonce: int,
+        count: int,
+        hold_seconds: float | None = None,
+    ) -> list[int]:
+        """``count`` nonces for the next transactions of ``address``, in increasing order,
+        leased to this holder in one database transaction: gaps first (nonces given back
+        or whose lease lapsed), then a run of consecutive fresh ones. Several processes
+        reserving at once get disjoint sets."""
         if chain_pending_nonce < 0:
             raise ValueError("the chain's pending nonce cannot be negative")
+        if count < 1:
+            raise ValueError("a reservation takes at least one nonce")
         now = self._wall()
         held = {"holder": self.holder, "held_until": now + (hold_seconds or self._lease_seconds)}
         address = address.lower()
+        taken: list[int] = []
         with self._engine.begin() as connection:
             next_nonce = self._lock_counter(connection, chain_id, address, held)
             mine = _leases_of(chain_id, address)
             connection.execute(delete(_leases).where(mine, _leases.c.nonce < chain_pending_nonce))
             free = or_(_leases.c.holder.is_(None), _leases.c.held_until < now)
-            for (nonce,) in connection.execute(
+            gaps = connection.execute(
                 select(_leases.c.nonce)
                 .where(mine, _leases.c.nonce >= chain_pending_nonce, free)
                 .order_by(_leases.c.nonce)
-            ):
-                taken = connection.execute(
+                .limit(count)
+            ).all()
+            for (nonce,) in gaps:
+                refilled = connection.execute(
                     update(_leases).where(mine, _leases.c.nonce == nonce, free).values(**held)
                 )
-                if taken.rowcount == 1:
-                    return int(nonce)
-            nonce = max(next_nonce, chain_pending_nonce)
-            connection.execute(
-                update(_counters).where(_counter_of(chain_id, address)).values(next_nonce=nonce + 1)
-            )
-            connection.execute(
-                self._insert(_leases)
-                .values(chain_id=chain_id, address=address, nonce=nonce, **held)
-                .on_conflict_do_update(
-                    index_elements=[_leases.c.chain_id, _leases.c.address, _leases.c.nonce],
-                    set_=held,
+                if refilled.rowcount == 1:
+                    taken.append(int(nonce))
+            fresh = count - len(taken)
+            if fresh:
+                first = max(next_nonce, chain_pending_nonce)
+                connection.execute(
+                    update(_counters)
+                    .where(_counter_of(chain_id, address))
+                    .values(next_nonce=first + fresh)
                 )
-            )
-            return nonce
+                run = range(first, first + fresh)
+                connection.execute(
+                    self._insert(_leases)
+                    .values(
+                        [
+                            {"chain_id": chain_id, "address": address, "nonce": n, **held}
+                            for n in run
+                        ]
+                    )
+                    .on_conflict_do_update(
+                        index_elements=[_leases.c.chain_id, _leases.c.address, _leases.c.nonce],
+                        set_=held,
+                    )
+                )
+                taken.extend(run)
+        return sorted(taken)
 
     def _lock_counter(
         self, connection: Connection, chain_id: int, address: str, held: dict[str, Any]
@@ -158,6 +191,18 @@ class NonceStore:
         """The chain has ``nonce`` (a transaction with it was mined, or it was used by
         another one): this holder's lease on it ends."""
         self._end(chain_id, address, nonce, None)
+
+    def consume_many(self, chain_id: int, address: str, nonces: Sequence[int]) -> None:
+        """``consume`` of each of ``nonces``, in one database transaction."""
+        if not nonces:
+            return
+        held_by_me = and_(
+            _leases_of(chain_id, address.lower()),
+            _leases.c.nonce.in_(list(nonces)),
+            _leases.c.holder == self.holder,
+        )
+        with self._engine.begin() as connection:
+            connection.execute(delete(_leases).where(held_by_me))
 
     def release(self, chain_id: int, address: str, nonce: int) -> None:
         """Gives back ``nonce``, which this holder never broadcast: the next reservation

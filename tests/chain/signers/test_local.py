@@ -11,6 +11,12 @@ from eth_account import Account
 from eth_account.datastructures import SignedTransaction
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
+from eth_account.typed_transactions.typed_transaction import TypedTransaction
+from eth_keys.backends import get_backend
+from eth_keys.backends.coincurve import CoinCurveECCBackend
+from eth_keys.backends.native.main import NativeECCBackend
+from eth_keys.main import KeyAPI
+from hexbytes import HexBytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +93,17 @@ async def test_signing_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(LocalAccount, "sign_transaction", recorded)
     await signer.sign_transaction(_tx(0, 0, b""))
     assert threads and threads[0] != threading.get_ident()
+
+
+async def test_signing_uses_libsecp256k1_and_recovers_to_the_operator() -> None:
+    """The lock brings coincurve, so eth-keys signs with libsecp256k1; its signature is
+    checked by the other implementation, eth-keys' pure-Python one, recovering the
+    operator's address from the transaction's signing hash."""
+    assert isinstance(get_backend(), CoinCurveECCBackend)
+    signer = LocalKeySigner(KEY)
+    signed = await signer.sign_transaction(_tx(7, 10**6, b"\x01" * 64))
+    typed = TypedTransaction.from_bytes(HexBytes(signed.raw))
+    v, r, s = typed.vrs()
+    signature = KeyAPI(NativeECCBackend).Signature(vrs=(v, r, s))
+    recovered = signature.recover_public_key_from_msg_hash(typed.hash())
+    assert recovered.to_checksum_address() == signer.address == ACCOUNT.address

@@ -68,7 +68,12 @@ from yieldagent.chain.web3.history import (
     parse_transfer,
     transfer_logs,
 )
-from yieldagent.chain.web3.node_answers import CHAIN_ERRORS, node_unavailable, scrubbed
+from yieldagent.chain.web3.node_answers import (
+    CHAIN_ERRORS,
+    node_unavailable,
+    redacted,
+    scrubbed,
+)
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
@@ -76,12 +81,19 @@ from yieldagent.chain.web3.protocols.moonwell import MTokenPool
 from yieldagent.chain.web3.protocols.morpho import VaultPool
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
-from yieldagent.chain.web3.transactions import Receipt, SendSettings, TransactionSender
+from yieldagent.chain.web3.transactions import (
+    Outgoing,
+    Receipt,
+    SendSettings,
+    TransactionSender,
+)
 from yieldagent.domain.errors import (
     ChainRejected,
+    ChainUnavailable,
     Conflict,
     InvalidRequest,
     NotImplementedYet,
+    YieldAgentError,
 )
 from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import PoolQuote
@@ -97,6 +109,7 @@ from yieldagent.domain.ports.chain import (
     GasCost,
     Position,
     RewardAmount,
+    Send,
     SwapReceipt,
     Transfer,
     TxReceipt,
@@ -128,6 +141,9 @@ class Sender(Protocol):
 
     async def send(self, to: str, data: bytes | str, *, gas: int | None = None) -> Receipt:
         """Sends ``data`` to ``to``; the receipt once mined (ChainRejected if reverted)."""
+
+    async def send_many(self, outgoing: Sequence[Outgoing]) -> list[Receipt | YieldAgentError]:
+        """Sends every transaction at once, pipelined; each one's receipt or error."""
 
 
 log = logging.getLogger("yieldagent.chain")
@@ -201,6 +217,10 @@ class Web3Chain:
         # INFO (each batch, each disconnect): its lines are kept to warnings and worse.
         logging.getLogger("web3").setLevel(max(logging.getLogger("web3").level, logging.WARNING))
         w3 = AsyncWeb3(AsyncHTTPProvider(url))
+        # web3's validation asks the node for its chain id twice around every eth_call and
+        # eth_estimateGas (three requests for one); the chain id is the configuration's,
+        # every transaction is signed with it, and the start-up check reads the node's.
+        w3.middleware_onion.remove("validation")
         sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
         return cls(w3, config, sender)
 
@@ -618,6 +638,72 @@ class Web3Chain:
             raise node_unavailable("eth_estimateGas", error) from None
         return estimate * GAS_MARGIN_PERCENT // 100 + GAS_HEADROOM
 
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        """Supplies and withdrawals of many accounts, each its own transaction through
+        the module as ``supply`` and ``withdraw`` make it, estimated at once and sent
+        pipelined (``TransactionSender.send_many``): none waits for another's receipt.
+        A send refused before it goes out (its estimate reverts) is its error alone."""
+        try:
+            module = self._module()
+            await self._ready()
+        except Exception as error:  # each send is refused as the single call would be
+            return [_raised_or(error) for _ in sends]
+        prepared = await asyncio.gather(
+            *(self._prepared(module, send) for send in sends), return_exceptions=True
+        )
+        results: list[TxReceipt | BaseException] = []
+        ready: list[tuple[int, _Move, Outgoing, str]] = []
+        for at, got in enumerate(prepared):
+            results.append(got if isinstance(got, BaseException) else _NOT_SENT)
+            if not isinstance(got, BaseException):
+                ready.append((at, *got))
+        sent = await self._sender.send_many([outgoing for _, _, outgoing, _ in ready])
+        for (at, move, _, action), receipt in zip(ready, sent, strict=True):
+            results[at] = self._booked_move(move, action, receipt)
+        return [_raised_or(result) for result in results]
+
+    async def _prepared(self, module: str, send: Send) -> tuple[_Move, Outgoing, str]:
+        """The send's move, its transaction with its gas measured, and its action."""
+        pool = self._pool(send.protocol, send.token)
+        holder = to_checksum_address(send.holder)
+        if send.action == ChainKind.SUPPLY:
+            calls = pool.supply_calls(holder, send.amount)
+        elif send.whole:
+            calls = await pool.exit_calls(holder)
+        else:
+            calls = pool.withdraw_calls(holder, send.amount)
+        listed = [(c.target, c.data) for c in calls if c.fn.selector != APPROVE.selector]
+        data = MODULE_EXECUTE.encode(holder, listed)
+        gas = await self._gas(module, data)
+        return _Move(send, pool, holder), Outgoing(module, data, gas), str(send.action)
+
+    def _booked_move(
+        self, move: _Move, action: str, receipt: Receipt | YieldAgentError
+    ) -> TxReceipt | Exception:
+        """The port's receipt of a mined move, or why it has none."""
+        if isinstance(receipt, ChainRejected):
+            named = custom_error_named(receipt.reason)
+            if named is None:
+                return receipt
+            refused = ChainRejected(f"{action} reverted: {named}", named)
+            refused.__cause__ = receipt
+            return refused
+        if isinstance(receipt, YieldAgentError):
+            return receipt
+        self.gas_used[action] = receipt.gas_used
+        send, custody, holder = move.send, move.pool.custody, move.holder
+        try:
+            if send.action == ChainKind.SUPPLY:
+                moved = _find(receipt, self.config.token, holder, custody, send.amount)
+                return _logged(receipt, moved, f"supply of {send.amount} to {send.protocol}")
+            if send.whole:
+                moved = _find(receipt, self.config.token, custody, holder, None)
+                return _logged(receipt, moved, f"withdrawal of everything from {send.protocol}")
+            moved = _find(receipt, self.config.token, custody, holder, send.amount)
+            return _logged(receipt, moved, f"withdrawal of {send.amount} from {send.protocol}")
+        except ChainRejected as error:
+            return error
+
     async def supply(self, holder: str, protocol: str, token: str, amount: int) -> TxReceipt:
         pool = self._pool(protocol, token)
         await self._ready()
@@ -727,6 +813,33 @@ class Web3Chain:
         if self.config.swap_router is None:
             raise InvalidRequest(f"no swap router on chain {self.chain_id}")
         return self.config.swap_router
+
+
+_NOT_SENT = ChainRejected("the move was not sent", "not sent")
+"""A batch's place holder for a send until its answer arrives (every send gets one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """A send of a batch with its pool and its holder, checksummed."""
+
+    send: Send
+    pool: LendingPool
+    holder: str
+
+
+def _raised_or(result: TxReceipt | BaseException) -> TxReceipt | Exception:
+    """A batch's answer for one send, told as the single call would tell it: a domain
+    error as it is, a node's failure as ``NodeUnavailable`` and any other failure by its
+    class alone (the words of either may carry the node's URL); a failure that is no
+    Exception (a cancellation) is raised."""
+    if isinstance(result, TxReceipt | YieldAgentError):
+        return result
+    if isinstance(result, CHAIN_ERRORS):
+        return node_unavailable("preparing a move", result)
+    if isinstance(result, Exception):
+        return ChainUnavailable(f"preparing a move failed: {redacted(result)}")
+    raise result
 
 
 def _transfers(receipt: Receipt) -> list[TransferLog]:

@@ -21,6 +21,14 @@ signing failed), and otherwise left to its lease, which lapses after the whole w
 nonce another transaction took (the node says "nonce too low", or a stranger was mined
 with it while we waited) is consumed, and the transaction is sent again with a new nonce.
 
+``TransactionSender.send_many`` sends many transactions pipelined: at most
+``max_in_flight`` at once, each window's nonces reserved together (consecutive after any
+gaps), every transaction signed and broadcast before any receipt is awaited, and the
+window's receipts awaited together (one read of the mined nonce count per look). Its
+transactions are replaced, settled and sent again by the same rules as ``send``'s; a
+nonce whose transaction went nowhere is filled with a transfer of nothing to the
+operator, so that the transactions after it can be mined.
+
 RPC failures and timeouts raise ``ChainUnavailable``. A transaction still unmined after
 its last replacement raises it too, though one of its versions may be mined later: the
 caller settles such a step from the chain's history (``Books.recover_steps``).
@@ -55,7 +63,7 @@ from yieldagent.chain.web3.node_answers import (
     scrubbed,
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
-from yieldagent.domain.errors import ChainRejected, ChainUnavailable
+from yieldagent.domain.errors import ChainRejected, ChainUnavailable, YieldAgentError
 from yieldagent.domain.ports.nonces import NonceSource
 from yieldagent.domain.ports.signer import Signer
 
@@ -102,11 +110,15 @@ class SendSettings:
     gas_margin_percent: int = 20
     max_nonce_attempts: int = 3
     """How many nonces one send may use up when other transactions take them."""
+    max_in_flight: int = 256
+    """Most transactions of this sender broadcast and not yet settled at once; more wait."""
     fees: FeeSettings = field(default_factory=FeeSettings)
 
     def __post_init__(self) -> None:
         if self.confirmations < 1 or self.max_replacements < 0 or self.max_nonce_attempts < 1:
             raise ValueError("confirmations >= 1, max_replacements >= 0, max_nonce_attempts >= 1")
+        if self.max_in_flight < 1:
+            raise ValueError("at least one transaction may be in flight")
         if self.receipt_timeout_seconds <= 0 or self.poll_seconds <= 0:
             raise ValueError("the receipt timeout and the poll interval are positive")
 
@@ -134,6 +146,59 @@ class _NonceTaken(Exception):
     """Another transaction took the nonce: send again with a new one."""
 
 
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One transaction of a pipelined batch (``TransactionSender.send_many``): a call of
+    ``data`` to ``to`` with the gas limit ``gas``."""
+
+    to: str
+    data: bytes | str
+    gas: int
+    value: int = 0
+
+
+@dataclass(slots=True)
+class _Watched:
+    """A broadcast transaction of a batch, awaited with the others: which outgoing it is
+    (None: a filler of a nonce whose own transaction went nowhere), its versions sent,
+    when it is next replaced, and what the chain showed of it so far."""
+
+    index: int | None
+    sent: _Sent
+    deadline: float
+    replacements: int = 0
+    stranger_seen: bool = False
+    mined: TxReceipt | None = None
+
+
+_FILLER_GAS = 21_000
+"""A transfer of nothing to the operator itself: what fills a nonce whose transaction went
+nowhere, so that those after it in the batch can be mined."""
+
+
+class _InFlight:
+    """The sender's cap on transactions in flight: a batch takes room for its window at
+    once, or waits; single sends take one."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.used = 0
+        self._changed = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def room(self, count: int) -> Any:
+        count = min(count, self.cap)
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.used + count <= self.cap)
+            self.used += count
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self.used -= count
+                self._changed.notify_all()
+
+
 class TransactionSender:
     """Sends the operator's transactions on one chain (see the module's docstring)."""
 
@@ -157,6 +222,7 @@ class TransactionSender:
         self._address = to_checksum_address(address) if address else None
         self._sleep = sleep
         self._monotonic = monotonic
+        self._in_flight = _InFlight(self.settings.max_in_flight)
 
     @property
     def address(self) -> ChecksumAddress:
@@ -179,6 +245,10 @@ class TransactionSender:
         }
         if gas is None:
             gas = await self._estimate(call)
+        async with self._in_flight.room(1):
+            return await self._send_with_nonces(call, gas)
+
+    async def _send_with_nonces(self, call: dict[str, Any], gas: int) -> Receipt:
         for _ in range(self.settings.max_nonce_attempts):
             try:
                 return await self._send_with_a_nonce(call, gas)
@@ -188,6 +258,274 @@ class TransactionSender:
             f"other transactions took {self.settings.max_nonce_attempts} nonces in a row "
             f"from {self.address}: is the operator key used outside this service?"
         )
+
+    # -- a pipelined batch ---------------------------------------------------------------
+
+    async def send_many(self, outgoing: Sequence[Outgoing]) -> list[Receipt | YieldAgentError]:
+        """Sends every transaction of ``outgoing`` at once, at consecutive nonces
+        reserved together, and awaits their receipts together; for each, its receipt or
+        the error ``send`` would have raised for it (ChainRejected, ChainUnavailable).
+
+        The batch goes out in windows of at most ``max_in_flight`` transactions, each
+        window one fee reading, one nonce reading and one reservation. A transaction
+        that another one outbid or whose nonce the chain already has is sent again on
+        its own (``send``'s rules) once its window is settled. One the node refuses
+        leaves its nonce to a filler (nothing sent to the operator itself), so that the
+        window's later transactions can be mined."""
+        results: list[Receipt | YieldAgentError | None] = [None] * len(outgoing)
+        cap = self.settings.max_in_flight
+        windows = [range(at, min(at + cap, len(outgoing))) for at in range(0, len(outgoing), cap)]
+        await asyncio.gather(*(self._send_window(outgoing, w, results) for w in windows))
+        done: list[Receipt | YieldAgentError] = []
+        for result in results:
+            if result is None:  # not reachable: every window settles each of its own
+                result = ChainUnavailable("the transaction was not sent")
+            done.append(result)
+        return done
+
+    def _call_of(self, outgoing: Outgoing) -> dict[str, Any]:
+        return {
+            "from": self.address,
+            "to": to_checksum_address(outgoing.to),
+            "data": HexBytes(outgoing.data).to_0x_hex(),
+            "value": outgoing.value,
+        }
+
+    async def _send_window(
+        self,
+        outgoing: Sequence[Outgoing],
+        window: range,
+        results: list[Receipt | YieldAgentError | None],
+    ) -> None:
+        again: list[int] = []
+        async with self._in_flight.room(len(window)):
+            try:
+                await self._pipeline(outgoing, window, results, again)
+            except YieldAgentError as error:
+                for index in window:
+                    if results[index] is None and index not in again:
+                        results[index] = error
+        if again:  # outbid, or the nonce was used elsewhere: each on its own
+            sent = await asyncio.gather(
+                *(self._send_again(outgoing[index]) for index in again),
+                return_exceptions=True,
+            )
+            for index, result in zip(again, sent, strict=True):
+                results[index] = _as_result(result)
+
+    async def _send_again(self, outgoing: Outgoing) -> Receipt:
+        async with self._in_flight.room(1):
+            return await self._send_with_nonces(self._call_of(outgoing), outgoing.gas)
+
+    async def _pipeline(
+        self,
+        outgoing: Sequence[Outgoing],
+        window: range,
+        results: list[Receipt | YieldAgentError | None],
+        again: list[int],
+    ) -> None:
+        settings = self.settings
+        fees = await self._rpc(suggest_fees(self._w3, settings.fees), "reading the fees")
+        pending = await self._rpc(
+            self._w3.eth.get_transaction_count(self.address, "pending"), "reading the nonce"
+        )
+        nonces = self._nonces.reserve_many(
+            self.chain_id, self.address, pending, len(window), settings.hold_seconds
+        )
+        calls = {index: self._call_of(outgoing[index]) for index in window}
+        sents = {
+            nonce: _Sent(
+                {
+                    "type": 2,
+                    "chainId": self.chain_id,
+                    "nonce": nonce,
+                    "to": calls[index]["to"],
+                    "value": calls[index]["value"],
+                    "data": calls[index]["data"],
+                    "gas": outgoing[index].gas,
+                },
+                fees,
+            )
+            for index, nonce in zip(window, nonces, strict=True)
+        }
+        signed = await asyncio.gather(
+            *(self._sign(sent.tx, fees) for sent in sents.values()), return_exceptions=True
+        )
+        out = [
+            (index, nonce, got)
+            for index, nonce, got in zip(window, sents, signed, strict=True)
+            if not isinstance(got, BaseException)
+        ]
+        answers = await asyncio.gather(*(self._broadcast(raw) for _, _, (raw, _) in out))
+        deadline = self._monotonic() + settings.receipt_timeout_seconds
+        watched: dict[int, _Watched] = {}
+        holes: list[int] = []
+        for index, nonce, got in zip(window, sents, signed, strict=True):
+            if isinstance(got, BaseException):
+                results[index] = _as_result(got)
+                holes.append(nonce)
+        for (index, nonce, (_, tx_hash)), (answer, detail) in zip(out, answers, strict=True):
+            if answer is Broadcast.NONCE_USED or answer is Broadcast.UNDERPRICED:
+                if answer is Broadcast.NONCE_USED:
+                    self._settle(self._nonces.consume, nonce)
+                log.warning("nonce taken by another transaction", extra={"nonce": nonce})
+                again.append(index)
+            elif answer is Broadcast.REFUSED:
+                results[index] = node_unavailable("eth_sendRawTransaction", detail)
+                holes.append(nonce)
+            else:  # SENT, or UNKNOWN: it may have arrived, so watch it
+                sents[nonce].hashes.append(tx_hash)
+                watched[nonce] = _Watched(index, sents[nonce], deadline)
+        for nonce in holes:
+            filler = await self._fill(nonce, fees)
+            if filler is None:
+                self._settle(self._nonces.release, nonce)
+            else:
+                watched[nonce] = _Watched(None, filler, deadline)
+        if watched:
+            await self._await_receipts(watched, calls, results, again)
+
+    async def _fill(self, nonce: int, fees: Fees) -> _Sent | None:
+        """A transfer of nothing to the operator at ``nonce``, broadcast; None if it could
+        not be sent (then the nonce is given back)."""
+        tx = {
+            "type": 2,
+            "chainId": self.chain_id,
+            "nonce": nonce,
+            "to": self.address,
+            "value": 0,
+            "data": "0x",
+            "gas": _FILLER_GAS,
+        }
+        try:
+            raw, tx_hash = await self._sign(tx, fees)
+        except Exception:
+            log.warning("filler not signed", extra={"nonce": nonce}, exc_info=True)
+            return None
+        answer, _ = await self._broadcast(raw)
+        if answer not in (Broadcast.SENT, Broadcast.UNKNOWN):
+            log.warning("filler refused", extra={"nonce": nonce, "answer": answer.value})
+            return None
+        log.info("nonce filled", extra={"nonce": nonce, "tx_hash": tx_hash})
+        return _Sent(tx, fees, [tx_hash])
+
+    async def _await_receipts(
+        self,
+        watched: dict[int, _Watched],
+        calls: dict[int, dict[str, Any]],
+        results: list[Receipt | YieldAgentError | None],
+        again: list[int],
+    ) -> None:
+        """Awaits every watched transaction at once: each look reads the operator's mined
+        nonce count (one request for the whole window), then the receipts of the nonces it
+        passed, all at once; those not mined by their deadline are replaced, as ``send``
+        replaces."""
+        settings = self.settings
+        pause = min(FIRST_POLL_SECONDS, settings.poll_seconds)
+        give_up = self._monotonic() + settings.wait_seconds
+        blocks: dict[int, int] = {}
+        while watched:
+            mined_count: int
+            try:
+                mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
+            except CHAIN_ERRORS:
+                mined_count = min(watched)  # nothing learnt: wait, and replace on time
+            head: int | None = None
+            settled: list[int] = []
+            stuck: list[_Watched] = []
+            passed = [n for n in sorted(watched) if watched[n].mined is None and n < mined_count]
+            looked = await asyncio.gather(*(self._lookup(watched[n].sent.hashes) for n in passed))
+            found = dict(zip(passed, looked, strict=True))
+            for nonce in sorted(watched):
+                one = watched[nonce]
+                if nonce in found:
+                    one.mined, answered = found[nonce]
+                    if one.mined is None and answered:
+                        if one.stranger_seen:  # believed on a second look, as in send
+                            self._settle(self._nonces.consume, nonce)
+                            log.warning("nonce used by another transaction", extra={"nonce": nonce})
+                            del watched[nonce]
+                            if one.index is not None:
+                                again.append(one.index)
+                            continue
+                        one.stranger_seen = True
+                    else:
+                        one.stranger_seen = False
+                if one.mined is not None:
+                    if settings.confirmations > 1 and head is None:
+                        head = await self._head()
+                    if settings.confirmations == 1 or (
+                        head is not None
+                        and head >= one.mined["blockNumber"] + settings.confirmations - 1
+                    ):
+                        del watched[nonce]
+                        settled.append(nonce)
+                        if one.index is not None:
+                            results[one.index] = await self._outcome(calls[one.index], one, blocks)
+                    continue
+                if self._monotonic() >= one.deadline:
+                    if one.replacements == settings.max_replacements:
+                        del watched[nonce]
+                        if one.index is not None:
+                            results[one.index] = ChainUnavailable(
+                                f"transaction with nonce {nonce} not mined after "
+                                f"{one.replacements} replacements: {', '.join(one.sent.hashes)}"
+                            )
+                        continue
+                    one.replacements += 1
+                    stuck.append(one)
+            if stuck:  # replaced all at once: a fee jump leaves the whole window behind
+                await asyncio.gather(*(self._replace(one.sent) for one in stuck))
+                for one in stuck:
+                    one.deadline = self._monotonic() + settings.receipt_timeout_seconds
+            self._settle_many(settled)
+            if not watched:
+                return
+            if self._monotonic() >= give_up:
+                for nonce, one in watched.items():
+                    if one.index is not None:
+                        results[one.index] = ChainUnavailable(
+                            f"transaction with nonce {nonce} not settled in time: "
+                            f"{', '.join(one.sent.hashes)}"
+                        )
+                return
+            await self._sleep(pause)
+            pause = min(pause * 2, settings.poll_seconds)
+
+    async def _outcome(
+        self, call: dict[str, Any], one: _Watched, blocks: dict[int, int]
+    ) -> Receipt | YieldAgentError:
+        mined = one.mined
+        assert mined is not None
+        try:
+            if mined["status"] != 1:
+                reason = await self._replayed_reason(call, int(one.sent.tx["gas"]), mined)
+                return ChainRejected(
+                    f"transaction {mined['transactionHash'].to_0x_hex()} reverted: {reason}",
+                    reason,
+                )
+            return await self._receipt(mined, blocks)
+        except YieldAgentError as error:
+            return error
+
+    async def _lookup(self, hashes: Sequence[str]) -> tuple[TxReceipt | None, bool]:
+        """The receipt of whichever of ``hashes`` is mined, and whether the node answered
+        every lookup (a lookup it failed says nothing of whether ours was mined)."""
+        answered = True
+        for tx_hash in hashes:
+            try:
+                return await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash)), True
+            except TransactionNotFound:
+                continue
+            except CHAIN_ERRORS:
+                answered = False
+        return None, answered
+
+    async def _head(self) -> int | None:
+        try:
+            return int(await self._w3.eth.block_number)
+        except CHAIN_ERRORS:
+            return None
 
     # -- one nonce ---------------------------------------------------------------------
 
@@ -337,6 +675,16 @@ class TransactionSender:
             return False
         return True
 
+    def _settle_many(self, nonces: list[int]) -> None:
+        """Consumes ``nonces`` (mined) in one reservation-store transaction; a failure
+        only leaves their leases to lapse, as ``_settle``'s."""
+        if not nonces:
+            return
+        try:
+            self._nonces.consume_many(self.chain_id, self.address, nonces)
+        except Exception:
+            log.warning("nonce leases not settled", extra={"nonces": nonces}, exc_info=True)
+
     def _settle(self, action: Callable[[int, str, int], None], nonce: int) -> None:
         """Consumes or releases ``nonce``; a failure only leaves its lease to lapse, which
         is safe, so it never hides what the chain did."""
@@ -404,10 +752,18 @@ class TransactionSender:
             return f"out of gas (all {gas} gas used)"
         return said or "unknown (the call succeeds when replayed)"
 
-    async def _receipt(self, mined: TxReceipt) -> Receipt:
-        block = await self._rpc(
-            self._w3.eth.get_block(mined["blockNumber"]), "reading the transaction's block"
-        )
+    async def _receipt(self, mined: TxReceipt, blocks: dict[int, int] | None = None) -> Receipt:
+        """``mined`` as the port tells it; ``blocks`` keeps the timestamps of blocks read
+        already (a batch's transactions share a few blocks)."""
+        number = int(mined["blockNumber"])
+        timestamp = None if blocks is None else blocks.get(number)
+        if timestamp is None:
+            block = await self._rpc(
+                self._w3.eth.get_block(number), "reading the transaction's block"
+            )
+            timestamp = int(block["timestamp"])
+            if blocks is not None:
+                blocks[number] = timestamp
         logs = tuple(
             Log(
                 address=to_checksum_address(entry["address"]),
@@ -419,8 +775,8 @@ class TransactionSender:
         )
         return Receipt(
             tx_hash=HexBytes(mined["transactionHash"]).to_0x_hex(),
-            block_number=int(mined["blockNumber"]),
-            timestamp=int(block["timestamp"]),
+            block_number=number,
+            timestamp=timestamp,
             logs=logs,
             gas_used=int(mined["gasUsed"]),
         )
@@ -430,3 +786,16 @@ class TransactionSender:
             return await call
         except CHAIN_ERRORS as error:
             raise node_unavailable(what, error) from None
+
+
+def _as_result(outcome: Receipt | BaseException) -> Receipt | YieldAgentError:
+    """A batch's answer for one transaction: its receipt, the domain error it raised, or
+    ChainUnavailable naming only the class of any other failure (its words may hold the
+    node's)."""
+    if isinstance(outcome, Receipt | YieldAgentError):
+        return outcome
+    if not isinstance(outcome, Exception):
+        raise outcome
+    unavailable = ChainUnavailable(f"the transaction was not sent: {redacted(outcome)}")
+    unavailable.__cause__ = outcome
+    return unavailable

@@ -8,6 +8,7 @@ hands one to each web3 chain.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 
@@ -23,8 +24,22 @@ class NonceSource(Protocol):
     ) -> int:
         """A nonce for ``address``'s next transaction, held for ``hold_seconds``."""
 
+    def reserve_many(
+        self,
+        chain_id: int,
+        address: str,
+        chain_pending_nonce: int,
+        count: int,
+        hold_seconds: float | None = None,
+    ) -> list[int]:
+        """``count`` nonces for transactions of ``address`` sent together, in increasing
+        order, reserved at once: no other reservation shares any of them."""
+
     def consume(self, chain_id: int, address: str, nonce: int) -> None:
         """The chain has ``nonce``."""
+
+    def consume_many(self, chain_id: int, address: str, nonces: Sequence[int]) -> None:
+        """The chain has each of ``nonces`` (a batch's transactions, mined)."""
 
     def release(self, chain_id: int, address: str, nonce: int) -> None:
         """``nonce`` was never broadcast: hand it out again."""
