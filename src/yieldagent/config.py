@@ -72,6 +72,10 @@ class Settings:
     confirmations: int = 1
     tx_timeout_seconds: float = 60.0
     log_range: int = 2_000
+    multicall_batch: int = 500
+    """Most calls one Multicall3 ``aggregate3`` read carries on a web3 chain."""
+    head_reuse_seconds: float = 1.0
+    """How long a web3 chain's head is kept: the reads made within it are pinned to it."""
     events_poll_seconds: float = 1.0
     """How often a WatchWallet stream looks for events another process recorded."""
     webhook_interval_seconds: float = 1.0
@@ -467,6 +471,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         confirmations=max(_int(env, "YIELDAGENT_CONFIRMATIONS", 1), 1),
         tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
+        multicall_batch=max(_int(env, "YIELDAGENT_MULTICALL_BATCH", 500), 1),
+        head_reuse_seconds=max(_float(env, "YIELDAGENT_HEAD_REUSE_SECONDS", 1.0), 0.0),
         events_poll_seconds=max(_float(env, "YIELDAGENT_EVENTS_POLL_SECONDS", 1.0), 0.01),
         webhook_interval_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_INTERVAL_SECONDS", 1.0), 0.01),
         webhook_timeout_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_TIMEOUT_SECONDS", 5.0), 0.1),

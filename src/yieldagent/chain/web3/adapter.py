@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -60,6 +61,7 @@ from yieldagent.chain.web3.abis import (
 )
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.fees import FeeSettings, fees_from_history
+from yieldagent.chain.web3.fleet import Holding, holdings
 from yieldagent.chain.web3.history import (
     ZERO_ADDRESS,
     Counterparties,
@@ -68,6 +70,7 @@ from yieldagent.chain.web3.history import (
     parse_transfer,
     transfer_logs,
 )
+from yieldagent.chain.web3.multicall import Multicall
 from yieldagent.chain.web3.node_answers import CHAIN_ERRORS, node_unavailable, scrubbed
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
@@ -179,6 +182,15 @@ class Web3Chain:
         self._resolving = asyncio.Lock()
         self.gas_used: dict[str, int] = {}
         """Gas each action used the last time it was mined here."""
+        self.multicall = Multicall(self.reader, config.multicall_batch)
+        self._kept: tuple[float, Block] | None = None
+        """The head last read and when (``time.monotonic``), kept ``head_reuse_seconds``."""
+        self._heading: asyncio.Future[Block] | None = None
+        """The head read in flight: callers meanwhile share it."""
+        self._quoted: dict[tuple[int, str], PoolQuote] = {}
+        """Each pool's quote at the newest block quoted (the market read once per block)."""
+        self._read_for_guards: dict[tuple[int, tuple[str, ...]], list[PoolReading]] = {}
+        """The guards' readings at the newest block read."""
 
     @classmethod
     def connect(
@@ -332,6 +344,7 @@ class Web3Chain:
                 return
             raise
         self.gas_used["deploy"] = receipt.gas_used
+        self._mined(receipt.block_number)
         if not await self.reader.code(account.address):
             raise ChainRejected(
                 f"transaction {receipt.tx_hash} was mined but deployed no account at "
@@ -355,13 +368,55 @@ class Web3Chain:
 
     async def head(self) -> Block:
         """The latest block; its ``final`` is the newest with ``confirmations`` blocks
-        (its own included), which the books take as final."""
+        (its own included), which the books take as final. A head read within the last
+        ``head_reuse_seconds`` is answered again (and concurrent callers share one read),
+        so the reads made meanwhile are pinned to one mined block."""
+        kept = self._kept
+        if kept is not None and time.monotonic() - kept[0] < self.config.head_reuse_seconds:
+            return kept[1]
+        if self._heading is None:
+            self._heading = asyncio.ensure_future(self._read_head())
+        heading = self._heading
+        try:
+            return await asyncio.shield(heading)
+        finally:
+            if heading.done() and self._heading is heading:
+                self._heading = None
+
+    async def _read_head(self) -> Block:
         latest = await self.reader.block("latest")
         final = max(latest.number - self.config.confirmations + 1, 0)
-        return Block(latest.number, latest.timestamp, final)
+        head = Block(latest.number, latest.timestamp, final)
+        self._kept = (time.monotonic(), head)
+        return head
+
+    def _mined(self, block_number: int) -> None:
+        """A transaction of ours was mined at ``block_number``: a kept head before it is
+        dropped, so what is read next sees it."""
+        kept = self._kept
+        if kept is not None and kept[1].number < block_number:
+            self._kept = None
 
     async def token_balance(self, token: str, holder: str) -> int:
-        return int(await self.reader.call(token, BALANCE_OF, holder))
+        block = await self.head()
+        return int(await self.reader.call(token, BALANCE_OF, holder, block=block.number))
+
+    async def holdings(self, token: str, holders: Sequence[str]) -> dict[str, Holding]:
+        """Each holder's balance of ``token`` and positions in its pools, at the (kept)
+        head, through Multicall3 in batches (``chain.web3.fleet``); a holder whose reads
+        failed is left out (``domain.ports.chain.BatchReads``)."""
+        block = await self.head()
+        if to_checksum_address(token) != self.config.token:
+            balances = await self.multicall.read_all(
+                [read(token, BALANCE_OF, to_checksum_address(h)) for h in holders], block.number
+            )
+            return {
+                h: (int(b), [])
+                for h, b in zip(holders, balances, strict=True)
+                if isinstance(b, int)
+            }
+        await self._ready()
+        return await holdings(self.multicall, self.config.token, self.pools, holders, block.number)
 
     async def positions(self, holder: str, token: str) -> list[Position]:
         if to_checksum_address(token) != self.config.token:
@@ -416,7 +471,7 @@ class Web3Chain:
         await self._ready()
         wanted = [pool for name, pool in self.pools.items() if name in set(protocols)]
         block = await self.head()
-        quotes = await asyncio.gather(*(pool.quote(block) for pool in wanted))
+        quotes = await asyncio.gather(*(self._quote(pool, block) for pool in wanted))
         # The service collects rewards from Comets with a rewards contract only; their
         # emission rate is not read (None: unknown). Elsewhere a depositor through the
         # service earns no rewards (0).
@@ -424,6 +479,18 @@ class Web3Chain:
             q if isinstance(pool, CometPool) and pool.rewards else replace(q, reward_yearly=0)
             for pool, q in zip(wanted, quotes, strict=True)
         ]
+
+    async def _quote(self, pool: LendingPool, block: Block) -> PoolQuote:
+        """``pool``'s quote at ``block``: read once per block, however many ask."""
+        key = (block.number, pool.name)
+        found = self._quoted.get(key)
+        if found is None:
+            found = await pool.quote(block)
+            if any(number > block.number for number, _ in self._quoted):
+                return found  # an older block's quote, read late: not kept
+            self._quoted = {k: q for k, q in self._quoted.items() if k[0] == block.number}
+            self._quoted[key] = found
+        return found
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The guard inputs of the pools that read their own switches or share price
@@ -444,6 +511,20 @@ class Web3Chain:
         if not wanted:
             return []
         block = await self.head()
+        key = (block.number, tuple(sorted(p.name for p in wanted)))
+        kept = self._read_for_guards.get(key)
+        if kept is None:
+            kept = await self._guard_readings(wanted, block)
+            self._read_for_guards = {
+                k: r for k, r in self._read_for_guards.items() if k[0] == block.number
+            }
+            self._read_for_guards[key] = kept
+        return list(kept)
+
+    async def _guard_readings(
+        self, wanted: Sequence[AavePool | CometPool | MTokenPool | VaultPool], block: Block
+    ) -> list[PoolReading]:
+        """The readings of ``wanted`` at ``block`` (``pool_readings``)."""
         # every feed a wanted vault might lend against, read with the pools in one batch
         lent = {c for p in wanted if isinstance(p, VaultPool) for c in p.collaterals}
         watched = sorted(lent & set(self._feeds))
@@ -578,6 +659,7 @@ class Web3Chain:
                 raise
             raise ChainRejected(f"{action} reverted: {named}", named) from error
         self.gas_used[action] = receipt.gas_used
+        self._mined(receipt.block_number)
         return receipt
 
     async def _gas(self, account: str, data: bytes) -> int:

@@ -19,6 +19,7 @@ from web3 import AsyncWeb3
 
 from yieldagent.chain.web3.abis import Fn
 from yieldagent.chain.web3.node_answers import node_unavailable, scrubbed
+from yieldagent.chain.web3.reverts import PANIC_SELECTOR, revert_data
 from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.ports.chain import Block
 
@@ -26,6 +27,21 @@ BlockId = int | str
 """A block number, or a tag such as ``"latest"``."""
 
 _COALESCE_TURNS = 4  # event-loop turns a batch waits for more reads before it is sent
+ARITHMETIC_PANIC = PANIC_SELECTOR + (0x11).to_bytes(32, "big")
+"""``Panic(0x11)``: what Aave's and Comet's interest math revert with when a view runs
+with a block timestamp earlier than the state's last update."""
+
+
+def is_arithmetic_panic(data: bytes | str | None) -> bool:
+    """Whether a revert's return data is ``Panic(0x11)`` (arithmetic under- or overflow).
+
+    A view read at a mined block runs on that block's state and timestamp, and cannot
+    panic so; a node that mines meanwhile may run it on state a moment newer than the
+    block it names (anvil does, while it mines the next block). The same read at the same
+    block a moment later answers.
+    """
+    raw = revert_data(data) if isinstance(data, str) else data
+    return raw == ARITHMETIC_PANIC
 
 
 class ReadReverted(ChainUnavailable):
@@ -35,6 +51,11 @@ class ReadReverted(ChainUnavailable):
     def __init__(self, to: str, fn: Fn, message: str, data: str | None) -> None:
         super().__init__(f"{fn.name} on {to} reverted: {scrubbed(message)}")
         self.data = data
+
+    @property
+    def panic(self) -> bool:
+        """Whether the read reverted with an arithmetic panic (``is_arithmetic_panic``)."""
+        return is_arithmetic_panic(self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,22 +114,23 @@ class RpcReader:
 
     async def call_many(self, reads: Sequence[Read], block: BlockId) -> list[Any]:
         """Each read's return value (the single value, or the tuple of several) at
-        ``block``, in order; raises ``ReadReverted`` if one reverts."""
-        raws = await asyncio.gather(
-            *(
-                self.request(
-                    "eth_call",
-                    [{"to": r.to, "data": "0x" + r.fn.encode(*r.args).hex()}, _block_param(block)],
-                    context=r,
-                )
-                for r in reads
-            )
-        )
+        ``block``, in order; raises ``ReadReverted`` if one reverts. A read that panics
+        with 0x11 is sent once more at the same block (``is_arithmetic_panic``)."""
+        raws = await asyncio.gather(*(self._eth_call(r, block) for r in reads))
         results = []
         for r, raw in zip(reads, raws, strict=True):
             values = r.fn.decode(bytes.fromhex(raw.removeprefix("0x")))
             results.append(values[0] if len(values) == 1 else values)
         return results
+
+    async def _eth_call(self, r: Read, block: BlockId) -> Any:
+        params = [{"to": r.to, "data": "0x" + r.fn.encode(*r.args).hex()}, _block_param(block)]
+        try:
+            return await self.request("eth_call", params, context=r)
+        except ReadReverted as reverted:
+            if not reverted.panic:
+                raise
+        return await self.request("eth_call", params, context=r)
 
     async def code(self, address: str) -> bytes:
         """The contract code at ``address`` now (empty for an account without code)."""

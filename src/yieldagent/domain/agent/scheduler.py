@@ -26,7 +26,7 @@ from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.books.ports import WalletRepository
-from yieldagent.domain.books.valuation import value_many
+from yieldagent.domain.books.valuation import UNREAD, value_many
 from yieldagent.domain.books.wallet_states import WalletAction, allowed
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Thresholds
@@ -175,7 +175,10 @@ class Scheduler:
                 ran += 1
         risk = UNGUARDED
         try:
-            valuations = await value_many(chain, runnable, head)
+            valuations = await value_many(chain, runnable, head, partial=True)
+            unread = [wallet for wallet in runnable if wallet.id not in valuations]
+            ends += [_ended(wallet, OperationStatus.FAILED, UNREAD) for wallet in unread]
+            runnable = [wallet for wallet in runnable if wallet.id in valuations]
             risk = await risk_view(
                 self._risk,
                 chain_id,

@@ -1,0 +1,64 @@
+"""The fleet's holdings through Multicall3: the same answers as one wallet's reads, for many
+holders in one request, and a failing target failing only its own holder."""
+
+from __future__ import annotations
+
+import pytest
+from eth_account import Account
+
+from support.web3_chain import ChainEnv
+from yieldagent.chain.web3.abis import BALANCE_OF, VAULT_CONVERT_TO_ASSETS
+from yieldagent.chain.web3.multicall import Failed
+from yieldagent.chain.web3.reader import read
+from yieldagent.devnet.usdc import ONE_USDC
+
+pytestmark = pytest.mark.evm
+
+PROTOCOLS = ("aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime")
+
+
+async def test_holdings_of_many_holders_are_one_request_and_match_each_read(
+    env: ChainEnv,
+) -> None:
+    chain = env.chain
+    for amount, protocol in enumerate(PROTOCOLS, start=1):
+        await chain.supply(env.account, protocol, env.token, amount * 1_000 * ONE_USDC)
+    others = [Account.create().address for _ in range(299)]
+    for other in others[:3]:
+        env.mint(other, 7 * ONE_USDC)
+    holders = [env.account, *others]
+    env.mine()
+    await chain.holdings(env.token, holders)  # resolves the pools and finds Multicall3
+    env.mine()
+    small = env.build(multicall_batch=64)  # 1,500 calls: 24 aggregates
+    await small.holdings(env.token, holders[:1])
+    env.mine()
+    env.calls.reset()
+    found = await small.holdings(env.token, holders)
+    # the head, every aggregate in one batch, then the vault's shares in the token
+    assert env.calls.requests == 3
+    assert env.calls.methods.count("eth_call") == 24 + 1
+
+    idle, positions = found[env.account]
+    assert idle == await chain.token_balance(env.token, env.account)
+    assert positions == await chain.positions(env.account, env.token)
+    assert [p.protocol for p in positions] == list(PROTOCOLS)
+    assert [found[o] for o in others[:3]] == [(7 * ONE_USDC, [])] * 3
+    assert all(found[o] == (0, []) for o in others[3:])
+
+
+async def test_a_read_that_fails_fails_only_its_own_answer(env: ChainEnv) -> None:
+    chain = env.chain
+    await chain.holdings(env.token, [env.account])
+    aave_token = chain.pools["aave"].custody
+    reads = [
+        read(env.token, BALANCE_OF, env.account),
+        read(aave_token, VAULT_CONVERT_TO_ASSETS, 1),  # no such function: it reverts
+        read(env.owner, BALANCE_OF, env.account),  # no code: an answer that decodes to nothing
+        read(env.token, BALANCE_OF, env.owner),
+    ]
+    head = await chain.head()
+    answers = await chain.multicall.read_all(reads, head.number)
+    assert answers[0] == 100_000 * ONE_USDC
+    assert answers[1] == Failed(reads[1]) and answers[2] == Failed(reads[2])
+    assert answers[3] == 0
