@@ -156,6 +156,7 @@ async def fleet(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[Fleet]
             OPERATOR_KEY,
             YIELDAGENT_DATABASE_URL=url,
             YIELDAGENT_DATA_DIR=str(tmp_path),
+            YIELDAGENT_HEAD_REUSE_SECONDS="1",
         )
         env["YIELDAGENT_RPC_URL_8453"] = proxy.url
         settings = load_settings(env)

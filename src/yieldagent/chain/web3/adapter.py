@@ -82,6 +82,7 @@ from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.chain.web3.transactions import Receipt, SendSettings, TransactionSender
 from yieldagent.domain.errors import (
     ChainRejected,
+    ChainUnavailable,
     Conflict,
     InvalidRequest,
     NotImplementedYet,
@@ -187,6 +188,8 @@ class Web3Chain:
         """The head last read and when (``time.monotonic``), kept ``head_reuse_seconds``."""
         self._heading: asyncio.Future[Block] | None = None
         """The head read in flight: callers meanwhile share it."""
+        self._hashes: dict[int, str] = {}
+        """The hash of the newest head read, by its number."""
         self._quoted: dict[tuple[int, str], PoolQuote] = {}
         """Each pool's quote at the newest block quoted (the market read once per block)."""
         self._read_for_guards: dict[tuple[int, tuple[str, ...]], list[PoolReading]] = {}
@@ -384,9 +387,18 @@ class Web3Chain:
                 self._heading = None
 
     async def _read_head(self) -> Block:
-        latest = await self.reader.block("latest")
-        final = max(latest.number - self.config.confirmations + 1, 0)
-        head = Block(latest.number, latest.timestamp, final)
+        raw = await self.reader.request("eth_getBlockByNumber", ["latest", False])
+        if raw is None:
+            raise ChainUnavailable("the node knows no latest block")
+        number, block_hash = int(raw["number"], 16), str(raw.get("hash"))
+        if self._hashes.get(number, block_hash) != block_hash or any(
+            n > number for n in self._hashes
+        ):
+            # a reorganisation: what was read of the blocks it replaced is dropped
+            self._quoted, self._read_for_guards = {}, {}
+        self._hashes = {number: block_hash}
+        final = max(number - self.config.confirmations + 1, 0)
+        head = Block(number, int(raw["timestamp"], 16), final)
         self._kept = (time.monotonic(), head)
         return head
 
