@@ -7,9 +7,10 @@ import pytest
 from eth_account import Account
 
 from support.web3_chain import ChainEnv
-from yieldagent.chain.web3.abis import BALANCE_OF, VAULT_CONVERT_TO_ASSETS
+from yieldagent.chain.web3.abis import BALANCE_OF, TOTAL_SUPPLY, VAULT_CONVERT_TO_ASSETS
 from yieldagent.chain.web3.multicall import Failed
-from yieldagent.chain.web3.reader import read
+from yieldagent.chain.web3.protocols.aave import AavePool
+from yieldagent.chain.web3.reader import is_arithmetic_panic, read
 from yieldagent.devnet.usdc import ONE_USDC
 
 pytestmark = pytest.mark.evm
@@ -62,3 +63,25 @@ async def test_a_read_that_fails_fails_only_its_own_answer(env: ChainEnv) -> Non
     assert answers[0] == 100_000 * ONE_USDC
     assert answers[1] == Failed(reads[1]) and answers[2] == Failed(reads[2])
     assert answers[3] == 0
+
+
+async def test_a_view_run_before_its_reserves_last_update_panics_with_0x11(env: ChainEnv) -> None:
+    """The condition behind the activations' 0x11 reverts, reproduced: Aave's variable debt
+    token's ``totalSupply`` run with a timestamp earlier than the reserve's last update
+    (state newer than the block it runs in, as a node mining meanwhile may serve)."""
+    chain = env.chain
+    await chain.supply(env.account, "aave", env.token, 1_000 * ONE_USDC)  # updates the reserve
+    head = await chain.head()
+    aave = chain.pools["aave"]
+    assert isinstance(aave, AavePool)
+    debt = read(aave.reserve.variable_debt, TOTAL_SUPPLY)
+    call = {"to": debt.to, "data": "0x" + debt.fn.encode().hex()}
+    earlier = {"time": hex(head.timestamp - 60)}
+    answer = await chain.reader.w3.provider.make_request(
+        "eth_call",  # type: ignore[arg-type]
+        [call, hex(head.number), {}, earlier],
+    )
+    assert is_arithmetic_panic(answer["error"]["data"])
+    # at the block's own timestamp the same read answers
+    [supply] = await chain.multicall.read_all([debt], head.number)
+    assert isinstance(supply, int) and supply > 0

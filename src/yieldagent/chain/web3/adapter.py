@@ -603,9 +603,12 @@ class Web3Chain:
             for pool in self.pools.values()
             if isinstance(pool, CometPool) and pool.rewards is not None
         ]
+        # at a mined block: Comet's accrual runs in the read, and panics 0x11 on state
+        # newer than the timestamp it runs with
+        block = await self.head()
         owed = await self.reader.call_many(
             [read(str(c.rewards), REWARDS_OWED, c.config.address, holder) for c in comets],
-            "latest",
+            block.number,
         )
         return {c.config.address: (str(o[0]), int(o[1])) for c, o in zip(comets, owed, strict=True)}
 
