@@ -72,6 +72,7 @@ from yieldagent.chain.web3.history import (
 )
 from yieldagent.chain.web3.multicall import Multicall
 from yieldagent.chain.web3.node_answers import CHAIN_ERRORS, node_unavailable, scrubbed
+from yieldagent.chain.web3.per_block import PerBlock
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
@@ -190,9 +191,9 @@ class Web3Chain:
         """The head read in flight: callers meanwhile share it."""
         self._hashes: dict[int, str] = {}
         """The hash of the newest head read, by its number."""
-        self._quoted: dict[tuple[int, str], PoolQuote] = {}
+        self._quoted: PerBlock[PoolQuote] = PerBlock()
         """Each pool's quote at the newest block quoted (the market read once per block)."""
-        self._read_for_guards: dict[tuple[int, tuple[str, ...]], list[PoolReading]] = {}
+        self._read_for_guards: PerBlock[list[PoolReading]] = PerBlock()
         """The guards' readings at the newest block read."""
 
     @classmethod
@@ -395,7 +396,8 @@ class Web3Chain:
             n > number for n in self._hashes
         ):
             # a reorganisation: what was read of the blocks it replaced is dropped
-            self._quoted, self._read_for_guards = {}, {}
+            self._quoted.clear()
+            self._read_for_guards.clear()
         self._hashes = {number: block_hash}
         final = max(number - self.config.confirmations + 1, 0)
         head = Block(number, int(raw["timestamp"], 16), final)
@@ -494,15 +496,7 @@ class Web3Chain:
 
     async def _quote(self, pool: LendingPool, block: Block) -> PoolQuote:
         """``pool``'s quote at ``block``: read once per block, however many ask."""
-        key = (block.number, pool.name)
-        found = self._quoted.get(key)
-        if found is None:
-            found = await pool.quote(block)
-            if any(number > block.number for number, _ in self._quoted):
-                return found  # an older block's quote, read late: not kept
-            self._quoted = {k: q for k, q in self._quoted.items() if k[0] == block.number}
-            self._quoted[key] = found
-        return found
+        return await self._quoted.get(block.number, pool.name, lambda: pool.quote(block))
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The guard inputs of the pools that read their own switches or share price
@@ -523,14 +517,10 @@ class Web3Chain:
         if not wanted:
             return []
         block = await self.head()
-        key = (block.number, tuple(sorted(p.name for p in wanted)))
-        kept = self._read_for_guards.get(key)
-        if kept is None:
-            kept = await self._guard_readings(wanted, block)
-            self._read_for_guards = {
-                k: r for k, r in self._read_for_guards.items() if k[0] == block.number
-            }
-            self._read_for_guards[key] = kept
+        names = tuple(sorted(p.name for p in wanted))
+        kept = await self._read_for_guards.get(
+            block.number, names, lambda: self._guard_readings(wanted, block)
+        )
         return list(kept)
 
     async def _guard_readings(
