@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from support.devnet_service import utilization
 from support.fleet import CHAIN, Fleet, fleet
 from yieldagent.v1 import catalog_pb2
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.evm
 
 PROTOCOLS = ("aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime")
 WALLETS = 40
+MOVING = ("aave", "morpho_gauntlet_usdc_prime")
 
 
 async def test_a_cycle_that_moves_nothing_reads_the_fleet_in_a_few_requests(
@@ -59,10 +61,10 @@ async def test_public_reads_answer_from_the_market_read_at_the_kept_head(fleet: 
     fleet.devnet.d.anvil("evm_mine")
     await asyncio.sleep(1.1)  # a new block, and the kept head gone
     before = fleet.proxy.counts()
-    listings = await asyncio.gather(
-        *(fleet.catalog.ListProtocols(protocols, None) for _ in range(50)),
-        *(fleet.catalog.ListTokens(tokens, None) for _ in range(50)),
+    listings = list(
+        await asyncio.gather(*(fleet.catalog.ListProtocols(protocols, None) for _ in range(50)))
     )
+    await asyncio.gather(*(fleet.catalog.ListTokens(tokens, None) for _ in range(50)))
     for _ in range(50):
         listings.append(await fleet.catalog.ListProtocols(protocols, None))
     counts = fleet.proxy.counts().minus(before)
@@ -73,3 +75,42 @@ async def test_public_reads_answer_from_the_market_read_at_the_kept_head(fleet: 
     assert counts.requests == heads + 2
     assert heads <= 3
     assert [p.name for p in listings[0].protocols] == [p.name for p in first.protocols]
+
+
+@pytest.mark.parametrize("failure", ["429", "5xx", "drop", "error"])
+async def test_a_node_refusing_a_share_of_requests_leaves_the_books_exact_and_no_wallet_stuck(
+    fleet: Fleet, failure: str
+) -> None:
+    wallets = await fleet.activate_many(12, PROTOCOLS)
+    held = {p: 0 for p in PROTOCOLS}
+    for wallet in wallets:
+        for position in await fleet.chain.positions(wallet.address, fleet.devnet.usdc):
+            held[position.protocol] += position.amount
+    least = min(PROTOCOLS, key=lambda p: held[p])
+    with utilization(fleet.devnet, least, 0.99):  # its rate jumps: funds move to it
+        fleet.make_all_due()
+        await asyncio.sleep(1.1)  # the kept head gone: the cycle reads the pushed pool
+        fleet.proxy.fail(failure, share=1 / 3, seconds=600, retry_after=1)
+        try:
+            ran = await fleet.agent.run_cycle()
+        finally:
+            fleet.proxy.heal()
+        refused = fleet.proxy.counts().failures
+        after_cycle = fleet.statuses()
+        await fleet.agent.reconcile()  # as the agent cycle job ends
+        print(
+            json.dumps(
+                {
+                    "failure": failure,
+                    "ran": ran,
+                    "refused": refused,
+                    "after_cycle": after_cycle,
+                    "after_tick": fleet.statuses(),
+                    "runs": fleet.runs(),
+                }
+            )
+        )
+    assert sum(refused.values()) > 0
+    assert fleet.statuses() == {"activated": len(wallets)}
+    assert "running" not in after_cycle
+    fleet.assert_books(wallets)

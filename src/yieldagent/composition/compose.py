@@ -391,11 +391,13 @@ def module_change_watch(settings: Settings, engine: Engine) -> Job:
 
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that recovers interrupted runs, then runs every due wallet, batch by
-    batch until none is due or the service is stopping."""
+    batch until none is due or the service is stopping, then closes the runs a failing
+    node left open meanwhile (their wallets ``running``), rather than a job's turn later."""
 
     async def run_agents() -> None:
         count_recovered(await agent.reconcile())
         await agent.run_cycle(stopping)
+        count_recovered(await agent.reconcile())
 
     return run_agents
 

@@ -78,7 +78,7 @@ async def test_a_view_run_before_its_reserves_last_update_panics_with_0x11(env: 
     call = {"to": debt.to, "data": "0x" + debt.fn.encode().hex()}
     earlier = {"time": hex(head.timestamp - 60)}
     answer = await chain.reader.w3.provider.make_request(
-        "eth_call",  # type: ignore[arg-type]
+        "eth_call",
         [call, hex(head.number), {}, earlier],
     )
     assert is_arithmetic_panic(answer["error"]["data"])
