@@ -10,6 +10,8 @@ import pytest
 
 from support.devnet_service import utilization
 from support.fleet import CHAIN, Fleet, fleet
+from yieldagent.devnet import actions
+from yieldagent.storage.runs import RunStore
 from yieldagent.v1 import catalog_pb2
 
 __all__ = ["fleet"]
@@ -18,7 +20,7 @@ pytestmark = pytest.mark.evm
 
 PROTOCOLS = ("aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime")
 WALLETS = 40
-MOVING = ("aave", "morpho_gauntlet_usdc_prime")
+VAULT = "morpho_gauntlet_usdc_prime"
 
 
 async def test_a_cycle_that_moves_nothing_reads_the_fleet_in_a_few_requests(
@@ -113,4 +115,23 @@ async def test_a_node_refusing_a_share_of_requests_leaves_the_books_exact_and_no
     assert sum(refused.values()) > 0
     assert fleet.statuses() == {"activated": len(wallets)}
     assert "running" not in after_cycle
+    fleet.assert_books(wallets)
+
+
+async def test_when_a_pools_guard_trips_the_whole_fleet_leaves_it_in_one_cycle(
+    fleet: Fleet,
+) -> None:
+    wallets = await fleet.activate_many(20, (VAULT,))
+    [(_, listed)] = fleet.devnet.manifest.collateral_feeds.items()
+    assert all(fleet.stored(w).positions.get(VAULT, 0) > 0 for w in wallets)
+    assert await fleet.agent.run_cycle() == len(wallets)  # each runs next an interval later
+    actions.set_feed_price(fleet.devnet.url, listed["feed"], "0.90")  # the collateral depegs
+    await asyncio.sleep(1.1)  # the kept head gone: the cycle reads the fallen feed
+    # one wallet is due; every other one would run an interval from now
+    RunStore(fleet.engine).schedule(wallets[0].id, 0)
+    ran = await fleet.agent.run_cycle()
+    assert ran == len(wallets)
+    holding = [w.address for w in wallets if fleet.stored(w).positions.get(VAULT, 0) > 0]
+    assert holding == []
+    assert fleet.runs() == {"completed": len(wallets)}  # one run each, out of the vault
     fleet.assert_books(wallets)
