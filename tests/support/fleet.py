@@ -74,10 +74,15 @@ class Fleet:
     owners: int = 0
 
     async def activate_many(
-        self, count: int, protocols: Sequence[str], concurrency: int = 4
+        self,
+        count: int,
+        protocols: Sequence[str],
+        concurrency: int = 4,
+        rules: Constraints | None = None,
+        deposit: int = DEPOSIT,
     ) -> list[Wallet]:
-        """``count`` new Safe wallets, each funded with ``DEPOSIT`` and activated on
-        ``protocols``, ``concurrency`` activations at a time."""
+        """``count`` new Safe wallets, each funded with ``deposit`` and activated on
+        ``protocols`` with ``rules``, ``concurrency`` activations at a time."""
         catalog = served_catalog(self.settings, load_catalog())
         safes = safe_chains(self.settings, catalog, self.operator)
         requests = []
@@ -88,7 +93,7 @@ class Fleet:
             account = open_smart_account(
                 SmartAccountStore(self.engine), key, self.partner_id, Provider.SAFE, safes
             )
-            sent = actions.deposit(self.devnet.url, self.devnet.usdc, eoa, account.address, DEPOSIT)
+            sent = actions.deposit(self.devnet.url, self.devnet.usdc, eoa, account.address, deposit)
             requests.append(
                 ActivationRequest(
                     account.address,
@@ -96,7 +101,7 @@ class Fleet:
                     self.devnet.usdc,
                     tuple(protocols),
                     sent["tx_hash"],
-                    Constraints(),
+                    rules or Constraints(),
                 )
             )
         gate = asyncio.Semaphore(concurrency)
