@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from eth_typing import HexStr
 
 from support.devnet_service import utilization
 from support.fleet import CHAIN, Fleet, fleet
@@ -135,3 +136,34 @@ async def test_when_a_pools_guard_trips_the_whole_fleet_leaves_it_in_one_cycle(
     assert holding == []
     assert fleet.runs() == {"completed": len(wallets)}  # one run each, out of the vault
     fleet.assert_books(wallets)
+
+
+async def test_the_refresh_asks_only_the_safes_whose_module_logs_changed(fleet: Fleet) -> None:
+    wallets = await fleet.activate_many(12, ("aave",))
+    await fleet.lifecycle.refresh(CHAIN)  # the first: every Safe asked, the cursor stored
+    fleet.devnet.d.anvil("evm_mine")
+    before = fleet.proxy.counts()
+    await fleet.lifecycle.refresh(CHAIN)
+    quiet = fleet.proxy.counts().minus(before)
+    print(
+        json.dumps({"wallets": len(wallets), "requests": quiet.requests, "methods": quiet.methods})
+    )
+    assert "eth_getCode" not in quiet.methods  # no Safe asked whether its module is on
+    assert quiet.methods["eth_getLogs"] >= 1
+
+    # the owner of one Safe disables the module (here the Safe itself, impersonated)
+    revoked = wallets[0].address
+    module = fleet.devnet.manifest.safe.module if fleet.devnet.manifest.safe else ""
+    data = HexStr("0xe009cfde" + "00" * 31 + "01" + "00" * 12 + module.removeprefix("0x").lower())
+    fleet.devnet.d.fund(revoked, 10**18)
+    fleet.devnet.d.anvil("anvil_impersonateAccount", revoked)
+    sent = fleet.devnet.w3.eth.send_transaction({"from": revoked, "to": revoked, "data": data})
+    assert fleet.devnet.w3.eth.wait_for_transaction_receipt(sent)["status"] == 1
+    fleet.devnet.d.anvil("anvil_stopImpersonatingAccount", revoked)
+    await asyncio.sleep(1.1)  # the kept head gone: the refresh reads up to the new block
+    before = fleet.proxy.counts()
+    await fleet.lifecycle.refresh(CHAIN)
+    told = fleet.proxy.counts().minus(before)
+    assert told.methods.get("eth_getCode") == 1  # that Safe alone
+    assert fleet.statuses() == {"activated": len(wallets) - 1, "blocked": 1}
+    assert fleet.stored(wallets[0]).status_reason.startswith("the owner revoked the operator")

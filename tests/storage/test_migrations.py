@@ -22,7 +22,7 @@ from yieldagent.storage.db import alembic_config, create_db_engine, migrate, mig
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-HEAD = "0033"
+HEAD = "0038"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -52,6 +52,7 @@ TABLES = {
     "chain_totals",
     "module_changes",
     "module_change_cursors",
+    "chain_watch_cursors",
 }
 _MIGRATE = (
     "import sys\n"

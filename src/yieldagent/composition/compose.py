@@ -93,6 +93,7 @@ from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
+from yieldagent.storage.watch_cursors import WatchCursorStore
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.storage.yields import YieldStore
 from yieldagent.v1 import (
@@ -146,6 +147,7 @@ def build_lifecycle(
         SYSTEM_CLOCK,
         RunStore(engine).paused,
         build_risk(settings, engine),
+        WatchCursorStore(engine),
     )
 
 

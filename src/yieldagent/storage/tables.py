@@ -623,3 +623,13 @@ class ModuleChangeCursorRow(SQLModel, table=True):
 
     chain_id: int = Field(primary_key=True)
     next_block: int = Field(sa_type=BigInteger)
+
+
+class ChainWatchCursorRow(SQLModel, table=True):
+    """How far a chain's fleet-wide log watch is read: the first block not read yet."""
+
+    __tablename__ = "chain_watch_cursors"
+
+    chain_id: int = Field(primary_key=True)
+    watch: str = Field(primary_key=True, max_length=32)
+    next_block: int = Field(sa_type=BigInteger)

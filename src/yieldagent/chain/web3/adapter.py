@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import ContractLogicError
@@ -108,6 +109,10 @@ from yieldagent.domain.ports.chain import (
 )
 from yieldagent.domain.ports.nonces import NonceSource
 from yieldagent.domain.ports.signer import Signer
+
+ENABLED_MODULE_TOPIC = "0x" + keccak(text="EnabledModule(address)").hex()
+DISABLED_MODULE_TOPIC = "0x" + keccak(text="DisabledModule(address)").hex()
+"""Safe's module events (the module indexed)."""
 
 GAS_UNITS = {
     "supply": 260_000,
@@ -367,6 +372,34 @@ class Web3Chain:
         if enabled:
             return None
         return f"the operator module {module} is disabled on the Safe"
+
+    async def module_toggled(self, from_block: int, to_block: int) -> set[str]:
+        """The Safes that enabled or disabled the operator module in ``from_block`` to
+        ``to_block``: Safe's ``EnabledModule(address indexed module)`` and
+        ``DisabledModule`` logs naming the module, from any address, in ranges of
+        ``log_range`` blocks sent in one JSON-RPC batch (``domain.ports.chain.ModuleWatch``)."""
+        module = self.config.module
+        if module is None or to_block < from_block:
+            return set()
+        topic = "0x" + bytes(12).hex() + module.removeprefix("0x").lower()
+        step = self.config.log_range
+        ranges = [(b, min(b + step - 1, to_block)) for b in range(from_block, to_block + 1, step)]
+        found = await asyncio.gather(
+            *(
+                self.reader.request(
+                    "eth_getLogs",
+                    [
+                        {
+                            "fromBlock": hex(low),
+                            "toBlock": hex(high),
+                            "topics": [[ENABLED_MODULE_TOPIC, DISABLED_MODULE_TOPIC], topic],
+                        }
+                    ],
+                )
+                for low, high in ranges
+            )
+        )
+        return {to_checksum_address(log["address"]) for logs in found for log in logs}
 
     # -- reads ----------------------------------------------------------------------------
 

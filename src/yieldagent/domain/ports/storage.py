@@ -77,6 +77,20 @@ class RunRepository(Protocol):
         (False where the database has one writer: the second would only wait)."""
 
 
+# -- fleet-wide log watches -------------------------------------------------------------------
+
+
+class WatchCursors(Protocol):
+    """How far each chain's fleet-wide log watches have read."""
+
+    def cursor(self, chain_id: int, watch: str) -> int | None:
+        """The first block of ``chain_id`` that ``watch`` has not read yet (None: never
+        read)."""
+
+    def advance(self, chain_id: int, watch: str, next_block: int) -> None:
+        """Moves the cursor to ``next_block``, never back."""
+
+
 # -- idempotency keys -------------------------------------------------------------------------
 
 IN_PROGRESS = "in_progress"
