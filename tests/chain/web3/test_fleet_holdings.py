@@ -31,7 +31,7 @@ async def test_holdings_of_many_holders_are_one_request_and_match_each_read(
     env.mine()
     await chain.holdings(env.token, holders)  # resolves the pools and finds Multicall3
     env.mine()
-    small = env.build(multicall_batch=64)  # 1,500 calls: 24 aggregates
+    small = env.build(multicall_batch=64)  # 1,500 calls: 24 aggregates; conversions 6 to one
     await small.holdings(env.token, holders[:1])
     env.mine()
     env.calls.reset()

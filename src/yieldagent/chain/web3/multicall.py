@@ -60,16 +60,19 @@ class Multicall:
                     self._present = bool(await self.reader.code(MULTICALL3))
         return self._present
 
-    async def read_all(self, reads: Sequence[Read], block: int) -> list[Answer]:
+    async def read_all(self, reads: Sequence[Read], block: int, heavy: int = 1) -> list[Answer]:
         """Each read's value at ``block``, or ``Failed``, in order. A read that panics with
         0x11 is read once more at the same block: a node may run a view against state a
-        moment newer than the block's timestamp (see ``reader.is_arithmetic_panic``)."""
+        moment newer than the block's timestamp (see ``reader.is_arithmetic_panic``).
+        ``heavy``: how many ordinary reads one of these weighs in gas (an aggregate then
+        carries ``batch // heavy`` of them)."""
         if not reads:
             return []
-        answers = await self._once(reads, block)
+        size = max(self.batch // max(heavy, 1), 1)
+        answers = await self._once(reads, block, size)
         again = [i for i, a in enumerate(answers) if isinstance(a, Failed) and a.panic]
         if again:
-            retried = await self._once([reads[i] for i in again], block)
+            retried = await self._once([reads[i] for i in again], block, size)
             for i, answer in zip(again, retried, strict=True):
                 answers[i] = answer
         failed = sum(1 for a in answers if isinstance(a, Failed))
@@ -77,10 +80,9 @@ class Multicall:
             log.warning("contract reads failed", extra={"failed": failed, "block": block})
         return answers
 
-    async def _once(self, reads: Sequence[Read], block: int) -> list[Answer]:
+    async def _once(self, reads: Sequence[Read], block: int, size: int) -> list[Answer]:
         if not await self.available():
             return list(await asyncio.gather(*(self._single(r, block) for r in reads)))
-        size = max(self.batch, 1)
         chunks = [reads[i : i + size] for i in range(0, len(reads), size)]
         answered = await asyncio.gather(*(self._aggregate(chunk, block) for chunk in chunks))
         return [answer for chunk in answered for answer in chunk]
