@@ -85,3 +85,30 @@ async def test_a_view_run_before_its_reserves_last_update_panics_with_0x11(env: 
     # at the block's own timestamp the same read answers
     [supply] = await chain.multicall.read_all([debt], head.number)
     assert isinstance(supply, int) and supply > 0
+
+
+async def test_the_fleets_histories_are_each_holders_history_read_at_once(env: ChainEnv) -> None:
+    chain = env.chain
+    start = (await chain.head()).number
+    await chain.supply(env.account, "aave", env.token, 5 * ONE_USDC)
+    await chain.transfer(env.token, env.account, env.owner, ONE_USDC)  # to another holder
+    others = [Account.create().address for _ in range(150)]  # two topic groups
+    env.mint(others[120], 3 * ONE_USDC)
+    env.mine()
+    holders = [env.account, env.owner, *others]
+    singles = {h: await chain.history(h, start) for h in (env.account, env.owner, others[120])}
+    wide = env.build(log_range=10_000)
+    await wide.histories(holders[:1], start)  # resolves the pools, once
+    env.calls.reset()
+    found = await wide.histories(holders, start)
+    assert {h: found[h] for h in singles} == singles
+    assert all(found[o] == [] for i, o in enumerate(others) if i != 120)
+    assert [e.kind for e in found[env.owner]] == ["transfer"]  # the same log, each side
+    # the head, then every range's logs both ways for both groups, with the blocks' times
+    assert env.calls.methods.count("eth_getLogs") == 2 * 2
+    assert env.calls.requests <= 3
+    env.calls.reset()
+    for holder in holders:  # as a batch's close read them before: one wallet at a time
+        await wide.history(holder, start)
+    print(f"\n{len(holders)} histories one by one: {env.calls.requests} requests")
+    assert env.calls.methods.count("eth_getLogs") == 2 * len(holders)

@@ -68,6 +68,7 @@ from yieldagent.chain.web3.history import (
     Counterparties,
     TransferLog,
     classify,
+    fleet_transfer_logs,
     parse_transfer,
     transfer_logs,
 )
@@ -486,6 +487,17 @@ class Web3Chain:
             self.reader, parties.watched, holder, since_block, head.number, self.config.log_range
         )
         return classify(holder, logs, parties)
+
+    async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        """``history`` of each of ``holders``, read for all of them at once: the token's
+        and the reward token's ``Transfer`` logs from or to any of them, in one JSON-RPC
+        batch (``domain.ports.chain.BatchHistory``)."""
+        parties = await self._ready()
+        head = await self.head()
+        logs = await fleet_transfer_logs(
+            self.reader, parties.watched, holders, since_block, head.number, self.config.log_range
+        )
+        return {holder: classify(holder, logs[holder], parties) for holder in holders}
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         """The first transfer of the chain's token (else of any token) that the mined,
