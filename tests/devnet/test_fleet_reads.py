@@ -150,6 +150,7 @@ async def test_the_refresh_asks_only_the_safes_whose_module_logs_changed(fleet: 
     )
     assert "eth_getCode" not in quiet.methods  # no Safe asked whether its module is on
     assert quiet.methods["eth_getLogs"] >= 1
+    assert quiet.requests <= 3  # the module logs and the histories, the holdings: not per wallet
 
     # the owner of one Safe disables the module (here the Safe itself, impersonated)
     revoked = wallets[0].address

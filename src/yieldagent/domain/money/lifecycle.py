@@ -48,6 +48,9 @@ SYNCED_STATES = frozenset(
     {WalletStatus.ACTIVATED, WalletStatus.BLOCKED, WalletStatus.EMERGENCY, WalletStatus.DEACTIVATED}
 )
 """States the worker books and values; the others belong to an operation in progress."""
+REFRESH_BATCH = 100
+"""Wallets the refresh books and values together (one read of their histories and
+holdings where the chain reads in bulk)."""
 MODULE_WATCH = "module"
 """The cursor of the Safes' module logs (``Lifecycle.refresh``)."""
 
@@ -215,6 +218,10 @@ class Lifecycle:
         last valuation is an hour old; wallets busy with an operation are skipped.
         Returns how many wallets it wrote.
 
+        The wallets are booked and valued ``REFRESH_BATCH`` at a time, each under its
+        lease, so a chain that reads in bulk reads their histories (from each wallet's own
+        synced block) and holdings at once.
+
         Whether an owner revoked the operator is asked of every wallet's account, unless
         the chain tells the module's toggles for the whole fleet (``ModuleWatch``): then
         only the accounts whose logs since the stored cursor name the module are asked,
@@ -226,30 +233,52 @@ class Lifecycle:
         toggled = None if watched is None else watched[0]
         missed = False
         written = 0
-        for wallet in books.wallets.wallets(chain_id):
-            asked = toggled is None or wallet.address in toggled
-            if wallet.status not in SYNCED_STATES:
-                missed = missed or (asked and watched is not None)
-                continue
-            owner = books.leases.owner("refresh")
-            if not books.leases.try_acquire(wallet.id, owner):
-                missed = missed or (asked and watched is not None)
-                continue
-            try:
+        owner = books.leases.owner("refresh")
+        held: list[Wallet] = []
+        try:
+            for wallet in books.wallets.wallets(chain_id):
+                asked = toggled is None or wallet.address in toggled
+                if wallet.status not in SYNCED_STATES or not books.leases.try_acquire(
+                    wallet.id, owner
+                ):
+                    missed = missed or (asked and watched is not None)
+                    continue
                 current = books.reread(wallet)
                 if asked and await self._follow_revocation(chain, current, owner):
+                    books.leases.release(wallet.id, owner)
                     written += 1
                     continue
-                every = math.inf if current.status == WalletStatus.DEACTIVATED else SNAPSHOT_SECONDS
-                if current.status in SYNCED_STATES and await books.sync(
-                    chain, current, owner, every
-                ):
-                    written += 1
-            finally:
+                if current.status not in SYNCED_STATES:
+                    books.leases.release(wallet.id, owner)
+                    continue
+                held.append(current)
+                if len(held) >= REFRESH_BATCH:
+                    written += await self._sync(chain, held, owner)
+                    held = []
+            written += await self._sync(chain, held, owner)
+            held = []
+        finally:
+            for wallet in held:
                 books.leases.release(wallet.id, owner)
         if watched is not None and self._cursors is not None and not missed:
             self._cursors.advance(chain_id, MODULE_WATCH, watched[1])
         return written
+
+    async def _sync(self, chain: MarketChain, wallets: list[Wallet], owner: str) -> int:
+        """Books and values ``wallets`` (leased by ``owner``) together, then gives their
+        leases back; returns how many it committed. A deactivated wallet records no
+        performance point."""
+        books = self.books
+        try:
+            written = 0
+            for closed in (False, True):
+                group = [w for w in wallets if (w.status == WalletStatus.DEACTIVATED) is closed]
+                every = math.inf if closed else SNAPSHOT_SECONDS
+                written += await books.sync_many(chain, group, owner, every)
+            return written
+        finally:
+            for wallet in wallets:
+                books.leases.release(wallet.id, owner)
 
     async def _module_toggles(
         self, chain_id: int, chain: MarketChain
