@@ -75,6 +75,10 @@ class Settings:
     tx_max_in_flight: int = 256
     """Most operator transactions of one process broadcast and not yet mined, per chain."""
     log_range: int = 2_000
+    multicall_batch: int = 500
+    """Most calls one Multicall3 ``aggregate3`` read carries on a web3 chain."""
+    head_reuse_seconds: float = 1.0
+    """How long a web3 chain's head is kept: the reads made within it are pinned to it."""
     events_poll_seconds: float = 1.0
     """How often a WatchWallet stream looks for events another process recorded."""
     webhook_interval_seconds: float = 1.0
@@ -497,6 +501,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
         tx_max_in_flight=max(_int(env, "YIELDAGENT_TX_MAX_IN_FLIGHT", 256), 1),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
+        multicall_batch=max(_int(env, "YIELDAGENT_MULTICALL_BATCH", 500), 1),
+        head_reuse_seconds=max(_float(env, "YIELDAGENT_HEAD_REUSE_SECONDS", 1.0), 0.0),
         events_poll_seconds=max(_float(env, "YIELDAGENT_EVENTS_POLL_SECONDS", 1.0), 0.01),
         webhook_interval_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_INTERVAL_SECONDS", 1.0), 0.01),
         webhook_timeout_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_TIMEOUT_SECONDS", 5.0), 0.1),

@@ -22,7 +22,7 @@ from yieldagent.storage.db import alembic_config, create_db_engine, migrate, mig
 from yieldagent.storage.partners import PartnerStore
 from yieldagent.storage.types import TokenAmount, UtcDateTime
 
-HEAD = "0035"
+HEAD = "0038"
 TABLES = {
     "partners",
     "smart_accounts",
@@ -54,6 +54,7 @@ TABLES = {
     "module_change_cursors",
     "wallet_money_calls",
     "sim_sequencers",
+    "chain_watch_cursors",
 }
 _MIGRATE = (
     "import sys\n"

@@ -184,6 +184,31 @@ def test_a_batch_end_notes_what_ran_reschedules_all_and_releases_only_its_own_le
     }
 
 
+def test_hasten_makes_due_now_the_activated_wallets_holding_an_exited_pool(
+    store: WalletStore, owner: int, engine: Engine
+) -> None:
+    aave, compound, both = (_new(store, owner, WalletStatus.ACTIVATED) for _ in range(3))
+    blocked = _new(store, owner, WalletStatus.BLOCKED)  # in aave, as every one made here
+    commits = committing(engine)
+    commits.commit(Journal(replace(compound, positions={"compound": 5})))
+    commits.commit(Journal(replace(both, positions={"aave": 1, "compound": 2})))
+    runs = RunStore(engine)
+    for wallet in (aave, compound, both, blocked):
+        runs.schedule(wallet.id, 5e9)
+    runs.schedule(both.id, 1e9)  # due already: left as it is
+
+    assert runs.hasten(BASE, USDC, ["compound"], 2e9) == 1
+    assert runs.hasten(BASE, USDC, ["aave"], 3e9) == 1  # not the blocked one: it does not run
+    assert [schedule_row(engine, w.id).next_run_at for w in (aave, compound, both, blocked)] == [
+        3e9,
+        2e9,
+        1e9,
+        5e9,
+    ]
+    assert runs.hasten(BASE, USDC, ["aave", "compound"], 3e9) == 0  # all due already
+    assert runs.hasten(BASE, "0x" + "11" * 20, ["aave"], 1.0) == 0  # another token
+
+
 # -- the migration ------------------------------------------------------------------------
 
 

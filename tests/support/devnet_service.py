@@ -27,7 +27,9 @@ def devnet_env(
 ) -> dict[str, str]:
     """``YIELDAGENT_*`` settings that put chain 8453 on ``devnet`` (the others stay
     simulated): its manifest written under ``directory``, an operator funded for gas, fees
-    to the policy's collector, agents that run only when asked; plus ``settings``."""
+    to the policy's collector, agents that run only when asked, and no kept head (a test
+    drives the chain between two calls and expects the next to see it at once); plus
+    ``settings``."""
     manifest = directory / "deployment.json"
     devnet.manifest.write(manifest)
     devnet.d.fund(Account.from_key(operator_key).address, 10**21)
@@ -39,6 +41,7 @@ def devnet_env(
         "YIELDAGENT_FEE_COLLECTOR": devnet.manifest.extras["fee_collector"],
         "YIELDAGENT_AGENT_INTERVAL_SECONDS": "1000000",
         "YIELDAGENT_METRICS_PORT": "0",
+        "YIELDAGENT_HEAD_REUSE_SECONDS": "0",
         **settings,
     }
 

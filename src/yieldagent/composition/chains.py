@@ -121,6 +121,8 @@ def _web3_chain(
         Manifest.load(path),
         confirmations=settings.confirmations,
         log_range=settings.log_range,
+        multicall_batch=settings.multicall_batch,
+        head_reuse_seconds=settings.head_reuse_seconds,
         safe=None if isinstance(safe, str) else safe,
         **overrides,
     )

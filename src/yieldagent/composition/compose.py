@@ -101,6 +101,7 @@ from yieldagent.storage.risk import RiskStore
 from yieldagent.storage.runs import RunStore
 from yieldagent.storage.smart_accounts import SmartAccountStore
 from yieldagent.storage.wallets import WalletStore
+from yieldagent.storage.watch_cursors import WatchCursorStore
 from yieldagent.storage.webhooks import WebhookStore
 from yieldagent.storage.yields import YieldStore
 from yieldagent.v1 import (
@@ -157,6 +158,7 @@ def build_lifecycle(
         SYSTEM_CLOCK,
         RunStore(engine).paused,
         build_risk(settings, engine),
+        WatchCursorStore(engine),
     )
 
 
@@ -442,11 +444,13 @@ def module_change_watch(settings: Settings, engine: Engine) -> Job:
 
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that recovers interrupted runs, then runs every due wallet, batch by
-    batch until none is due or the service is stopping."""
+    batch until none is due or the service is stopping, then closes the runs a failing
+    node left open meanwhile (their wallets ``running``), rather than a job's turn later."""
 
     async def run_agents() -> None:
         count_recovered(await agent.reconcile())
         await agent.run_cycle(stopping)
+        count_recovered(await agent.reconcile())
 
     return run_agents
 

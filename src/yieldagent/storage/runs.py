@@ -23,6 +23,8 @@ from sqlalchemy import (
     TextualSelect,
     bindparam,
     case,
+    or_,
+    select,
     text,
     update,
 )
@@ -36,11 +38,13 @@ from yieldagent.storage.schedule import reschedule
 from yieldagent.storage.tables import (
     ACTIVE_ONLY,
     ProtocolPauseRow,
+    WalletRow,
     WalletScheduleRow,
 )
 from yieldagent.storage.types import UtcDateTime
 
 _schedule = WalletScheduleRow.__table__  # type: ignore[attr-defined]
+_wallets = WalletRow.__table__  # type: ignore[attr-defined]
 
 
 def _ending(status: str, reason: str) -> str:
@@ -174,6 +178,29 @@ class RunStore:
         """Sets when the wallet runs next."""
         with self._engine.begin() as connection:
             reschedule(connection, wallet_id, next_run_at)
+
+    def hasten(self, chain_id: int, token: str, protocols: Sequence[str], now: float) -> int:
+        """Every activated wallet holding ``token`` in one of ``protocols`` (its
+        ``allocation`` at the last valuation names the protocol) due at ``now``. It reads
+        the chain's wallets once, by their allocation's text: a guard's exit is rare, and
+        the schedule's index of due wallets does not know what a wallet holds."""
+        if not protocols:
+            return 0
+        holds = or_(*(_wallets.c.allocation.like(f'%"{p}":%') for p in sorted(set(protocols))))
+        holders = select(_wallets.c.id).where(
+            _wallets.c.chain_id == chain_id, _wallets.c.token == token, holds
+        )
+        hastened = (
+            update(_schedule)
+            .where(
+                _schedule.c.active.is_(True),
+                _schedule.c.next_run_at > now,
+                _schedule.c.wallet_id.in_(holders),
+            )
+            .values(next_run_at=now)
+        )
+        with self._engine.begin() as connection:
+            return int(connection.execute(hastened).rowcount or 0)
 
     def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
         """Ends a batch's runs in one transaction: for each wallet, its outcome (at ``at``)

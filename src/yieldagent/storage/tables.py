@@ -653,3 +653,16 @@ class WalletMoneyCallRow(SQLModel, table=True):
     chain_id: int
     wallet: str = Field(max_length=42, description="the wallet's address, lower-cased")
     at: float = Field(description="wall-clock unix time of the call")
+
+
+# -- the fleet-wide log watches (chain.web3.watch) ---------------------------------------
+
+
+class ChainWatchCursorRow(SQLModel, table=True):
+    """How far a chain's fleet-wide log watch is read: the first block not read yet."""
+
+    __tablename__ = "chain_watch_cursors"
+
+    chain_id: int = Field(primary_key=True)
+    watch: str = Field(primary_key=True, max_length=32)
+    next_block: int = Field(sa_type=BigInteger)

@@ -16,6 +16,7 @@ PROTOCOLS = ["aave", "compound", "moonwell", "morpho_gauntlet_usdc_prime"]
 
 async def test_every_quote_of_a_block_is_one_batched_request(env: ChainEnv) -> None:
     await env.chain.quotes(env.token, PROTOCOLS)  # resolves the pools' contracts, once
+    env.mine()
     env.calls.reset()
     quotes = await env.chain.quotes(env.token, PROTOCOLS)
     assert [q.protocol for q in quotes] == PROTOCOLS
@@ -25,6 +26,9 @@ async def test_every_quote_of_a_block_is_one_batched_request(env: ChainEnv) -> N
     # the vault: its fee, then three reads for each of its four markets
     assert methods == {"eth_getBlockByNumber": 1, "eth_call": 8 + 10 + 11 + 1 + 3 * 4}
     print(f"\nquotes of {len(PROTOCOLS)} pools: {env.calls.requests} requests, {dict(methods)}")
+    env.calls.reset()
+    assert await env.chain.quotes(env.token, PROTOCOLS) == quotes
+    assert env.calls.methods == ["eth_getBlockByNumber"]  # the same block: the market is kept
 
 
 @pytest.mark.parametrize("action", ["supply", "withdraw"])

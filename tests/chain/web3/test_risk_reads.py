@@ -182,9 +182,13 @@ async def test_a_vault_reads_its_pegged_collaterals_feed_and_a_depeg_trips_its_g
     )
     par = 10**FEED_DECIMALS
     await env.chain.pool_readings(env.token, [name])  # resolves the vault and the feed
+    env.mine()
     env.calls.reset()
     [at_par] = await env.chain.pool_readings(env.token, [name])
     assert env.calls.requests == 2  # the head, then the vault's and the feed's reads at it
+    env.calls.reset()
+    assert await env.chain.pool_readings(env.token, [name]) == [at_par]
+    assert env.calls.methods == ["eth_getBlockByNumber"]  # the same block: read once
     [feed] = at_par.collateral
     assert (feed.token, feed.price, feed.peg, feed.readable) == (PEGGED_SYMBOL, par, par, True)
     assert feed.updated_at is not None and 0 < feed.updated_at <= at_par.now.at
@@ -230,6 +234,7 @@ async def test_a_stale_or_unreadable_feed_vouches_for_nothing(env: ChainEnv) -> 
     assert assess(answered, Exposure(), strict).state == RiskState.OK
 
     env.deployer.anvil("anvil_setCode", listed["feed"], "0x")  # the feed is gone
+    env.mine()  # a block's readings are kept: anvil changed this one's state in place
     [gone] = await env.chain.pool_readings(env.token, [name])  # the survey still reads
     assert [f.readable for f in gone.collateral] == [False]
     verdict = assess(gone, Exposure(), RiskSettings())

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import ContractLogicError
@@ -60,20 +62,24 @@ from yieldagent.chain.web3.abis import (
 )
 from yieldagent.chain.web3.config import Web3ChainConfig
 from yieldagent.chain.web3.fees import FeeSettings, fees_from_history
+from yieldagent.chain.web3.fleet import Holding, holdings
 from yieldagent.chain.web3.history import (
     ZERO_ADDRESS,
     Counterparties,
     TransferLog,
     classify,
+    fleet_transfer_logs,
     parse_transfer,
     transfer_logs,
 )
+from yieldagent.chain.web3.multicall import Multicall
 from yieldagent.chain.web3.node_answers import (
     CHAIN_ERRORS,
     node_unavailable,
     redacted,
     scrubbed,
 )
+from yieldagent.chain.web3.per_block import PerBlock
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
 from yieldagent.chain.web3.protocols.aave import AavePool
 from yieldagent.chain.web3.protocols.base import Call, approve
@@ -116,6 +122,10 @@ from yieldagent.domain.ports.chain import (
 )
 from yieldagent.domain.ports.nonces import NonceSource
 from yieldagent.domain.ports.signer import Signer
+
+ENABLED_MODULE_TOPIC = "0x" + keccak(text="EnabledModule(address)").hex()
+DISABLED_MODULE_TOPIC = "0x" + keccak(text="DisabledModule(address)").hex()
+"""Safe's module events (the module indexed)."""
 
 GAS_UNITS = {
     "supply": 260_000,
@@ -200,6 +210,17 @@ class Web3Chain:
         self._resolving = asyncio.Lock()
         self.gas_used: dict[str, int] = {}
         """Gas each action used the last time it was mined here."""
+        self.multicall = Multicall(self.reader, config.multicall_batch)
+        self._kept: tuple[float, Block] | None = None
+        """The head last read and when (``time.monotonic``), kept ``head_reuse_seconds``."""
+        self._heading: asyncio.Future[Block] | None = None
+        """The head read in flight: callers meanwhile share it."""
+        self._hashes: dict[int, str] = {}
+        """The hash of the newest head read, by its number."""
+        self._quoted: PerBlock[PoolQuote] = PerBlock()
+        """Each pool's quote at the newest block quoted (the market read once per block)."""
+        self._read_for_guards: PerBlock[list[PoolReading]] = PerBlock()
+        """The guards' readings at the newest block read."""
 
     @classmethod
     def connect(
@@ -357,6 +378,7 @@ class Web3Chain:
                 return
             raise
         self.gas_used["deploy"] = receipt.gas_used
+        self._mined(receipt.block_number)
         if not await self.reader.code(account.address):
             raise ChainRejected(
                 f"transaction {receipt.tx_hash} was mined but deployed no account at "
@@ -376,17 +398,97 @@ class Web3Chain:
             return None
         return f"the operator module {module} is disabled on the Safe"
 
+    async def module_toggled(self, from_block: int, to_block: int) -> set[str]:
+        """The Safes that enabled or disabled the operator module in ``from_block`` to
+        ``to_block``: Safe's ``EnabledModule(address indexed module)`` and
+        ``DisabledModule`` logs naming the module, from any address, in ranges of
+        ``log_range`` blocks sent in one JSON-RPC batch (``domain.ports.chain.ModuleWatch``)."""
+        module = self.config.module
+        if module is None or to_block < from_block:
+            return set()
+        topic = "0x" + bytes(12).hex() + module.removeprefix("0x").lower()
+        step = self.config.log_range
+        ranges = [(b, min(b + step - 1, to_block)) for b in range(from_block, to_block + 1, step)]
+        found = await asyncio.gather(
+            *(
+                self.reader.request(
+                    "eth_getLogs",
+                    [
+                        {
+                            "fromBlock": hex(low),
+                            "toBlock": hex(high),
+                            "topics": [[ENABLED_MODULE_TOPIC, DISABLED_MODULE_TOPIC], topic],
+                        }
+                    ],
+                )
+                for low, high in ranges
+            )
+        )
+        return {to_checksum_address(log["address"]) for logs in found for log in logs}
+
     # -- reads ----------------------------------------------------------------------------
 
     async def head(self) -> Block:
         """The latest block; its ``final`` is the newest with ``confirmations`` blocks
-        (its own included), which the books take as final."""
-        latest = await self.reader.block("latest")
-        final = max(latest.number - self.config.confirmations + 1, 0)
-        return Block(latest.number, latest.timestamp, final)
+        (its own included), which the books take as final. A head read within the last
+        ``head_reuse_seconds`` is answered again (and concurrent callers share one read),
+        so the reads made meanwhile are pinned to one mined block."""
+        kept = self._kept
+        if kept is not None and time.monotonic() - kept[0] < self.config.head_reuse_seconds:
+            return kept[1]
+        if self._heading is None:
+            self._heading = asyncio.ensure_future(self._read_head())
+        heading = self._heading
+        try:
+            return await asyncio.shield(heading)
+        finally:
+            if heading.done() and self._heading is heading:
+                self._heading = None
+
+    async def _read_head(self) -> Block:
+        raw = await self.reader.request("eth_getBlockByNumber", ["latest", False])
+        if raw is None:
+            raise ChainUnavailable("the node knows no latest block")
+        number, block_hash = int(raw["number"], 16), str(raw.get("hash"))
+        if self._hashes.get(number, block_hash) != block_hash or any(
+            n > number for n in self._hashes
+        ):
+            # a reorganisation: what was read of the blocks it replaced is dropped
+            self._quoted.clear()
+            self._read_for_guards.clear()
+        self._hashes = {number: block_hash}
+        final = max(number - self.config.confirmations + 1, 0)
+        head = Block(number, int(raw["timestamp"], 16), final)
+        self._kept = (time.monotonic(), head)
+        return head
+
+    def _mined(self, block_number: int) -> None:
+        """A transaction of ours was mined at ``block_number``: a kept head before it is
+        dropped, so what is read next sees it."""
+        kept = self._kept
+        if kept is not None and kept[1].number < block_number:
+            self._kept = None
 
     async def token_balance(self, token: str, holder: str) -> int:
-        return int(await self.reader.call(token, BALANCE_OF, holder))
+        block = await self.head()
+        return int(await self.reader.call(token, BALANCE_OF, holder, block=block.number))
+
+    async def holdings(self, token: str, holders: Sequence[str]) -> dict[str, Holding]:
+        """Each holder's balance of ``token`` and positions in its pools, at the (kept)
+        head, through Multicall3 in batches (``chain.web3.fleet``); a holder whose reads
+        failed is left out (``domain.ports.chain.BatchReads``)."""
+        block = await self.head()
+        if to_checksum_address(token) != self.config.token:
+            balances = await self.multicall.read_all(
+                [read(token, BALANCE_OF, to_checksum_address(h)) for h in holders], block.number
+            )
+            return {
+                h: (int(b), [])
+                for h, b in zip(holders, balances, strict=True)
+                if isinstance(b, int)
+            }
+        await self._ready()
+        return await holdings(self.multicall, self.config.token, self.pools, holders, block.number)
 
     async def positions(self, holder: str, token: str) -> list[Position]:
         if to_checksum_address(token) != self.config.token:
@@ -409,6 +511,17 @@ class Web3Chain:
             self.reader, parties.watched, holder, since_block, head.number, self.config.log_range
         )
         return classify(holder, logs, parties)
+
+    async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        """``history`` of each of ``holders``, read for all of them at once: the token's
+        and the reward token's ``Transfer`` logs from or to any of them, in one JSON-RPC
+        batch (``domain.ports.chain.BatchHistory``)."""
+        parties = await self._ready()
+        head = await self.head()
+        logs = await fleet_transfer_logs(
+            self.reader, parties.watched, holders, since_block, head.number, self.config.log_range
+        )
+        return {holder: classify(holder, logs[holder], parties) for holder in holders}
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         """The first transfer of the chain's token (else of any token) that the mined,
@@ -441,7 +554,7 @@ class Web3Chain:
         await self._ready()
         wanted = [pool for name, pool in self.pools.items() if name in set(protocols)]
         block = await self.head()
-        quotes = await asyncio.gather(*(pool.quote(block) for pool in wanted))
+        quotes = await asyncio.gather(*(self._quote(pool, block) for pool in wanted))
         # The service collects rewards from Comets with a rewards contract only; their
         # emission rate is not read (None: unknown). Elsewhere a depositor through the
         # service earns no rewards (0).
@@ -449,6 +562,10 @@ class Web3Chain:
             q if isinstance(pool, CometPool) and pool.rewards else replace(q, reward_yearly=0)
             for pool, q in zip(wanted, quotes, strict=True)
         ]
+
+    async def _quote(self, pool: LendingPool, block: Block) -> PoolQuote:
+        """``pool``'s quote at ``block``: read once per block, however many ask."""
+        return await self._quoted.get(block.number, pool.name, lambda: pool.quote(block))
 
     async def pool_readings(self, token: str, protocols: Sequence[str]) -> list[PoolReading]:
         """The guard inputs of the pools that read their own switches or share price
@@ -469,6 +586,16 @@ class Web3Chain:
         if not wanted:
             return []
         block = await self.head()
+        names = tuple(sorted(p.name for p in wanted))
+        kept = await self._read_for_guards.get(
+            block.number, names, lambda: self._guard_readings(wanted, block)
+        )
+        return list(kept)
+
+    async def _guard_readings(
+        self, wanted: Sequence[AavePool | CometPool | MTokenPool | VaultPool], block: Block
+    ) -> list[PoolReading]:
+        """The readings of ``wanted`` at ``block`` (``pool_readings``)."""
         # every feed a wanted vault might lend against, read with the pools in one batch
         lent = {c for p in wanted if isinstance(p, VaultPool) for c in p.collaterals}
         watched = sorted(lent & set(self._feeds))
@@ -551,9 +678,12 @@ class Web3Chain:
             for pool in self.pools.values()
             if isinstance(pool, CometPool) and pool.rewards is not None
         ]
+        # at a mined block: Comet's accrual runs in the read, and panics 0x11 on state
+        # newer than the timestamp it runs with
+        block = await self.head()
         owed = await self.reader.call_many(
             [read(str(c.rewards), REWARDS_OWED, c.config.address, holder) for c in comets],
-            "latest",
+            block.number,
         )
         return {c.config.address: (str(o[0]), int(o[1])) for c, o in zip(comets, owed, strict=True)}
 
@@ -619,6 +749,7 @@ class Web3Chain:
                 raise
             raise ChainRejected(f"{action} reverted: {named}", named) from error
         self.gas_used[action] = receipt.gas_used
+        self._mined(receipt.block_number)
         return receipt
 
     async def _gas(self, account: str, data: bytes) -> int:

@@ -22,6 +22,7 @@ from yieldagent.domain.partners.safe_accounts import SafeAccountConstants
 
 DEFAULT_LOG_RANGE = 2_000
 DEFAULT_CONFIRMATIONS = 1
+DEFAULT_MULTICALL_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +102,17 @@ class Web3ChainConfig:
     sequencer_feed: str | None = None
     """The chain's L2 sequencer uptime feed (Chainlink's), read with the collateral feeds;
     None on a chain without a sequencer (or a local devnet)."""
+    multicall_batch: int = DEFAULT_MULTICALL_BATCH
+    """Most calls one Multicall3 ``aggregate3`` carries."""
+    head_reuse_seconds: float = 0.0
+    """How long a head read is kept: reads within it are pinned to that block, and ask
+    the node nothing for the head (0: every ``head()`` asks)."""
 
     def __post_init__(self) -> None:
         if self.log_range < 1:
             raise ConfigurationError("YIELDAGENT_LOG_RANGE must be at least 1")
+        if self.multicall_batch < 1:
+            raise ConfigurationError("YIELDAGENT_MULTICALL_BATCH must be at least 1")
         if self.confirmations < 1:
             raise ConfigurationError("YIELDAGENT_CONFIRMATIONS must be at least 1")
 

@@ -147,6 +147,62 @@ async def transfer_logs(
     return sorted((t for t in parsed if t is not None), key=lambda t: (t.block_number, t.log_index))
 
 
+FLEET_TOPICS = 100
+"""Most accounts one ``eth_getLogs`` names in a topic (providers cap a filter's size)."""
+
+
+async def fleet_transfer_logs(
+    reader: RpcReader,
+    tokens: Sequence[str],
+    holders: Sequence[str],
+    since_block: int,
+    to_block: int,
+    log_range: int,
+) -> dict[str, list[TransferLog]]:
+    """``transfer_logs`` of each of ``holders`` (by holder as given), read for all of them
+    at once: each range's logs from or to any of ``FLEET_TOPICS`` holders in one
+    ``eth_getLogs`` each way, every request of the read in one JSON-RPC batch."""
+    accounts: dict[str, str] = {to_checksum_address(h): h for h in holders}
+    topics = ["0x" + "00" * 12 + a[2:].lower() for a in accounts]
+    groups = [topics[i : i + FLEET_TOPICS] for i in range(0, len(topics), FLEET_TOPICS)]
+    ranges = block_ranges(max(since_block, 0), to_block, log_range)
+    answers = await asyncio.gather(
+        *(
+            reader.request(
+                "eth_getLogs",
+                [
+                    {
+                        "fromBlock": hex(low),
+                        "toBlock": hex(high),
+                        "address": list(tokens),
+                        "topics": side,
+                    }
+                ],
+            )
+            for low, high in ranges
+            for group in groups
+            for side in ([_hex(TRANSFER_TOPIC), None, group], [_hex(TRANSFER_TOPIC), group])
+        )
+    )
+    unique = {
+        (_hex(log["transactionHash"]), _int(log["logIndex"])): log
+        for answer in answers
+        for log in answer or []
+    }
+    stamps = await _timestamps(reader, unique.values())
+    found: dict[str, list[TransferLog]] = {h: [] for h in holders}
+    for log in unique.values():
+        transfer = parse_transfer(log, stamps.get(_int(log["blockNumber"])))
+        if transfer is None:
+            continue
+        for party in {transfer.sender, transfer.recipient}:
+            if party in accounts:
+                found[accounts[party]].append(transfer)
+    for transfers in found.values():
+        transfers.sort(key=lambda t: (t.block_number, t.log_index))
+    return found
+
+
 async def _timestamps(reader: RpcReader, logs: Iterable[Mapping[str, Any]]) -> dict[int, int]:
     """Timestamps of the logs' blocks that the node did not put in the logs."""
     missing = sorted({_int(log["blockNumber"]) for log in logs if "blockTimestamp" not in log})

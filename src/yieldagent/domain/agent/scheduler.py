@@ -26,7 +26,7 @@ from yieldagent.domain.agent.rounds import PlannedRun, RunOutcome
 from yieldagent.domain.books.books import Books
 from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.books.ports import WalletRepository
-from yieldagent.domain.books.valuation import value_many
+from yieldagent.domain.books.valuation import UNREAD, value_many
 from yieldagent.domain.books.wallet_states import WalletAction, allowed
 from yieldagent.domain.books.wallets import Wallet
 from yieldagent.domain.constraints import Thresholds
@@ -34,7 +34,7 @@ from yieldagent.domain.errors import Conflict
 from yieldagent.domain.optimizer.placement import moving_costs
 from yieldagent.domain.optimizer.rebalance import Costs
 from yieldagent.domain.ports.storage import RunEnd, RunRepository
-from yieldagent.domain.risk.survey import UNGUARDED, RiskSurvey, risk_view
+from yieldagent.domain.risk.survey import UNGUARDED, RiskSurvey, RiskView, risk_view
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,9 @@ class Scheduler:
         """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
         self._writing: asyncio.Future[None] | None = None
         """That write, while in flight."""
+        self._exiting: set[tuple[int, str, str]] = set()
+        """(chain, token, protocol) of the pools the guards exit whose wallets were all
+        made due (``_hasten_exits``), until the pool is no longer exited."""
 
     async def run_cycle(self, stopping: Callable[[], bool] = lambda: False) -> int:
         """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
@@ -175,7 +178,10 @@ class Scheduler:
                 ran += 1
         risk = UNGUARDED
         try:
-            valuations = await value_many(chain, runnable, head)
+            valuations = await value_many(chain, runnable, head, partial=True)
+            unread = [wallet for wallet in runnable if wallet.id not in valuations]
+            ends += [_ended(wallet, OperationStatus.FAILED, UNREAD) for wallet in unread]
+            runnable = [wallet for wallet in runnable if wallet.id in valuations]
             risk = await risk_view(
                 self._risk,
                 chain_id,
@@ -191,6 +197,7 @@ class Scheduler:
             reason = refusal(refused)
             ends += [_ended(wallet, OperationStatus.FAILED, reason) for wallet in runnable]
             runnable = []
+        self._hasten_exits(chain_id, risk)
         planner = Planner(paused, self._settings.thresholds, risk)
         costs: dict[str, Costs] = {}
         planned: list[PlannedRun] = []
@@ -227,6 +234,25 @@ class Scheduler:
                 self._observer.run_ended(chain_id, outcome)
                 ran += 1
         return ran
+
+    def _hasten_exits(self, chain_id: int, risk: RiskView) -> None:
+        """When the guards first exit a pool, makes every wallet that holds funds there due
+        now, so that the fleet leaves it in this cycle (batch after batch) rather than
+        each wallet at its own next run while the pool's cash runs out."""
+        exits = {
+            (chain_id, token, protocol)
+            for (token, protocol), pool in risk.pools.items()
+            if pool.verdict.exit
+        }
+        self._exiting = {e for e in self._exiting if e[0] != chain_id} | (exits & self._exiting)
+        for key in sorted(exits - self._exiting):
+            _, token, protocol = key
+            hastened = self._runs.hasten(chain_id, token, [protocol], self._now())
+            self._exiting.add(key)
+            log.warning(
+                "wallets leave an exited pool now",
+                extra={"chain_id": chain_id, "protocol": protocol, "wallets": hastened},
+            )
 
     async def _finish(
         self, ends: list[RunEnd], owner: str, next_run: float, pending: set[int]

@@ -330,6 +330,29 @@ class Books:
         self.commits.commit(journal)
         return True
 
+    async def sync_many(
+        self, chain: MarketChain, wallets: Sequence[Wallet], owner: str, snapshot_seconds: float
+    ) -> int:
+        """``sync`` of many idle wallets of ``chain``, all leased by ``owner``: booked and
+        valued at one head (their histories and holdings read at once where the chain reads
+        in bulk), the ones with something to record committed in one transaction. Returns
+        how many it committed."""
+        if not wallets:
+            return 0
+        booked = await self._booked(chain, [(w, None) for w in wallets], owner, ())
+        journals = []
+        for wallet, (after, journal) in zip(wallets, booked, strict=True):
+            due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
+            if not journal.points and due:
+                journal.points = [
+                    PerformancePoint(after.valued_at, after.idle + sum(after.positions.values()))
+                ]
+            if journal.deposits or journal.withdrawals or journal.transactions or due:
+                journals.append(journal)
+        if not journals:
+            return 0
+        return sum(self.commits.commit_many(journals))
+
     async def _booked(
         self,
         chain: MarketChain,

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from yieldagent.domain.books.accounting import Source, withdrawable
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.ports.chain import BatchReads, Block
@@ -79,13 +80,18 @@ async def value(
     return Valuation(idle, positions, quotes, moment_of(head.timestamp))
 
 
+UNREAD = "the chain could not read the wallet's holdings"
+"""Why a wallet a bulk read left out was not valued."""
+
+
 async def value_many(
-    chain: MarketChain, wallets: Sequence[Wallet], head: Block
+    chain: MarketChain, wallets: Sequence[Wallet], head: Block, partial: bool = False
 ) -> dict[int, Valuation]:
     """What each of ``wallets`` holds at ``head``, with the pools of its positions and
     selected protocols, by wallet id: as ``value`` reads them one by one, but a chain
     that reads holders in bulk (``BatchReads``) is asked once per token, and the pools
-    once per token."""
+    once per token. A bulk read may leave out a holder whose reads failed: with
+    ``partial`` its wallet is missing from the answer, else it raises ChainUnavailable."""
     moment = moment_of(head.timestamp)
     valued: dict[int, Valuation] = {}
     by_token: dict[str, list[Wallet]] = {}
@@ -94,6 +100,9 @@ async def value_many(
     for token, group in by_token.items():
         if isinstance(chain, BatchReads):
             found = await chain.holdings(token, [w.address for w in group])
+            if not partial and any(w.address not in found for w in group):
+                raise ChainUnavailable(UNREAD)
+            group = [w for w in group if w.address in found]
             held = {
                 w.id: (found[w.address][0], {p.protocol: p.amount for p in found[w.address][1]})
                 for w in group

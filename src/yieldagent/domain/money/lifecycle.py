@@ -38,7 +38,9 @@ from yieldagent.domain.market.ports import MarketChain, PoolReads
 from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import Withdrawals
+from yieldagent.domain.ports.chain import ModuleWatch
 from yieldagent.domain.ports.clock import Clock
+from yieldagent.domain.ports.storage import WatchCursors
 from yieldagent.domain.risk.survey import RiskSurvey
 
 SNAPSHOT_SECONDS = 3600
@@ -49,6 +51,11 @@ SYNCED_STATES = frozenset(
     {WalletStatus.ACTIVATED, WalletStatus.BLOCKED, WalletStatus.EMERGENCY, WalletStatus.DEACTIVATED}
 )
 """States the worker books and values; the others belong to an operation in progress."""
+REFRESH_BATCH = 100
+"""Wallets the refresh books and values together (one read of their histories and
+holdings where the chain reads in bulk)."""
+MODULE_WATCH = "module"
+"""The cursor of the Safes' module logs (``Lifecycle.refresh``)."""
 
 __all__ = [
     "DEPOSIT_TOO_LARGE",
@@ -72,8 +79,10 @@ class Lifecycle:
         clock: Clock,
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
         risk: RiskSurvey | None = None,
+        cursors: WatchCursors | None = None,
     ) -> None:
         self.books = Books(wallets, operations, chains, catalog, policy, clock)
+        self._cursors = cursors
         self.deposits = Deposits(self.books, self._settled, paused, risk)
         self.withdrawals = Withdrawals(self.books, self._settled)
         self.rewards = Rewards(self.books, self._settled, self.deposits)
@@ -210,32 +219,57 @@ class Lifecycle:
         """Books what is new on the chain for every settled wallet of a chain (deposits
         nobody announced, external withdrawals) and records a performance point when the
         last valuation is an hour old; wallets busy with an operation are skipped.
-        Returns how many wallets it wrote."""
+        Returns how many wallets it wrote.
+
+        The wallets are booked and valued ``REFRESH_BATCH`` at a time, each under its
+        lease, so a chain that reads in bulk reads their histories (from each wallet's own
+        synced block) and holdings at once.
+
+        Whether an owner revoked the operator is asked of every wallet's account, unless
+        the chain tells the module's toggles for the whole fleet (``ModuleWatch``): then
+        only the accounts whose logs since the stored cursor name the module are asked,
+        up to the head's final block, and the cursor moves on once each of them was
+        followed (a wallet busy with an operation holds it back, so none is missed)."""
         books = self.books
         chain = books.chain(chain_id)
+        watched = await self._module_toggles(chain_id, chain)
+        toggled = None if watched is None else watched[0]
+        missed = False
         written = 0
         paused: dict[str, frozenset[str] | None] = {}  # by token, read once per refresh
-        for wallet in books.wallets.wallets(chain_id):
-            if wallet.status not in SYNCED_STATES:
-                continue
-            owner = books.leases.owner("refresh")
-            if not books.leases.try_acquire(wallet.id, owner):
-                continue
-            try:
+        owner = books.leases.owner("refresh")
+        held: list[Wallet] = []
+        try:
+            for wallet in books.wallets.wallets(chain_id):
+                asked = toggled is None or wallet.address in toggled
+                if wallet.status not in SYNCED_STATES or not books.leases.try_acquire(
+                    wallet.id, owner
+                ):
+                    missed = missed or (asked and watched is not None)
+                    continue
                 current = books.reread(wallet)
-                if await self._follow_revocation(chain, current, owner):
+                if asked and await self._follow_revocation(chain, current, owner):
+                    books.leases.release(wallet.id, owner)
                     written += 1
                     continue
                 if await self._tell_held_back(chain, current, owner, paused):
+                    books.leases.release(wallet.id, owner)
                     written += 1
                     continue
-                every = math.inf if current.status == WalletStatus.DEACTIVATED else SNAPSHOT_SECONDS
-                if current.status in SYNCED_STATES and await books.sync(
-                    chain, current, owner, every
-                ):
-                    written += 1
-            finally:
+                if current.status not in SYNCED_STATES:
+                    books.leases.release(wallet.id, owner)
+                    continue
+                held.append(current)
+                if len(held) >= REFRESH_BATCH:
+                    written += await self._sync(chain, held, owner)
+                    held = []
+            written += await self._sync(chain, held, owner)
+            held = []
+        finally:
+            for wallet in held:
                 books.leases.release(wallet.id, owner)
+        if watched is not None and self._cursors is not None and not missed:
+            self._cursors.advance(chain_id, MODULE_WATCH, watched[1])
         return written
 
     async def _tell_held_back(
@@ -275,6 +309,37 @@ class Lifecycle:
             return paused_pools(await chain.pool_readings(token, names))
         except ChainUnavailable:
             return None
+
+    async def _sync(self, chain: MarketChain, wallets: list[Wallet], owner: str) -> int:
+        """Books and values ``wallets`` (leased by ``owner``) together, then gives their
+        leases back; returns how many it committed. A deactivated wallet records no
+        performance point."""
+        books = self.books
+        try:
+            written = 0
+            for closed in (False, True):
+                group = [w for w in wallets if (w.status == WalletStatus.DEACTIVATED) is closed]
+                every = math.inf if closed else SNAPSHOT_SECONDS
+                written += await books.sync_many(chain, group, owner, every)
+            return written
+        finally:
+            for wallet in wallets:
+                books.leases.release(wallet.id, owner)
+
+    async def _module_toggles(
+        self, chain_id: int, chain: MarketChain
+    ) -> tuple[set[str] | None, int] | None:
+        """The accounts whose module toggled since the cursor, and the cursor after the
+        read (the head's final block + 1); None where the chain keeps no watch. The first
+        time (no cursor) every account is asked (``None`` for the accounts)."""
+        if self._cursors is None or not isinstance(chain, ModuleWatch):
+            return None
+        head = await chain.head()
+        after = head.final_number + 1
+        cursor = self._cursors.cursor(chain_id, MODULE_WATCH)
+        if cursor is None:
+            return None, after
+        return await chain.module_toggled(cursor, after - 1), after
 
     async def _follow_revocation(self, chain: MarketChain, wallet: Wallet, owner: str) -> bool:
         """Blocks a wallet whose owner revoked the operator on chain (the ``blocked``

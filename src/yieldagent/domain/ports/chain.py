@@ -271,6 +271,16 @@ class BatchHistory(Protocol):
 
 
 @runtime_checkable
+class ModuleWatch(Protocol):
+    """A chain whose accounts' owners turn the operator module on and off with logs (Safe's
+    ``EnabledModule`` and ``DisabledModule``), read for the whole fleet at once."""
+
+    async def module_toggled(self, from_block: int, to_block: int) -> set[str]:
+        """The accounts (checksummed) that enabled or disabled the operator module in
+        blocks ``from_block`` to ``to_block``."""
+
+
+@runtime_checkable
 class BatchReads(Protocol):
     """A chain that reads many holders' funds at once (the simulated chain does)."""
 

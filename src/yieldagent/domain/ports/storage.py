@@ -56,6 +56,11 @@ class RunRepository(Protocol):
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
 
+    def hasten(self, chain_id: int, token: str, protocols: Sequence[str], now: float) -> int:
+        """Makes every activated wallet of ``chain_id`` that held ``token`` in any of
+        ``protocols`` at its last valuation due at ``now``, unless it is due already;
+        returns how many it moved forward."""
+
     def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
         """In one transaction, for each of ``ends``: notes the run's outcome (at ``at``) if
         the wallet ran, sets its next run, and releases the lease ``owner`` still holds."""
@@ -70,6 +75,20 @@ class RunRepository(Protocol):
     def parallel_writes(self) -> bool:
         """Whether a ``finish`` from another thread can proceed while this one writes
         (False where the database has one writer: the second would only wait)."""
+
+
+# -- fleet-wide log watches -------------------------------------------------------------------
+
+
+class WatchCursors(Protocol):
+    """How far each chain's fleet-wide log watches have read."""
+
+    def cursor(self, chain_id: int, watch: str) -> int | None:
+        """The first block of ``chain_id`` that ``watch`` has not read yet (None: never
+        read)."""
+
+    def advance(self, chain_id: int, watch: str, next_block: int) -> None:
+        """Moves the cursor to ``next_block``, never back."""
 
 
 # -- idempotency keys -------------------------------------------------------------------------

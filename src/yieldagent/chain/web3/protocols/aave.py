@@ -31,7 +31,7 @@ from yieldagent.chain.web3.protocols.base import (
     supplying,
     withdrawing,
 )
-from yieldagent.chain.web3.reader import BlockId, RpcReader, read
+from yieldagent.chain.web3.reader import BlockId, Read, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import MarketQuote, PoolQuote
@@ -151,6 +151,9 @@ class AavePool:
 
     async def position(self, holder: str, block: BlockId) -> int:
         return int(await self._reader.call(self.reserve.a_token, BALANCE_OF, holder, block=block))
+
+    def position_read(self, holder: str) -> Read:
+        return read(self.reserve.a_token, BALANCE_OF, holder)
 
     async def contract_rate(self, block: BlockId) -> int:
         """The reserve's ``currentLiquidityRate`` (set at its last update)."""

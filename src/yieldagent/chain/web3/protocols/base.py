@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from yieldagent.chain.web3.abis import APPROVE, Fn
-from yieldagent.chain.web3.reader import BlockId
+from yieldagent.chain.web3.reader import BlockId, Read
 from yieldagent.domain.market.quotes import PoolQuote
 from yieldagent.domain.market.rate_models import SECONDS_PER_YEAR
 from yieldagent.domain.ports.chain import Block
@@ -94,6 +94,10 @@ class LendingPool(Protocol):
 
     async def position(self, holder: str, block: BlockId) -> int:
         """What ``holder`` has supplied, interest included, in the token's units."""
+
+    def position_read(self, holder: str) -> Read:
+        """The one read whose answer is ``position`` (a vault's: the holder's shares,
+        which ``VaultPool.assets_read`` turns into the token)."""
 
     async def contract_rate(self, block: BlockId) -> int:
         """The supply rate the contracts themselves report now (annual, RAY)."""

@@ -43,7 +43,7 @@ from yieldagent.chain.web3.protocols.base import (
     withdrawing,
 )
 from yieldagent.chain.web3.protocols.onchain_models import CometModel
-from yieldagent.chain.web3.reader import BlockId, RpcReader, read
+from yieldagent.chain.web3.reader import BlockId, Read, RpcReader, read
 from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import MarketQuote, PoolQuote
 from yieldagent.domain.ports.chain import Block
@@ -115,6 +115,9 @@ class CometPool:
 
     async def position(self, holder: str, block: BlockId) -> int:
         return int(await self._reader.call(self.config.address, BALANCE_OF, holder, block=block))
+
+    def position_read(self, holder: str) -> Read:
+        return read(self.config.address, BALANCE_OF, holder)
 
     async def contract_rate(self, block: BlockId) -> int:
         """``getSupplyRate(getUtilization())``, annualized to RAY."""

@@ -168,6 +168,9 @@ class MTokenPool:
         m = self.config.address
         return int(await self._reader.call(m, MTOKEN_BALANCE_OF_UNDERLYING, holder, block=block))
 
+    def position_read(self, holder: str) -> Read:
+        return read(self.config.address, MTOKEN_BALANCE_OF_UNDERLYING, holder)
+
     async def contract_rate(self, block: BlockId) -> int:
         """``supplyRatePerTimestamp`` (at the stored state), annualized to RAY."""
         rate = await self._reader.call(self.config.address, MTOKEN_SUPPLY_RATE, block=block)

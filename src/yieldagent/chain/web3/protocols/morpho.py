@@ -44,7 +44,7 @@ from yieldagent.chain.web3.protocols.base import (
     withdrawing,
 )
 from yieldagent.chain.web3.protocols.onchain_models import AdaptiveCurveModel
-from yieldagent.chain.web3.reader import BlockId, ReadReverted, RpcReader, read
+from yieldagent.chain.web3.reader import BlockId, Read, ReadReverted, RpcReader, read
 from yieldagent.domain.errors import ConfigurationError
 from yieldagent.domain.market.history import Snapshot
 from yieldagent.domain.market.quotes import MarketQuote, PoolQuote
@@ -236,6 +236,14 @@ class VaultPool:
         if shares == 0:
             return 0
         return int(await self._reader.call(vault, VAULT_CONVERT_TO_ASSETS, shares, block=block))
+
+    def position_read(self, holder: str) -> Read:
+        """The holder's shares: ``assets_read`` of them is its position."""
+        return read(self.config.address, BALANCE_OF, holder)
+
+    def assets_read(self, shares: int) -> Read:
+        """What ``shares`` of the vault are worth in the token (``convertToAssets``)."""
+        return read(self.config.address, VAULT_CONVERT_TO_ASSETS, shares)
 
     async def contract_rate(self, block: BlockId) -> int:
         """What Morpho's state and the IRM's ``borrowRateView`` give: each market's supply
