@@ -154,8 +154,7 @@ def test_a_failing_nodes_key_reaches_no_reply_event_status_or_log(
     with running_service(url, tmp_path, env) as api:
         for _ in range(3):  # the public read, as a flood would make it
             _refused(api, "GET", f"/api/v1/8453/{BASE_USDC}/protocols", {})
-        run = api.request("POST", f"/api/v1/8453/wallets/{wallet}:run", headers=headers)
-        _no_key(run.body.decode(), "the reply to a run")
+        _refused(api, "POST", f"/api/v1/8453/wallets/{wallet}:run", headers)
         withdrawal = api.request(
             "POST", f"/api/v1/8453/wallets/{wallet}:withdraw", {"amount": "1000000"}, headers
         )
@@ -170,8 +169,9 @@ def test_a_failing_nodes_key_reaches_no_reply_event_status_or_log(
             _no_key(read.body.decode(), f"the reply to GET {path}")
         access_log = (tmp_path / "envoy-access.log").read_text()
     stored = _database_text(url)
+    # The fleet's holdings are read before any run is stored, so a node that answers
+    # nothing leaves no failed run behind: only its words would be there, never its URL.
     _no_key(stored, "the database (events, operations, wallets)")
-    assert NODE_DID_NOT_ANSWER in stored  # the failed run was recorded, in those words
     _no_key(access_log, "Envoy's access log")
     logged = caplog.text + "\n".join(repr(record.__dict__) for record in caplog.records)
     _no_key(logged, "the logs")

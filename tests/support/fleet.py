@@ -162,6 +162,9 @@ async def fleet(devnet_snapshot: Devnet, tmp_path: Path) -> AsyncIterator[Fleet]
             YIELDAGENT_DATABASE_URL=url,
             YIELDAGENT_DATA_DIR=str(tmp_path),
             YIELDAGENT_HEAD_REUSE_SECONDS="1",
+            # anvil mines each transaction at once: a send the failing node swallowed is
+            # replaced after 10 s rather than the minute a real chain's fees may need
+            YIELDAGENT_TX_TIMEOUT_SECONDS="10",
         )
         env["YIELDAGENT_RPC_URL_8453"] = proxy.url
         settings = load_settings(env)

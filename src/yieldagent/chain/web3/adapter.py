@@ -822,6 +822,7 @@ class Web3Chain:
         if isinstance(receipt, YieldAgentError):
             return receipt
         self.gas_used[action] = receipt.gas_used
+        self._mined(receipt.block_number)  # what is read next must see the move
         send, custody, holder = move.send, move.pool.custody, move.holder
         try:
             if send.action == ChainKind.SUPPLY:
