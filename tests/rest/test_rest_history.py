@@ -56,6 +56,11 @@ def test_the_catalog_shows_each_pools_yield_in_parts(api: RunningService) -> Non
         assert protocol["apy_net"] == protocol["apy_total"] * (1 - 1000 / 10_000)
         for window in ("7d", "30d"):
             total = protocol[f"apy_total_{window}"]
+            if protocol[f"apy_base_{window}"] is None:
+                # Other tests moved the shared market's time past every recorded point:
+                # the window holds none, and each of its figures is unknown.
+                assert total is None and protocol[f"apy_net_{window}"] is None, protocol
+                continue
             assert total == protocol[f"apy_base_{window}"] + protocol[f"apy_rewards_{window}"]
             assert protocol[f"apy_net_{window}"] == total * (1 - 1000 / 10_000)
 
