@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from support.funded import USDC, Funded
+from support.sdk_client import check_performance
 from support.service import RunningService
 
 HISTORY = "/api/v1/8453/protocols/{protocol}/history"
@@ -55,6 +56,11 @@ def test_the_catalog_shows_each_pools_yield_in_parts(api: RunningService) -> Non
         assert protocol["apy_net"] == protocol["apy_total"] * (1 - 1000 / 10_000)
         for window in ("7d", "30d"):
             total = protocol[f"apy_total_{window}"]
+            if protocol[f"apy_base_{window}"] is None:
+                # Other tests moved the shared market's time past every recorded point:
+                # the window holds none, and each of its figures is unknown.
+                assert total is None and protocol[f"apy_net_{window}"] is None, protocol
+                continue
             assert total == protocol[f"apy_base_{window}"] + protocol[f"apy_rewards_{window}"]
             assert protocol[f"apy_net_{window}"] == total * (1 - 1000 / 10_000)
 
@@ -75,30 +81,14 @@ def test_a_wallets_performance_as_the_production_client_reads_it(
     base = f"/api/v1/8453/wallets/{activated.wallet}"
     response = api.request("GET", base + "/performance", headers=activated.headers)
     assert response.status == 200, response.body
-    series = response.json()["performance"]
+    series = check_performance(response.json())
     assert len(series) >= 2  # the activation's point, then now
-    for point in series:
-        assert {"date", "value", "value_in_usd", "agent_token_amount"} <= set(point)
-        assert point["agent_token_amount"] is None
     now = series[-1]
     assert now["value"] == pytest.approx(1_000, rel=1e-3)
     assert sum(a["value"] for a in now["portfolio"].values()) == pytest.approx(now["value"])
     for allocation in now["portfolio"].values():
-        assert set(allocation) >= {"value", "value_in_usd", "base_apr", "total_apr"}
         assert allocation["apy_total"] == allocation["apy_base"] + allocation["apy_rewards"]
         assert allocation["total_apr"] == allocation["base_apr"] + allocation["apy_rewards"]
-    for rewards in now.get("accrued_rewards", {}).values():
-        assert set(rewards) == {
-            "locked",
-            "unlocked",
-            "locked_value",
-            "locked_value_usd",
-            "unlocked_value",
-            "unlocked_value_usd",
-            "claimed",
-            "claimed_value",
-            "claimed_value_usd",
-        }
 
 
 def test_apr_by_token_is_a_bare_array(api: RunningService, activated: Funded) -> None:

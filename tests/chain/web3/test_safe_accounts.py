@@ -125,3 +125,13 @@ async def test_kernel_accounts_and_undeployable_safes_are_refused(chain: Web3Cha
     elsewhere = replace(safe, fee_collector=owner)  # its address was made with another one
     with pytest.raises(InvalidRequest, match="other contracts"):
         await chain.check_account(elsewhere)
+
+
+async def test_an_account_the_operator_owns_is_refused_before_it_is_deployed(
+    chain: Web3Chain,
+) -> None:
+    operator = Account.from_key(operator_key()).address
+    account = _account(chain, operator)
+    with pytest.raises(InvalidRequest, match="operator key"):
+        await chain.prepare_account(account)
+    assert await chain.reader.code(account.address) == b""

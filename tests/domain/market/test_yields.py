@@ -121,6 +121,19 @@ def test_a_point_carries_the_pool_size_and_utilization() -> None:
     assert point.apy_rewards == 0.0
 
 
+def test_a_vault_lends_out_its_share_of_each_markets_borrows() -> None:
+    # The vault holds a tenth of one market (90 % lent out) and all of another (50 %).
+    markets = (
+        MarketQuote("a", 10_000_000 * 10**6, 9_000_000 * 10**6, held=1_000_000 * 10**6),
+        MarketQuote("b", 3_000_000 * 10**6, 1_500_000 * 10**6),
+    )
+    quote = PoolQuote("morpho", USDC, model_for("morpho_blue"), markets)
+    point = point_of(quote, 42)
+    assert point.supply == 4_000_000 * 10**6
+    assert point.borrows == (900_000 + 1_500_000) * 10**6
+    assert point.utilization == 0.6
+
+
 class _History:
     def __init__(self) -> None:
         self.kept: list[tuple[int, YieldPoint]] = []

@@ -89,10 +89,12 @@ async def test_an_exit_the_pool_cannot_start_is_told_and_clears_once_the_funds_a
     scenarios.pause(BASE, "compound", "all")  # supply paused: exit; withdrawals paused too
 
     outcome = await agent.run(BASE, wallet.address)
-    assert outcome.status != "completed"  # nothing could leave
+    assert outcome.status == "no_action"  # nothing can leave, so nothing is sent to fail
     held = positions(market, wallet.address)["compound"]
     assert held > 0
     await lifecycle.refresh(BASE)
+    assert stored(engine, wallet.address).status_reason == _reason(held)
+    await agent.run(BASE, wallet.address)  # a run meanwhile does not blank what is said
     assert stored(engine, wallet.address).status_reason == _reason(held)
 
     scenarios.pause(BASE, "compound", "all", paused=False)  # paused within the window: exit

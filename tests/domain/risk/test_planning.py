@@ -271,3 +271,53 @@ def test_a_yield_only_move_that_would_lose_more_than_a_basis_point_is_refused() 
     assert isinstance(leaves, PlannedRun)
     assert {s.protocol for s in leaves.steps if s.action == StepAction.WITHDRAW} == {worst}
     assert len(refused) == 1
+
+
+HELD = Verdict(
+    RiskState.NO_NEW_FUNDS,
+    (Trip(Rule.PAUSED, RiskState.NO_NEW_FUNDS, "withdrawals are paused", holds_funds=True),),
+)
+HELD_BACK = "withdrawals are paused in {} (holding {}), in USDC's smallest unit: …"
+
+
+def test_no_plan_withdraws_from_a_pool_whose_withdrawals_are_paused() -> None:
+    worst = _worst()
+    held = {worst: 10_000 * UNIT}
+    reason = HELD_BACK.format(worst, held[worst])
+    wallet = replace(_wallet(1, held), status_reason=reason)
+    valuation = Valuation(20_000 * UNIT, held, POOLS, MOMENT)
+    free = Planner(frozenset(), Thresholds(), _view({worst: FULL}, held)).plan(
+        wallet, valuation, COSTS
+    )
+    assert isinstance(free, PlannedRun)
+    assert worst in {s.protocol for s in free.steps if s.action == StepAction.WITHDRAW}
+
+    run = Planner(frozenset(), Thresholds(), _view({worst: HELD}, held)).plan(
+        wallet, valuation, COSTS
+    )
+    assert isinstance(run, PlannedRun)  # the idle funds still go
+    assert all(s.action == StepAction.DEPOSIT and s.protocol != worst for s in run.steps)
+    assert sum(s.amount for s in run.steps) == 20_000 * UNIT
+    # the run keeps saying which pool holds how much, rather than blanking the reason
+    assert run.moving_out == run.left_behind == reason
+
+
+def test_an_exit_from_a_paused_pool_waits_and_says_what_it_holds() -> None:
+    worst = _worst()
+    held = {worst: 10_000 * UNIT}
+    both = Verdict(RiskState.EXIT, EXIT.trips + HELD.trips)
+    run = Planner(frozenset(), Thresholds(), _view({worst: both}, held)).plan(
+        _wallet(1, held), Valuation(0, held, POOLS, MOMENT), COSTS
+    )
+    assert isinstance(run, NoMoves)  # nothing can leave, so nothing is sent to fail
+
+    idle = {worst: 10_000 * UNIT}
+    moving = Planner(frozenset(), Thresholds(), _view({worst: both}, held)).plan(
+        _wallet(1, idle), Valuation(5_000 * UNIT, idle, POOLS, MOMENT), COSTS
+    )
+    assert isinstance(moving, PlannedRun)
+    assert all(s.protocol != worst for s in moving.steps)
+    assert moving.left_behind == (
+        f"leaving {worst} as its liquidity frees up ({10_000 * UNIT} left): "
+        "TVL fell; withdrawals are paused"
+    )

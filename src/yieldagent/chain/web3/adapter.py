@@ -325,9 +325,9 @@ class Web3Chain:
             raise InvalidRequest(f"no {protocol} pool on chain {self.chain_id}") from None
 
     async def check_account(self, account: SmartAccount) -> None:
-        """Refuses a Kernel account, a Safe account whose owner revoked the operator
-        (Conflict), and one this chain cannot deploy as it was created (see the module
-        docstring)."""
+        """Refuses a Kernel account, a Safe account the operator key owns, a Safe account
+        whose owner revoked the operator (Conflict), and one this chain cannot deploy as it
+        was created (see the module docstring)."""
         if account.provider == Provider.ZERODEV:
             raise NotImplementedYet(
                 f"Kernel (zerodev) account {account.address} cannot be activated on chain "
@@ -338,6 +338,14 @@ class Web3Chain:
         if self.config.module is None:
             raise NotImplementedYet(
                 f"Chain {self.chain_id} has no operator module for Safe accounts"
+            )
+        if account.eoa.lower() == self._sender.address.lower():
+            # The module registers no account its operator owns (such an owner would act
+            # outside every rule): deployed, the Safe would hold the funds idle for good.
+            raise InvalidRequest(
+                f"Safe account {account.address} is owned by {account.eoa}, the service's "
+                "operator key, for which the operator module acts for no account; create the "
+                "account for the user's own EOA"
             )
         if await self.reader.code(account.address):
             revoked = await self.revocation(account.address)

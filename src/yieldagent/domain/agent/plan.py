@@ -16,7 +16,9 @@ that no move can pay, the full search is spared and the run answers ``SETTLED``.
 optimizer plans over the wallet's protocols less the paused ones, and its moves are cut to
 what the pools can carry now (``within_liquidity``): a withdrawal takes at most what its
 pool can return (the wallet's position valued at ``maxWithdraw``, not at par), an exit the
-rest in a later run, and the supplies place only what came out. A withdrawal the wallet is
+rest in a later run, nothing from a pool whose withdrawals are paused (whose held-back
+funds the wallet's ``status_reason`` keeps naming), and the supplies place only what came
+out. A withdrawal the wallet is
 not required to make (its pool is neither to exit nor excluded by the wallet's rules) that
 would lose more than the move-loss limit of its amount is refused, and the supplies it
 would have funded with it.
@@ -34,6 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TypeAlias
 
 from yieldagent.domain.agent.rounds import PlannedRun
+from yieldagent.domain.books.held_back import follows
 from yieldagent.domain.books.operations import Move, OperationStatus, Step, StepAction
 from yieldagent.domain.books.valuation import Valuation
 from yieldagent.domain.books.wallets import Wallet
@@ -118,7 +121,10 @@ class Planner:
                 # comes before a minimum number of protocols or a forced position
                 plan = optimize(*self._problem(wallet, valuation, costs, relax=True))
             lossy = self._lossy(wallet, plan.moves, valuation.quotes, problem[3])
-            moves = within_liquidity(plan.moves, self._cash_of(wallet.token, pools), pools, lossy)
+            # a pool that pays nothing out is not asked to: the run would fail on chain
+            shut = self._holding(wallet, valuation)
+            cash = self._cash_of(wallet.token, pools)
+            moves = within_liquidity(plan.moves, cash, pools, lossy | shut)
         except Exception as refused:
             return NoMoves(OperationStatus.FAILED, refusal(refused))
         if not moves:
@@ -130,7 +136,18 @@ class Planner:
             self._ours[key] = max(self._ours.get(key, 0) + delta, 0)
             self._cash[key] = max(self._cash.get(key, 0) + delta, 0)
         moving_out, left_behind = self._leaving(wallet, valuation, moves)
+        if not left_behind and shut and follows(wallet.status_reason):
+            # what the refresh says of the funds a paused pool holds stays said
+            moving_out, left_behind = moving_out or wallet.status_reason, wallet.status_reason
         return PlannedRun(wallet, plan, _steps(wallet, valuation, moves), moving_out, left_behind)
+
+    def _holding(self, wallet: Wallet, valuation: Valuation) -> frozenset[str]:
+        """The pools that hold the wallet's funds and pay nothing out now."""
+        return frozenset(
+            name
+            for name, held in valuation.positions.items()
+            if held > 0 and self._risk.pool(wallet.token, name).verdict.holds_funds
+        )
 
     def _cash_of(self, token: str, pools: Mapping[str, PoolQuote]) -> dict[str, int]:
         """What each pool of ``token`` can still pay out (see ``_cash``)."""

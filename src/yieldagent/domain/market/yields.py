@@ -81,7 +81,8 @@ class YieldPoint:
     supply: int
     """Underlying the pool holds, interest included, in the token's smallest units."""
     borrows: int
-    """Underlying lent out of it."""
+    """Underlying lent out of it: in each market, its share of the borrows, pro rata to
+    what it holds of the market's supply."""
     apy_base: float
     apy_rewards: float | None
 
@@ -98,7 +99,8 @@ def point_of(quote: PoolQuote, at: int) -> YieldPoint:
         quote.token,
         at,
         quote.total_supply,
-        sum(min(m.borrows, m.held) for m in quote.markets),
+        # A vault is one supplier of its markets among others: it lends out its share.
+        sum(min(m.borrows, m.supply) * m.held // m.supply for m in quote.markets if m.supply),
         apy_from_apr(quote.rate()),
         quote.reward_apr(),
     )

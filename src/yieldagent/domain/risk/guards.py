@@ -58,6 +58,9 @@ class Trip:
     rule: Rule
     state: RiskState
     reason: str
+    holds_funds: bool = False
+    """Whether the pool can pay nothing out now (its withdrawals paused): no plan may
+    withdraw from it, whatever the state asks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,11 @@ class Verdict:
     def exit(self) -> bool:
         """Whether every wallet must leave."""
         return self.state == RiskState.EXIT
+
+    @property
+    def holds_funds(self) -> bool:
+        """Whether the pool pays nothing out now: a withdrawal from it would fail."""
+        return any(t.holds_funds for t in self.trips)
 
 
 OK = Verdict()
@@ -134,7 +142,7 @@ def paused(reading: PoolReading, exposure: Exposure, settings: RiskSettings) -> 
     reserve frozen: exit."""
     now = reading.now
     if now.withdraw_paused:  # nothing can leave: no new funds until withdrawals reopen
-        return Trip(Rule.PAUSED, RiskState.NO_NEW_FUNDS, "withdrawals are paused")
+        return Trip(Rule.PAUSED, RiskState.NO_NEW_FUNDS, "withdrawals are paused", holds_funds=True)
     if now.frozen:
         return Trip(Rule.PAUSED, RiskState.EXIT, "the reserve is frozen")
     if now.supply_paused:
