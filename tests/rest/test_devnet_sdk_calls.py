@@ -28,6 +28,7 @@ from support.sdk_client import (
 )
 from support.service import running_service
 from yieldagent.devnet.actions import advance, deposit
+from yieldagent.devnet.anvil import rpc
 from yieldagent.storage.db import create_db_engine
 
 pytestmark = pytest.mark.evm
@@ -58,6 +59,9 @@ def activated(devnet: Devnet, tmp_path_factory: pytest.TempPathFactory) -> Itera
     directory = tmp_path_factory.mktemp("devnet-sdk")
     # The worker ticks every second: it books the wallet's value as the chain's time moves.
     env = devnet_env(devnet, directory, OPERATOR_KEY, YIELDAGENT_WORKER_INTERVAL_SECONDS="1")
+    # The session's devnet goes back to its state and time before the day moved here, so
+    # that the tests after these read the pools as deployed.
+    before = rpc(devnet.url, "evm_snapshot")
     with running_service(f"sqlite:///{directory / 'test.db'}", directory, env) as api:
         engine = create_db_engine(api.database_url)
         headers = partner(engine, "sdk-partner")
@@ -78,6 +82,7 @@ def activated(devnet: Devnet, tmp_path_factory: pytest.TempPathFactory) -> Itera
         assert answer.status == 201, answer.body
         advance(devnet.url, 86_400)
         yield Activated(Client(api, headers, CHAIN), wallet, eoa, sent["tx_hash"], devnet.usdc)
+    assert rpc(devnet.url, "evm_revert", [before]) is True
 
 
 def test_config_and_supply_name_the_devnets_token(activated: Activated) -> None:
