@@ -18,10 +18,9 @@ what the pools can carry now (``within_liquidity``): a withdrawal takes at most 
 pool can return (the wallet's position valued at ``maxWithdraw``, not at par), an exit the
 rest in a later run, nothing from a pool whose withdrawals are paused (whose held-back
 funds the wallet's ``status_reason`` keeps naming), and the supplies place only what came
-out. A withdrawal the wallet is
-not required to make (its pool is neither to exit nor excluded by the wallet's rules) that
-would lose more than the move-loss limit of its amount is refused, and the supplies it
-would have funded with it.
+out. A withdrawal the wallet is not required to make (its pool is neither to exit nor
+excluded by the wallet's rules) that would lose more than the move-loss limit of its
+amount is refused, and the supplies it would have funded with it.
 
 A ``Planner`` plans the runs of one chain at one moment: a run on request (one wallet), or
 every wallet of a scheduled batch. Wallets with equal inputs share one settled check, and
