@@ -70,11 +70,14 @@ from yieldagent.composition.compose import build_agent, build_lifecycle
 from yieldagent.composition.deployments import Manifest
 from yieldagent.config import load_settings
 from yieldagent.devnet import actions
+from yieldagent.devnet.aave import DEFAULT_SUPPLY as AAVE_SUPPLY
 from yieldagent.devnet.aave import borrow_to_utilization_aave
 from yieldagent.devnet.anvil import Anvil, free_port, rpc
-from yieldagent.devnet.borrowing import borrow_to_utilization
+from yieldagent.devnet.borrowing import MIN_SUPPLY, borrow_to_utilization
 from yieldagent.devnet.deploy import deploy_all
 from yieldagent.devnet.deployer import Deployer
+from yieldagent.devnet.tokens import mint_and_approve
+from yieldagent.devnet.toolchain import compile_project
 from yieldagent.devnet.usdc import mint, usdc_artifact
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
@@ -105,6 +108,13 @@ PUSHED_UTILIZATION = {AAVE: 0.97}
 """How high a pool is pushed to draw funds (0.99 for the pools not named here)."""
 DEFAULT_INTERVAL_SECONDS = 3600.0
 """``YIELDAGENT_AGENT_INTERVAL_SECONDS``' default: the cadence the per-day cost is told at."""
+SETUP_CONCURRENCY = 64
+"""Activations at once while the fleet is set up straight on anvil."""
+ROOM_MULTIPLE = 10
+"""How many times the fleet's funds the pool it moves to holds (the guards cap the
+fleet's share of a pool at 15%)."""
+EXIT_PATIENCE_SECONDS = 600.0
+"""How long the fleet exit figure waits for the last wallet to leave the vault."""
 NEVER_AGAIN = 1e9
 """The agent's interval: longer than any cycle, so that each wallet runs once per cycle."""
 
@@ -151,6 +161,7 @@ class Service:
                 "YIELDAGENT_OPERATOR_PRIVATE_KEY": OPERATOR_KEY,
                 "YIELDAGENT_FEE_COLLECTOR": manifest.extras["fee_collector"],
                 "YIELDAGENT_AGENT_INTERVAL_SECONDS": str(NEVER_AGAIN),
+                "YIELDAGENT_AGENT_BATCH": os.environ.get("YIELDAGENT_AGENT_BATCH", "100"),
             }
         )
         data.mkdir(parents=True, exist_ok=True)
@@ -193,13 +204,16 @@ class Service:
         store = SmartAccountStore(self.engine)
         return open_account(store, key, self.partner_id, Provider.SAFE, self.safes).address
 
-    async def activate(self, account: str, eoa: str, token: str, tx_hash: str) -> None:
-        """Activates ``account`` on every pool, as ``ActivateWallet`` does."""
+    async def activate(
+        self, account: str, eoa: str, token: str, tx_hash: str, protocols: Sequence[str] = ()
+    ) -> None:
+        """Activates ``account`` on ``protocols`` (every pool by default), as
+        ``ActivateWallet`` does."""
         request = ActivationRequest(
             wallet=account,
             eoa=to_checksum_address(eoa),
             token=token,
-            protocols=tuple(p.name for p in self.chain.config.protocols),
+            protocols=tuple(protocols) or tuple(p.name for p in self.chain.config.protocols),
             tx_hash=tx_hash,
             constraints=Constraints(),
         )
@@ -212,6 +226,14 @@ class Service:
                 text("SELECT status, count(*) FROM operations WHERE kind = 'run' GROUP BY status")
             ).all()
         return Counter({str(status): int(n) for status, n in rows})
+
+    def failures(self) -> Counter[str]:
+        """Failed runs so far, by the first words of their reason."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT reason FROM operations WHERE kind = 'run' AND status = 'failed'")
+            ).all()
+        return Counter(str(reason)[:100] for (reason,) in rows)
 
     async def close(self) -> None:
         """Closes the chain port's HTTP session (it belongs to the running event loop)."""
@@ -257,15 +279,29 @@ def _positions(chain: Web3Chain, holder: str) -> Awaitable[dict[str, int]]:
     return read()
 
 
-def _push(url: str, manifest: Manifest, protocol: str) -> None:
-    """Raises ``protocol``'s utilization, so that its rate draws funds."""
+def _deepen_vault(url: str, manifest: Manifest, amount: int) -> None:
+    """A supplier deposits ``amount`` more into the Morpho vault, so that the guards'
+    pool-share cap leaves room for the vault's wallets (the devnet seeds it with 1 M)."""
+    d = Deployer(url)
+    vault = d.at(compile_project()["Vault"], manifest.protocol(MORPHO).address)
+    supplier = d.actor("bench-devnet-vault-supplier")
+    mint_and_approve(d, manifest.token, supplier, vault.address, amount)
+    d.transact(vault.functions.deposit(amount, supplier), sender=supplier)
+
+
+def _push(url: str, manifest: Manifest, protocol: str, depth: int = 0) -> None:
+    """Raises ``protocol``'s utilization, so that its rate draws funds; with ``depth``,
+    its suppliers first bring it to at least that many base units, so that the risk
+    guards' pool-share cap leaves room for every wallet's move."""
     d = Deployer(url)
     deployment = manifest.protocol(protocol)
     utilization = PUSHED_UTILIZATION.get(protocol, 0.99)
     if deployment.kind == "aave_v3":
-        borrow_to_utilization_aave(d, deployment, manifest.token, utilization)
+        supply = max(AAVE_SUPPLY, depth)
+        borrow_to_utilization_aave(d, deployment, manifest.token, utilization, supply=supply)
     else:
-        borrow_to_utilization(d, deployment, manifest.token, utilization)
+        supply = max(MIN_SUPPLY, depth)
+        borrow_to_utilization(d, deployment, manifest.token, utilization, min_supply=supply)
 
 
 # -- 1. quote reads ----------------------------------------------------------------------
@@ -391,21 +427,51 @@ def _fund_accounts(url: str, manifest: Manifest, accounts: list[str]) -> list[st
 
 
 async def _activate_all(
-    service: Service, pairs: list[tuple[str, str, str]], token: str, concurrency: int
+    service: Service,
+    pairs: Sequence[tuple[str, str, str]],
+    token: str,
+    concurrency: int,
+    protocols: Sequence[str] = (),
 ) -> Counter[str]:
-    """Activates each (account, eoa, tx_hash); returns the failures, by error."""
+    """Activates each (account, eoa, tx_hash) on ``protocols`` (every pool by default);
+    returns the failures, by error."""
     gate = asyncio.Semaphore(concurrency)
     failures: Counter[str] = Counter()
 
     async def one(account: str, eoa: str, tx_hash: str) -> None:
         async with gate:
             try:
-                await service.activate(account, eoa, token, tx_hash)
+                await service.activate(account, eoa, token, tx_hash, protocols)
             except Exception as error:  # counted and reported, the others go on
                 failures[f"{type(error).__name__}: {str(error)[:120]}"] += 1
 
     await asyncio.gather(*(one(*pair) for pair in pairs))
     return failures
+
+
+async def _set_up_directly(
+    direct: Service,
+    pairs: Sequence[tuple[str, str, str]],
+    token: str,
+    protocols: Sequence[str] = (),
+) -> None:
+    """Activates ``pairs`` through ``direct`` (the same database, straight on anvil, which
+    mines a block every second meanwhile): the fleet's set-up, not a figure."""
+    started = time.perf_counter()
+    try:
+        failures = await _activate_all(direct, pairs, token, SETUP_CONCURRENCY, protocols)
+    finally:
+        await direct.close()
+        direct.engine.dispose()
+    _emit(
+        figure="fleet_setup",
+        wallets=len(pairs),
+        protocols=list(protocols) or "all",
+        failed=sum(failures.values()),
+        errors=dict(failures),
+        seconds=round(time.perf_counter() - started, 1),
+        note="activated straight on anvil, 64 at a time; not measured",
+    )
 
 
 async def _cycle(service: Service) -> int:
@@ -482,6 +548,7 @@ async def _moving_cycle(
     """One cycle over ``accounts``' wallets, run by ``services`` (replicas) at once."""
     services[0].make_due(accounts)
     before = services[0].run_outcomes()
+    failed_before = services[0].failures()
     with contextlib.ExitStack() as stack:
         writes = [stack.enter_context(_timed_writes(s, pipelined)) for s in services]
         ran, counts, seconds = await _counted(
@@ -489,6 +556,8 @@ async def _moving_cycle(
         )
     outcomes = services[0].run_outcomes()
     outcomes.subtract(before)
+    failures = services[0].failures()
+    failures.subtract(failed_before)
     total = sum(ran)
     moves = sum(w.moves for w in writes)
     figures: dict[str, Any] = {
@@ -499,8 +568,10 @@ async def _moving_cycle(
         "wallets": len(accounts),
         "ran": total,
         "outcomes": {k: v for k, v in outcomes.items() if v},
+        "failures": {k: v for k, v in failures.items() if v},
         "seconds": round(seconds, 1),
         "wallets_per_minute": round(total / seconds * 60, 1),
+        "moved_wallets_per_minute": round(outcomes["completed"] / seconds * 60, 1),
         "moves": moves,
         "write_seconds": round(max(w.seconds for w in writes), 1),
         "moves_per_minute_of_writes": round(
@@ -522,6 +593,7 @@ async def agent_cycle(
     manifest: Manifest,
     settings: CycleSettings,
     replica: Callable[[], Service] | None,
+    direct: Callable[[], Service],
 ) -> None:
     """Sets up ``settings.wallets`` activated wallets (anvil mining a block every
     ``settings.block_seconds`` from the activations on), then measures the agent's
@@ -530,20 +602,31 @@ async def agent_cycle(
     pipelined path on the rest, each cycle against the same proxy."""
     wallets = settings.wallets
     started = time.perf_counter()
-    eoas = [_eoa(str(i)) for i in range(wallets)]
-    accounts = [service.account(eoa) for eoa in eoas]
+    eoas = [_eoa(str(i)) for i in range(wallets + settings.exit_wallets)]
+    every = [service.account(eoa) for eoa in eoas]
+    accounts, leaving = every[:wallets], every[wallets:]
     created = time.perf_counter()
-    hashes = _fund_accounts(url, manifest, accounts)
+    _interval_mining(url, 1)  # the set-up's transactions share blocks
+    hashes = _fund_accounts(url, manifest, every)
+    funded = time.perf_counter()
+    pairs = list(zip(every, eoas, hashes, strict=True))
+    measured = min(settings.activations, wallets)
+    if measured < wallets:
+        await _set_up_directly(direct(), pairs[measured:wallets], manifest.token)
+    if leaving:
+        _deepen_vault(url, manifest, ROOM_MULTIPLE * DEPOSIT * len(leaving))
+        await _set_up_directly(direct(), pairs[wallets:], manifest.token, (MORPHO,))
     funded = time.perf_counter()
     _interval_mining(url, settings.block_seconds)
-    pairs = list(zip(accounts, eoas, hashes, strict=True))
     failures, counts, _ = await _counted(
-        counter, _activate_all(service, pairs, manifest.token, settings.concurrency)
+        counter, _activate_all(service, pairs[:measured], manifest.token, settings.concurrency)
     )
     activated = time.perf_counter()
+    wallets = measured
     _emit(
         figure="cycle_setup",
         wallets=wallets,
+        fleet=len(accounts),
         concurrency=settings.concurrency,
         block_seconds=settings.block_seconds,
         accounts_seconds=round(created - started, 1),
@@ -555,6 +638,18 @@ async def agent_cycle(
         activation_http_requests_per_wallet=round(counts.requests / wallets, 1),
         activation_transactions_per_wallet=round(counts.transactions / wallets, 2),
         total_seconds=round(activated - started, 1),
+    )
+    wallets = len(accounts)
+    # What the set-up left idle (the guards' caps cut placements short) is placed first,
+    # so that the measured cycle moves nothing.
+    service.make_all_due()
+    settled, counts, seconds = await _counted(counter, _cycle(service))
+    _emit(
+        figure="settling_cycle",
+        ran=settled,
+        seconds=round(seconds, 1),
+        transactions=counts.transactions,
+        note="places what the set-up left idle; not a figure",
     )
     sample = accounts[: settings.no_move_wallets]
     service.make_due(sample)
@@ -591,12 +686,13 @@ async def agent_cycle(
     for account in accounts[:: max(1, wallets // 50)]:  # a sample of the wallets
         held.update(await _positions(service.chain, account))
     least = min((p.name for p in manifest.protocols), key=lambda name: held[name])
-    _push(url, manifest, least)
+    _push(url, manifest, least, depth=ROOM_MULTIPLE * DEPOSIT * len(accounts))
     serial = accounts[: settings.serial_wallets]
     rest = accounts[settings.serial_wallets :]
     await _moving_cycle([service], counter, serial, "one by one", pipelined=False)
     if replica is None:
         await _moving_cycle([service], counter, rest, "pipelined", pipelined=True)
+        await _fleet_exit(service, counter, manifest, url, [*accounts, *leaving])
         return
     # On PostgreSQL: the rest in two halves, one for one replica and one for two, with
     # batches of a quarter so that two replicas share a half's wallets.
@@ -611,6 +707,55 @@ async def agent_cycle(
     finally:
         await second.close()
         second.engine.dispose()
+    await _fleet_exit(service, counter, manifest, url, [*accounts, *leaving])
+
+
+def _holding(service: Service, protocol: str) -> list[str]:
+    """The wallets whose books hold funds in ``protocol``."""
+    store = WalletStore(service.engine)
+    return [w.address for w in store.wallets(BASE) if w.positions.get(protocol, 0) > 0]
+
+
+async def _fleet_exit(
+    service: Service, counter: RpcProxy, manifest: Manifest, url: str, accounts: Sequence[str]
+) -> None:
+    """The Morpho vault's collateral feed falls to 0.90: the depeg guard trips and every
+    wallet in the vault must leave it. Cycles run back to back from the fall until no
+    wallet's books hold the vault; the figure is the time from the fall to the last exit,
+    and the node's requests meanwhile. Then the chain is read to check the books."""
+    holding = _holding(service, MORPHO)
+    if not holding:
+        _emit(figure="fleet_exit", wallets=0, note="no wallet holds the vault")
+        return
+    [(_, listed)] = manifest.collateral_feeds.items()
+    before = counter.snapshot()
+    started = time.perf_counter()
+    actions.set_feed_price(url, listed["feed"], "0.90")
+    # One wallet due, as in a fleet whose runs spread over the hour: its batch is the
+    # first to read the fallen feed, and makes every other wallet in the vault due.
+    service.make_due(holding[:1])
+    cycles = 0
+    while _holding(service, MORPHO) and time.perf_counter() - started < EXIT_PATIENCE_SECONDS:
+        await _cycle(service)
+        cycles += 1
+    seconds = time.perf_counter() - started
+    counts = counter.snapshot().minus(before)
+    left = _holding(service, MORPHO)
+    on_chain = 0
+    for account in holding:
+        on_chain += (await _positions(service.chain, account)).get(MORPHO, 0) > 0
+    _emit(
+        figure="fleet_exit",
+        wallets=len(holding),
+        fleet=len(accounts),
+        cycles=cycles,
+        seconds=round(seconds, 1),
+        left_in_books=len(left),
+        left_on_chain=on_chain,
+        http_requests_per_wallet=round(counts.requests / len(holding), 1),
+        transactions=counts.transactions,
+        methods=counts.methods,
+    )
 
 
 # -- the whole benchmark -----------------------------------------------------------------
@@ -626,6 +771,11 @@ class CycleSettings:
     no_move_wallets: int = 50
     serial_wallets: int = 20
     moving: bool = True
+    exit_wallets: int = 0
+    """Wallets on the Morpho vault alone, set up straight on anvil, for the fleet exit."""
+    activations: int = 200
+    """How many of the wallets are activated through the proxy at ``block_seconds``
+    (the activation figure); the others are set up before, straight on anvil."""
 
     @classmethod
     def from_env(cls) -> CycleSettings:
@@ -638,6 +788,8 @@ class CycleSettings:
             no_move_wallets=min(int(env.get("BENCH_DEVNET_NO_MOVE_WALLETS", "50")), wallets),
             serial_wallets=min(int(env.get("BENCH_DEVNET_SERIAL_WALLETS", "20")), wallets // 2),
             moving=env.get("BENCH_DEVNET_MOVING", "1") != "0",
+            activations=int(env.get("BENCH_DEVNET_ACTIVATIONS", "200")),
+            exit_wallets=int(env.get("BENCH_DEVNET_EXIT_WALLETS", "0")),
         )
 
 
@@ -692,9 +844,19 @@ def main() -> None:
                 counter.url, path, manifest, path.parent / "replica", database, service.partner_id
             )
 
+        def direct() -> Service:
+            return Service.build(
+                url,
+                path,
+                manifest,
+                path.parent / "direct",
+                database or f"sqlite:///{data / 'bench.db'}",
+                service.partner_id,
+            )
+
         async def measure() -> None:
             await agent_cycle(
-                service, counter, url, manifest, settings, replica if database else None
+                service, counter, url, manifest, settings, replica if database else None, direct
             )
             await service.close()
 

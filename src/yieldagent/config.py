@@ -58,6 +58,10 @@ class Settings:
     idempotency_ttl_seconds: float
     idempotency_wait_seconds: float
     lease_seconds: float = 60.0
+    agent_batch: int = 100
+    """Wallets one agent claims, values, plans and moves together (``YIELDAGENT_AGENT_BATCH``)."""
+    agent_concurrent_batches: int = 2
+    """Batches a cycle runs at once (``YIELDAGENT_AGENT_CONCURRENT_BATCHES``)."""
     swap_slippage_bps: int = 50
     stuck_retry_seconds: float = 0.0
     rpc_urls: Mapping[int, str] = field(default_factory=dict, repr=False)
@@ -481,6 +485,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         sim_seed=_int(env, "YIELDAGENT_SIM_SEED", 7),
         sim_speed=_float(env, "YIELDAGENT_SIM_SPEED", 1.0),
         agent_interval_seconds=_float(env, "YIELDAGENT_AGENT_INTERVAL_SECONDS", 3600.0),
+        agent_batch=max(_int(env, "YIELDAGENT_AGENT_BATCH", 100), 1),
+        agent_concurrent_batches=max(_int(env, "YIELDAGENT_AGENT_CONCURRENT_BATCHES", 2), 1),
         min_apr_gain=_float(env, "YIELDAGENT_MIN_APR_GAIN", 0.25),
         max_break_even_days=_float(env, "YIELDAGENT_MAX_BREAK_EVEN_DAYS", 10.0),
         performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),

@@ -177,7 +177,12 @@ def build_agent(settings: Settings, engine: Engine, lifecycle: Lifecycle) -> Age
         lifecycle,
         WalletStore(engine),
         RunStore(engine),
-        AgentSettings(settings.agent_interval_seconds, thresholds),
+        AgentSettings(
+            settings.agent_interval_seconds,
+            thresholds,
+            settings.agent_batch,
+            settings.agent_concurrent_batches,
+        ),
         RunMetrics(),
         lifecycle.risk,
     )

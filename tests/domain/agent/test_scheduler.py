@@ -59,13 +59,13 @@ class Runs(RunStore):
         self.ends.append(len(ends))
 
 
-def agent_of(engine: Engine, lifecycle: Lifecycle, runs: RunStore) -> Agent:
-    """An agent claiming two wallets per batch."""
-    return Agent(
-        lifecycle, WalletStore(engine), runs, AgentSettings(interval_seconds=INTERVAL, batch=2)
-    )
+def agent_of(engine: Engine, lifecycle: Lifecycle, runs: RunStore, lanes: int = 1) -> Agent:
+    """An agent claiming two wallets per batch, ``lanes`` batches at once."""
+    settings = AgentSettings(interval_seconds=INTERVAL, batch=2, concurrent_batches=lanes)
+    return Agent(lifecycle, WalletStore(engine), runs, settings)
 
 
+@pytest.mark.parametrize("lanes", [1, 2], ids=["one-lane", "two-lanes"])
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it_returns(
     engine: Engine,
@@ -73,6 +73,7 @@ async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it
     chains: dict[int, MarketChain],
     partner: PartnerKey,
     parallel: bool,
+    lanes: int,
 ) -> None:
     owner, _ = partner
     lifecycle = make_lifecycle(engine, chains)
@@ -85,7 +86,7 @@ async def test_a_cycle_runs_every_due_wallet_once_and_stores_every_end_before_it
         for n in range(3)
     ]
     runs = Runs(engine, parallel)
-    agent = agent_of(engine, lifecycle, runs)
+    agent = agent_of(engine, lifecycle, runs, lanes)
 
     assert await agent.run_cycle() == 5
 

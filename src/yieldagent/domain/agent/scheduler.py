@@ -46,6 +46,9 @@ class AgentSettings:
     interval_seconds: float = 3600.0
     thresholds: Thresholds = field(default_factory=Thresholds)
     batch: int = 100
+    concurrent_batches: int = 2
+    """Batches one cycle runs at once: while one batch's transactions wait to be mined,
+    the next is claimed, read, planned and sent, so the chain's blocks stay full."""
 
 
 class Scheduler:
@@ -70,13 +73,18 @@ class Scheduler:
         """Whether a batch's last write may go on while the next batch runs (``run_cycle``)."""
         self._writing: asyncio.Future[None] | None = None
         """That write, while in flight."""
+        self._write_turn = asyncio.Lock()
+        """Held from waiting for the write in flight to starting the next, so that batches
+        run at once still write one at a time, in order."""
         self._exiting: set[tuple[int, str, str]] = set()
         """(chain, token, protocol) of the pools the guards exit whose wallets were all
         made due (``_hasten_exits``), until the pool is no longer exited."""
 
     async def run_cycle(self, stopping: Callable[[], bool] = lambda: False) -> int:
         """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
-        how many ran.
+        how many ran. ``AgentSettings.concurrent_batches`` lanes claim and run batches at
+        once (the claims never share a wallet), so that a batch waiting for its receipts
+        does not leave the chain's blocks empty.
 
         Each batch ends with one write: its runs' outcomes, next runs and lease releases. Here
         that write goes to the database from a thread while the next batch is claimed,
@@ -87,14 +95,20 @@ class Scheduler:
         server's work on the write overlaps the planning, where the database takes writes
         in parallel (``RunRepository.parallel_writes``; SQLite does not).
         """
-        ran = 0
         self._overlapping = self._runs.parallel_writes
         try:
-            while not stopping() and (batch := await self.run_due()):
-                ran += batch
+            lanes = max(self._settings.concurrent_batches, 1)
+            ran = await asyncio.gather(*(self._drain(stopping) for _ in range(lanes)))
         finally:
             self._overlapping = False
             await self._written()
+        return sum(ran)
+
+    async def _drain(self, stopping: Callable[[], bool]) -> int:
+        """One lane of a cycle: batch after batch until none is due."""
+        ran = 0
+        while not stopping() and (batch := await self.run_due()):
+            ran += batch
         return ran
 
     async def run_due(self) -> int:
@@ -262,10 +276,11 @@ class Scheduler:
         if ends:
             finishing = (ends, owner, next_run, self._now())
             if self._overlapping:
-                await self._written()  # one write at a time, in order
-                self._writing = asyncio.ensure_future(
-                    asyncio.to_thread(self._runs.finish, *finishing)
-                )
+                async with self._write_turn:
+                    await self._written()  # one write at a time, in order
+                    self._writing = asyncio.ensure_future(
+                        asyncio.to_thread(self._runs.finish, *finishing)
+                    )
             else:
                 self._runs.finish(*finishing)
         pending.difference_update(end.wallet_id for end in ends)
