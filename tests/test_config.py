@@ -257,6 +257,14 @@ def test_serving_processes_are_one_by_default_and_at_least_one() -> None:
         load_settings({"YIELDAGENT_GRPC_PROCESSES": "two"})
 
 
+def test_activations_are_placed_inline_unless_set_to_background() -> None:
+    assert load_settings({}).activation_placement == "inline"
+    env = {"YIELDAGENT_ACTIVATION_PLACEMENT": "Background"}
+    assert load_settings(env).activation_placement == "background"
+    with pytest.raises(ConfigurationError, match="YIELDAGENT_ACTIVATION_PLACEMENT must be"):
+        load_settings({"YIELDAGENT_ACTIVATION_PLACEMENT": "later"})
+
+
 def test_the_serving_event_loop_is_uvloop_unless_set_to_asyncio() -> None:
     assert load_settings({}).event_loop == "uvloop"
     assert load_settings({"YIELDAGENT_EVENT_LOOP": " AsyncIO "}).event_loop == "asyncio"

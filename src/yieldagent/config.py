@@ -132,6 +132,10 @@ class Settings:
     """A delivery failing once its event is older than this is dead (not retried)."""
     event_retention_seconds: float = 30 * 86_400.0
     """Events (and their webhook deliveries) older than this are pruned."""
+    activation_placement: str = "inline"
+    """Where an activation's funds are placed: ``inline`` (within the call) or
+    ``background`` (the call answers ``activating``; the worker finishes the activation
+    and the agent places the funds)."""
     prune_batch: int = 1_000
     """Most events pruned in one transaction."""
     pool_history_seconds: int = 3_600
@@ -320,6 +324,7 @@ ON = frozenset({"on", "true", "yes", "1"})
 ENVIRONMENTS = ("development", "devnet", "production")
 """``YIELDAGENT_ENV``'s values, the default first."""
 EVENT_LOOPS = ("uvloop", "asyncio")
+ACTIVATION_PLACEMENTS = ("inline", "background")
 """``YIELDAGENT_EVENT_LOOP``'s values, the default first."""
 
 
@@ -527,6 +532,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         envoy_max_heap_mb=max(_int(env, "YIELDAGENT_ENVOY_MAX_HEAP_MB", 512), 64),
         envoy_workers=_at_least_one(env, "YIELDAGENT_ENVOY_WORKERS", 1),
         event_loop=_choice(env, "YIELDAGENT_EVENT_LOOP", EVENT_LOOPS),
+        activation_placement=_choice(env, "YIELDAGENT_ACTIVATION_PLACEMENT", ACTIVATION_PLACEMENTS),
         watch_streams_per_partner=max(_int(env, "YIELDAGENT_WATCH_STREAMS_PER_PARTNER", 100), 1),
         grpc_processes=_at_least_one(env, "YIELDAGENT_GRPC_PROCESSES", 1),
         grpc_edge_port=(

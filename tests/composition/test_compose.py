@@ -8,12 +8,28 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
+from support.agent_setup import make_agent
+from support.wallet_setup import (
+    BASE,
+    FEE,
+    USDC,
+    activation,
+    fund,
+    positions,
+    stored,
+)
+from yieldagent.catalog import load_catalog
 from yieldagent.chain.signers.local import LocalKeySigner
+from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.composition import compose
 from yieldagent.composition.compose import Service, load_operator
 from yieldagent.config import Settings, load_settings
+from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.errors import ConfigurationError
+from yieldagent.domain.market.ports import MarketChain
+from yieldagent.domain.ports.credentials import Partner
 
 KEY = "0x" + "5e" * 32
 
@@ -72,3 +88,24 @@ async def test_several_serving_processes_without_envoy_stop_the_start(tmp_path: 
         await service.start()
     await service.stop()
     assert os.listdir(tmp_path) == []
+
+
+async def test_the_activation_job_activates_open_activations_and_places_their_funds(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, MarketChain],
+    partner: tuple[Partner, str],
+) -> None:
+    settings = load_settings({"YIELDAGENT_ACTIVATION_PLACEMENT": "background"})
+    lifecycle = compose.build_lifecycle(settings, engine, chains, load_catalog(), FEE)
+    agent = make_agent(engine, lifecycle)
+    funded = fund(engine, market, partner[0].id, 250_000 * USDC)
+    wallet = await lifecycle.activate(
+        partner[0].id, BASE, activation(funded.address, funded.tx_hash)
+    )
+    assert wallet.status == WalletStatus.ACTIVATING
+
+    await compose.activation_placement(agent, lifecycle, lambda: False)()
+
+    assert stored(engine, funded.address).status == WalletStatus.ACTIVATED
+    assert positions(market, funded.address)

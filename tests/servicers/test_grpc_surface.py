@@ -30,7 +30,7 @@ from yieldagent.composition.grpc_server import ApiServer, mark_serving
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.market.ports import MarketChain
-from yieldagent.domain.money.lifecycle import Lifecycle, Policy
+from yieldagent.domain.money.lifecycle import ActivationPlacement, Lifecycle, Policy
 from yieldagent.domain.ports.credentials import Partner
 from yieldagent.servicers.auth import Authenticator
 from yieldagent.servicers.interceptor import EDGE_HEADER, ApiInterceptor
@@ -338,3 +338,50 @@ async def test_the_wallet_read_keeps_its_json_for_rest_apart_from_its_message(
         wallet = await stub.GetWallet(request)
         assert wallet.deposits[0].amount == str(1_000 * USDC)
         assert not wallet.HasField("last_deactivation_date")
+
+
+async def test_a_background_activation_answers_with_the_wallet_activating(
+    partner: tuple[Partner, str], engine: Engine, market: SimulatedMarket, chains: Any
+) -> None:
+    lifecycle = Lifecycle(
+        WalletStore(engine),
+        OperationStore(engine),
+        chains,
+        load_catalog(),
+        Policy(fee_bps=1000, max_deposit_usd=1e6, fee_collector=OPERATOR.address),
+        SYSTEM_CLOCK,
+        placement=ActivationPlacement.BACKGROUND,
+        make_due=RunStore(engine).schedule,
+    )
+    agent = Agent(lifecycle, WalletStore(engine), RunStore(engine), AgentSettings())
+    api = build_server(engine, OPERATOR, chains, lifecycle, agent, "127.0.0.1:0")
+    await api.server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{api.port}")
+    funded = fund(engine, market, partner[0].id, 1_000 * USDC)
+    stub = wallets_pb2_grpc.WalletServiceStub(channel)
+    activation = wallets_pb2.ActivateWalletRequest(
+        chain_id=BASE,
+        wallet=funded.address,
+        eoa=funded.eoa,
+        initial_token=BASE_USDC,
+        selected_protocols=["aave", "compound"],
+        tx_hash=funded.tx_hash,
+    )
+    try:
+        reply = await stub.ActivateWallet(activation, metadata=_credentials(partner))
+        wallet = await stub.GetWallet(
+            wallets_pb2.GetWalletRequest(chain_id=BASE, wallet=funded.address)
+        )
+        assert reply.message == "Agent activated successfully"
+        assert reply.wallet == funded.address
+        assert wallet.status == "activating"
+        assert wallet.deposits[0].amount == str(1_000 * USDC)
+
+        await lifecycle.finish_activations()
+        wallet = await stub.GetWallet(
+            wallets_pb2.GetWalletRequest(chain_id=BASE, wallet=funded.address)
+        )
+        assert wallet.status == "activated"
+    finally:
+        await channel.close()
+        await api.server.stop(0)

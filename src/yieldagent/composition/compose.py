@@ -56,7 +56,7 @@ from yieldagent.domain.errors import ChainUnavailable, ConfigurationError
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.market.yields import PoolYields, YieldRecorder
 from yieldagent.domain.money.details import WalletDetails
-from yieldagent.domain.money.lifecycle import Lifecycle, Policy
+from yieldagent.domain.money.lifecycle import ActivationPlacement, Lifecycle, Policy
 from yieldagent.domain.optimizer.optimize import Optimizer
 from yieldagent.domain.partners.money_calls import MoneyCallLimit
 from yieldagent.domain.partners.rate_limits import RateLimiter
@@ -159,6 +159,8 @@ def build_lifecycle(
         RunStore(engine).paused,
         build_risk(settings, engine),
         WatchCursorStore(engine),
+        ActivationPlacement(settings.activation_placement),
+        RunStore(engine).schedule,
     )
 
 
@@ -343,6 +345,24 @@ def pool_history(recorder: YieldRecorder, chains: Mapping[int, MarketChain]) -> 
                 log.warning("pool history not recorded", extra={"chain_id": chain_id})
 
     return record_pool_yields
+
+
+ACTIVATION_PASS_SECONDS = 1.0
+"""How often the worker looks for activations to finish in background placement: about
+a block's time, so that an activation waits little for its deployment to be sent."""
+
+
+def activation_placement(agent: Agent, lifecycle: Lifecycle, stopping: Callable[[], bool]) -> Job:
+    """The worker job of background placement: finishes the open activations many at once
+    (``Lifecycle.finish_activations``), then, if it activated any, runs the agent's due
+    wallets, which places their funds in its pipelined rounds."""
+
+    async def finish_activations() -> None:
+        repairs = await lifecycle.finish_activations()
+        if repairs and not stopping():
+            await agent.run_cycle(stopping)
+
+    return finish_activations
 
 
 def reconciliation(lifecycle: Lifecycle) -> Job:
@@ -585,6 +605,12 @@ class Service:
         background = build_lifecycle(
             settings, self.engine, worker_chains, catalog, operator.address
         )
+        stopping = lambda: self.worker.stop_requested  # noqa: E731
+        agent = build_agent(settings, self.engine, background)
+        if settings.activation_placement == ActivationPlacement.BACKGROUND:
+            self.worker.add(
+                activation_placement(agent, background, stopping), every=ACTIVATION_PASS_SECONDS
+            )
         self.worker.add(reconciliation(background), every=settings.lease_seconds / 2)
         self.worker.add(wallet_refresh(background, catalog.chain_ids()))
         recorder = YieldRecorder(
@@ -594,8 +620,7 @@ class Service:
             settings.pool_history_seconds_kept,
         )
         self.worker.add(pool_history(recorder, worker_chains))
-        stopping = lambda: self.worker.stop_requested  # noqa: E731
-        self.worker.add(agent_cycle(build_agent(settings, self.engine, background), stopping))
+        self.worker.add(agent_cycle(agent, stopping))
         self.worker.add(module_change_watch(settings, self.engine))
         self.worker.add(
             event_pruning(

@@ -25,8 +25,9 @@ call's process dead (``settled``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -97,6 +98,19 @@ class Reconciler:
             if repair is not None:
                 repairs.append(repair)
         return repairs
+
+    async def finish(self, operations: Sequence[Operation], at_once: int) -> list[Repair]:
+        """Finishes ``operations`` (open ones no live process holds), up to ``at_once``
+        of them at the same time, so that their transactions are mined together rather
+        than one block after another; a wallet busy meanwhile is left for the next pass."""
+        gate = asyncio.Semaphore(max(at_once, 1))
+
+        async def one(operation: Operation) -> Repair | None:
+            async with gate:
+                return await self._attempt(operation.wallet_id, operation.id)
+
+        done = await asyncio.gather(*(one(operation) for operation in operations))
+        return [repair for repair in done if repair is not None]
 
     async def _attempt(self, wallet_id: int, operation_id: str | None) -> Repair | None:
         """Repairs one wallet if its lease is free now; None if busy or it failed (the next

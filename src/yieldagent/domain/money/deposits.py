@@ -8,6 +8,11 @@ shows (from any sender, each once), deploys the account if it is not on chain ye
 the funds as the optimizer plans, and ends ``activated``. A placement the chain refuses midway
 leaves the rest idle, for the agent's next run; the activation still succeeds.
 
+With ``ActivationPlacement.BACKGROUND`` the call stops once the deposits are booked: it
+answers the wallet ``activating``, its operation open and its lease given back, and the
+worker finishes such activations many at once (``Lifecycle.finish_activations``: the
+account deployed, the wallet ``activated``, due for the agent, which places the funds).
+
 **Top-up** books a deposit at once, found by its transaction (and any other inflow the
 chain shows), then places the idle funds. A deposit already booked (the worker finds
 unannounced ones) is not booked again: the call still places what is idle.
@@ -21,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from fractions import Fraction
 
 from yieldagent.domain.books.books import Books
@@ -71,6 +77,16 @@ def deposit_limit(token: TokenInfo, max_usd: float) -> int:
     return math.floor(Fraction(str(max_usd)) * scale / Fraction(str(token.price_usd)))
 
 
+class ActivationPlacement(StrEnum):
+    """Where an activation's funds are placed (``YIELDAGENT_ACTIVATION_PLACEMENT``)."""
+
+    INLINE = "inline"
+    """Within the partner's call: it answers once the funds are placed."""
+    BACKGROUND = "background"
+    """By the worker: the call answers the wallet ``activating`` once its deposits are
+    booked."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActivationRequest:
     """A checked activation request."""
@@ -92,11 +108,13 @@ class Deposits:
         settled: Settled,
         paused: Callable[[int], frozenset[str]],
         risk: RiskSurvey | None = None,
+        placement: ActivationPlacement = ActivationPlacement.INLINE,
     ) -> None:
         self._books = books
         self._settled = settled
         self._paused = paused
         self._risk = risk
+        self.placement = placement
 
     # -- activation ---------------------------------------------------------------------
 
@@ -115,6 +133,9 @@ class Deposits:
             )
         if account.partner_id != partner_id:
             raise AccessDenied("Access denied: the smart account belongs to another partner")
+        queued = self._queued(scoped(partner_id, OperationKind.ACTIVATE, key))
+        if queued is not None:
+            return queued
         done = await self._settled(scoped(partner_id, OperationKind.ACTIVATE, key))
         if done is not None:
             outcome(done)
@@ -149,6 +170,8 @@ class Deposits:
                 status_reason="",
             )
             activating = await books.close(chain, activating, owner, operation)
+            if self.placement == ActivationPlacement.BACKGROUND:
+                return activating
             return await self._place_and_activate(chain, activating, operation, owner)
 
     async def _first_activation(
@@ -199,9 +222,28 @@ class Deposits:
         try:
             async with books.leases.hold(created.id, owner):
                 created = await books.close(chain, books.reread(created), owner, operation)
+                if self.placement == ActivationPlacement.BACKGROUND:
+                    return created
                 return await self._place_and_activate(chain, created, operation, owner)
         finally:
             books.leases.release(created.id, owner)
+
+    def _queued(self, key: str | None) -> Wallet | None:
+        """In background placement, a retry of an activation the worker has not finished
+        yet: the wallet as it stands (``activating``), when no live call or job holds it;
+        None otherwise (the retry then waits for its holder, as inline)."""
+        books = self._books
+        if self.placement != ActivationPlacement.BACKGROUND or key is None:
+            return None
+        operation = books.operations.by_key(key)
+        if operation is None or not operation.open or operation.kind != OperationKind.ACTIVATE:
+            return None
+        wallet = books.wallets.get_by_id(operation.wallet_id)
+        owner = books.leases.owner("retry")
+        if wallet is None or not books.leases.try_acquire(wallet.id, owner):
+            return None
+        books.leases.release(wallet.id, owner)
+        return books.reread(wallet)
 
     async def _check_announced(
         self, chain: MarketChain, address: str, token: TokenInfo, tx_hash: str

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from yieldagent.domain.books.books import Books, Policy
 from yieldagent.domain.books.held_back import follows, held_back, paused_pools
-from yieldagent.domain.books.operations import Operation, OperationKind
+from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus
 from yieldagent.domain.books.ports import OperationRepository, WalletRepository
 from yieldagent.domain.books.reconciliation import Reconciler, Repair, recover_run
 from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
@@ -35,7 +35,12 @@ from yieldagent.domain.books.wallets import Journal, Wallet, WithdrawalRecord
 from yieldagent.domain.catalog import Catalog
 from yieldagent.domain.errors import ChainUnavailable, InvalidInput
 from yieldagent.domain.market.ports import MarketChain, PoolReads
-from yieldagent.domain.money.deposits import DEPOSIT_TOO_LARGE, ActivationRequest, Deposits
+from yieldagent.domain.money.deposits import (
+    DEPOSIT_TOO_LARGE,
+    ActivationPlacement,
+    ActivationRequest,
+    Deposits,
+)
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import Withdrawals
 from yieldagent.domain.ports.chain import ModuleWatch
@@ -54,11 +59,17 @@ SYNCED_STATES = frozenset(
 REFRESH_BATCH = 100
 """Wallets the refresh books and values together (one read of their histories and
 holdings where the chain reads in bulk)."""
+ACTIVATIONS_AT_ONCE = 64
+"""Open activations the worker finishes at the same time: their deployments share blocks
+(each reserves its own nonce), well inside the sender's transactions in flight."""
+ACTIVATIONS_PER_PASS = 1_000
+"""Most open activations one ``finish_activations`` takes; the next pass takes the rest."""
 MODULE_WATCH = "module"
 """The cursor of the Safes' module logs (``Lifecycle.refresh``)."""
 
 __all__ = [
     "DEPOSIT_TOO_LARGE",
+    "ActivationPlacement",
     "ActivationRequest",
     "ClaimedReward",
     "Lifecycle",
@@ -80,10 +91,13 @@ class Lifecycle:
         paused: Callable[[int], frozenset[str]] = lambda chain_id: frozenset(),
         risk: RiskSurvey | None = None,
         cursors: WatchCursors | None = None,
+        placement: ActivationPlacement = ActivationPlacement.INLINE,
+        make_due: Callable[[int, float], None] | None = None,
     ) -> None:
         self.books = Books(wallets, operations, chains, catalog, policy, clock)
         self._cursors = cursors
-        self.deposits = Deposits(self.books, self._settled, paused, risk)
+        self._make_due = make_due
+        self.deposits = Deposits(self.books, self._settled, paused, risk, placement)
         self.withdrawals = Withdrawals(self.books, self._settled)
         self.rewards = Rewards(self.books, self._settled, self.deposits)
         self.reconciler = Reconciler(
@@ -156,8 +170,36 @@ class Lifecycle:
         return await self.rewards.claim_rewards(partner_id, chain_id, address, key)
 
     async def reconcile(self) -> list[Repair]:
-        """Finishes every operation a dead process left open and every due retry."""
-        return await self.reconciler.reconcile()
+        """Finishes every operation a dead process left open and every due retry (in
+        background placement, the open activations first, many at once)."""
+        first = []
+        if self.deposits.placement == ActivationPlacement.BACKGROUND:
+            first = await self.finish_activations()
+        return first + await self.reconciler.reconcile()
+
+    async def finish_activations(self) -> list[Repair]:
+        """Finishes the open activations no live call holds (queued by background
+        placement, or left by a dead process), ``ACTIVATIONS_AT_ONCE`` at a time, each as
+        reconciliation resumes it (``Deposits.resume_activation``: the account deployed
+        unless it has code, the wallet ``activated``), and makes each activated wallet
+        due now, so that the agent's next cycle places its funds."""
+        books = self.books
+        now = books.clock.time()
+        queued = [
+            operation
+            for operation in books.operations.abandoned(now)
+            if operation.kind == OperationKind.ACTIVATE
+        ][:ACTIVATIONS_PER_PASS]
+        if not queued:
+            return []
+        repairs = await self.reconciler.finish(queued, ACTIVATIONS_AT_ONCE)
+        ended = books.operations.statuses([operation.id for operation in queued])
+        if self._make_due is not None:
+            due = books.clock.time()
+            for operation in queued:
+                if ended.get(operation.id) == OperationStatus.COMPLETED:
+                    self._make_due(operation.wallet_id, due)
+        return repairs
 
     async def reconcile_wallet(self, chain_id: int, address: str) -> list[Repair]:
         """Finishes one wallet's open operations now and books its chain events."""
