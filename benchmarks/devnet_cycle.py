@@ -147,10 +147,12 @@ class Service:
         data: Path,
         database_url: str | None = None,
         partner_id: int | None = None,
+        placement: str = "inline",
     ) -> Service:
         """Builds the objects as ``app.Service.start`` does, from the service's settings;
         on ``database_url`` (SQLite in ``data`` by default). With ``partner_id``, a
-        replica: another process's objects on the same database and partner."""
+        replica: another process's objects on the same database and partner.
+        ``placement``: ``YIELDAGENT_ACTIVATION_PLACEMENT``."""
         settings = load_settings(
             {
                 "YIELDAGENT_DATA_DIR": str(data),
@@ -162,6 +164,10 @@ class Service:
                 "YIELDAGENT_FEE_COLLECTOR": manifest.extras["fee_collector"],
                 "YIELDAGENT_AGENT_INTERVAL_SECONDS": str(NEVER_AGAIN),
                 "YIELDAGENT_AGENT_BATCH": os.environ.get("YIELDAGENT_AGENT_BATCH", "100"),
+                "YIELDAGENT_AGENT_CONCURRENT_BATCHES": os.environ.get(
+                    "YIELDAGENT_AGENT_CONCURRENT_BATCHES", "2"
+                ),
+                "YIELDAGENT_ACTIVATION_PLACEMENT": placement,
             }
         )
         data.mkdir(parents=True, exist_ok=True)
@@ -474,6 +480,24 @@ async def _set_up_directly(
     )
 
 
+async def _finish_activations(service: Service) -> float:
+    """What the worker does for background placement, pass after pass until no wallet is
+    ``activating``: the open activations finished, then the agent's cycle places their
+    funds. Returns when the last was placed (``time.perf_counter``); inline placement
+    has nothing to finish."""
+    store = WalletStore(service.engine)
+    finished = False
+    while any(w.status == "activating" for w in store.wallets(BASE)):
+        if await service.lifecycle.finish_activations():
+            finished = True
+            await _cycle(service)
+        else:
+            await asyncio.sleep(0.5)
+    if finished:
+        await _cycle(service)  # the funds of the last pass's wallets
+    return time.perf_counter()
+
+
 async def _cycle(service: Service) -> int:
     return await service.agent.run_cycle()
 
@@ -622,6 +646,7 @@ async def agent_cycle(
         counter, _activate_all(service, pairs[:measured], manifest.token, settings.concurrency)
     )
     activated = time.perf_counter()
+    placed, placing, _ = await _counted(counter, _finish_activations(service))
     wallets = measured
     _emit(
         figure="cycle_setup",
@@ -637,6 +662,11 @@ async def agent_cycle(
         activations_per_minute=round(wallets / (activated - funded) * 60, 1),
         activation_http_requests_per_wallet=round(counts.requests / wallets, 1),
         activation_transactions_per_wallet=round(counts.transactions / wallets, 2),
+        placement=service.lifecycle.deposits.placement.value,
+        placed_seconds=round(placed - funded, 1),
+        placed_per_minute=round(wallets / (placed - funded) * 60, 1),
+        placing_http_requests_per_wallet=round(placing.requests / wallets, 1),
+        placing_transactions_per_wallet=round(placing.transactions / wallets, 2),
         total_seconds=round(activated - started, 1),
     )
     wallets = len(accounts)
@@ -837,7 +867,8 @@ def main() -> None:
     def cycle(url: str, manifest: Manifest, path: Path, counter: RpcProxy) -> None:
         database = _postgres_schema(postgres) if postgres else None
         data = path.parent / "data"
-        service = Service.build(counter.url, path, manifest, data, database)
+        placement = os.environ.get("YIELDAGENT_ACTIVATION_PLACEMENT", "inline")
+        service = Service.build(counter.url, path, manifest, data, database, placement=placement)
 
         def replica() -> Service:
             return Service.build(

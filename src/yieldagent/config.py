@@ -324,8 +324,9 @@ ON = frozenset({"on", "true", "yes", "1"})
 ENVIRONMENTS = ("development", "devnet", "production")
 """``YIELDAGENT_ENV``'s values, the default first."""
 EVENT_LOOPS = ("uvloop", "asyncio")
-ACTIVATION_PLACEMENTS = ("inline", "background")
 """``YIELDAGENT_EVENT_LOOP``'s values, the default first."""
+ACTIVATION_PLACEMENTS = ("inline", "background")
+"""``YIELDAGENT_ACTIVATION_PLACEMENT``'s values, the default first."""
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:

@@ -306,11 +306,15 @@ class Deposits:
     async def resume_activation(
         self, chain: MarketChain, wallet: Wallet, operation: Operation, owner: str
     ) -> Operation:
-        """After a crash: the account is deployed if its deployment never landed (a
-        deployment that did shows as code at its address), then the wallet is activated;
-        what is idle waits for the agent."""
+        """After a crash, or for background placement: the account is deployed if its
+        deployment never landed (a deployment that did shows as code at its address),
+        then the wallet is activated; what is idle waits for the agent."""
         await self._prepare(chain, wallet)
-        reason = "recovered after a crash; the agent places what is idle"
+        reason = (
+            "the agent places the funds"
+            if self.placement == ActivationPlacement.BACKGROUND
+            else "recovered after a crash; the agent places what is idle"
+        )
         after = await self._activated(chain, wallet, operation, owner, reason)
         ended = self._books.operations.get(operation.id)
         assert ended is not None and after.status == WalletStatus.ACTIVATED
