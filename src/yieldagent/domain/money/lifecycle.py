@@ -279,10 +279,7 @@ class Lifecycle:
         watched = await self._module_toggles(chain_id, chain)
         toggled = None if watched is None else watched[0]
         missed = False
-        # Listed after the watches read the head: a wallet created later is first booked
-        # at a head at least as new, so no transfer the watch reads below escapes both.
-        listed = books.wallets.wallets(chain_id)
-        moved = await self._transfers(chain_id, chain, listed)
+        listed, moved = await self._transfers(chain_id, chain)
         written = 0
         paused: dict[str, frozenset[str] | None] = {}  # by token, read once per refresh
         owner = books.leases.owner("refresh")
@@ -309,6 +306,8 @@ class Lifecycle:
                     continue
                 if current.status not in SYNCED_STATES:
                     books.leases.release(wallet.id, owner)
+                    if moved is not None:
+                        moved.miss(current)
                     continue
                 if moved is None or moved.names(current):
                     named.append(current)
@@ -405,22 +404,25 @@ class Lifecycle:
                 books.leases.release(wallet.id, owner)
 
     async def _transfers(
-        self, chain_id: int, chain: MarketChain, wallets: Sequence[Wallet]
-    ) -> _Moved | None:
-        """Which of ``wallets`` the watched tokens' transfers named since the cursor, up
-        to the head's final block; None where the chain keeps no such watch. The first
-        time (no cursor) every wallet counts as named."""
+        self, chain_id: int, chain: MarketChain
+    ) -> tuple[Sequence[Wallet], _Moved | None]:
+        """The chain's wallets, and which of them the watched tokens' transfers named
+        since the cursor, up to the head's final block (None where the chain keeps no such
+        watch). The first time (no cursor) every wallet counts as named."""
         if self._cursors is None or not isinstance(chain, TransferWatch):
-            return None
+            return self.books.wallets.wallets(chain_id), None
         head = await chain.head()
+        # Listed after the head is read: a wallet created later is first booked at a head
+        # at least as new, so no transfer up to this one escapes both its books and the watch.
+        wallets = self.books.wallets.wallets(chain_id)
         through = head.final_number
         cursor = self._cursors.cursor(chain_id, TRANSFER_WATCH)
         if cursor is None:
-            return _Moved(None, through, head.timestamp)
+            return wallets, _Moved(None, through, head.timestamp)
         touched: dict[str, int] = {}
         if cursor <= through:
             touched = await chain.transfers_touching([w.address for w in wallets], cursor, through)
-        return _Moved(touched, through, head.timestamp)
+        return wallets, _Moved(touched, through, head.timestamp)
 
     async def _module_toggles(
         self, chain_id: int, chain: MarketChain
