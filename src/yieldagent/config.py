@@ -81,6 +81,8 @@ class Settings:
     log_range: int = 2_000
     multicall_batch: int = 500
     """Most calls one Multicall3 ``aggregate3`` read carries on a web3 chain."""
+    log_address_batch: int = 500
+    """Most accounts one ``eth_getLogs`` names in a topic on a web3 chain."""
     head_reuse_seconds: float = 1.0
     """How long a web3 chain's head is kept: the reads made within it are pinned to it."""
     events_poll_seconds: float = 1.0
@@ -514,6 +516,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         tx_max_in_flight=max(_int(env, "YIELDAGENT_TX_MAX_IN_FLIGHT", 256), 1),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
         multicall_batch=max(_int(env, "YIELDAGENT_MULTICALL_BATCH", 500), 1),
+        log_address_batch=max(_int(env, "YIELDAGENT_LOG_ADDRESS_BATCH", 500), 1),
         head_reuse_seconds=max(_float(env, "YIELDAGENT_HEAD_REUSE_SECONDS", 1.0), 0.0),
         events_poll_seconds=max(_float(env, "YIELDAGENT_EVENTS_POLL_SECONDS", 1.0), 0.01),
         webhook_interval_seconds=max(_float(env, "YIELDAGENT_WEBHOOK_INTERVAL_SECONDS", 1.0), 0.01),

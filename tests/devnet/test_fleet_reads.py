@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 
 import pytest
 from eth_typing import HexStr
+from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
 
 from support.devnet_service import utilization
-from support.fleet import CHAIN, Fleet, fleet
+from support.fleet import CHAIN, UNIT, Fleet, fleet
+from yieldagent.catalog import load_catalog
+from yieldagent.composition.chains import served_catalog
+from yieldagent.composition.compose import build_lifecycle
 from yieldagent.devnet import actions
+from yieldagent.domain.ports.chain import ChainTx
 from yieldagent.storage.runs import RunStore
 from yieldagent.v1 import catalog_pb2
 
@@ -142,6 +149,7 @@ async def test_the_refresh_asks_only_the_safes_whose_module_logs_changed(fleet: 
     wallets = await fleet.activate_many(12, ("aave",))
     await fleet.lifecycle.refresh(CHAIN)  # the first: every Safe asked, the cursor stored
     fleet.devnet.d.anvil("evm_mine")
+    await asyncio.sleep(1.1)  # the kept head gone: the refresh reads the new block
     before = fleet.proxy.counts()
     await fleet.lifecycle.refresh(CHAIN)
     quiet = fleet.proxy.counts().minus(before)
@@ -149,8 +157,9 @@ async def test_the_refresh_asks_only_the_safes_whose_module_logs_changed(fleet: 
         json.dumps({"wallets": len(wallets), "requests": quiet.requests, "methods": quiet.methods})
     )
     assert "eth_getCode" not in quiet.methods  # no Safe asked whether its module is on
-    assert quiet.methods["eth_getLogs"] >= 1
-    assert quiet.requests <= 3  # the module logs and the histories, the holdings: not per wallet
+    # the module's logs and the fleet's transfers both ways; no history, no holdings
+    assert quiet.methods["eth_getLogs"] == 3
+    assert quiet.requests <= 4  # and the head, the paused pools' switches: not per wallet
 
     # the owner of one Safe disables the module (here the Safe itself, impersonated)
     revoked = wallets[0].address
@@ -168,3 +177,61 @@ async def test_the_refresh_asks_only_the_safes_whose_module_logs_changed(fleet: 
     assert told.methods.get("eth_getCode") == 1  # that Safe alone
     assert fleet.statuses() == {"activated": len(wallets) - 1, "blocked": 1}
     assert fleet.stored(wallets[0]).status_reason.startswith("the owner revoked the operator")
+
+
+async def test_the_refresh_books_a_deposit_nobody_announced_from_the_fleets_transfer_logs(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wallets = await fleet.activate_many(12, ("aave",))
+    await fleet.lifecycle.refresh(CHAIN)  # the first: every wallet booked, the cursors stored
+    read: list[str] = []
+    history, histories = fleet.chain.history, fleet.chain.histories
+
+    async def one(holder: str, since_block: int) -> list[ChainTx]:
+        read.append(holder)
+        return await history(holder, since_block)
+
+    async def many(holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        read.extend(holders)
+        return await histories(holders, since_block)
+
+    monkeypatch.setattr(fleet.chain, "history", one)
+    monkeypatch.setattr(fleet.chain, "histories", many)
+    fleet.devnet.d.anvil("evm_mine")
+    await asyncio.sleep(1.1)  # the kept head gone: the refresh reads up to the new block
+    before = fleet.proxy.counts()
+    await fleet.lifecycle.refresh(CHAIN)
+    quiet = fleet.proxy.counts().minus(before)
+    assert read == []  # no wallet's history: the watch named none
+    assert quiet.methods["eth_getLogs"] == 3  # the module's logs, the transfers both ways
+
+    target = wallets[5]
+    principal = fleet.stored(target).principal
+    eoa = to_checksum_address(keccak(text="a stranger")[12:])
+    actions.deposit(fleet.devnet.url, fleet.devnet.usdc, eoa, target.address, 25 * UNIT)
+    await asyncio.sleep(1.1)
+    before = fleet.proxy.counts()
+    await fleet.lifecycle.refresh(CHAIN)
+    told = fleet.proxy.counts().minus(before)
+    print(json.dumps({"wallets": len(wallets), "quiet": quiet.methods, "told": told.methods}))
+    assert read == [target.address]  # that wallet's history alone
+    assert fleet.stored(target).principal == principal + 25 * UNIT
+
+    # a new process over the same database: it reads from the stored cursor
+    restarted = build_lifecycle(
+        fleet.settings,
+        fleet.engine,
+        {CHAIN: fleet.chain},
+        served_catalog(fleet.settings, load_catalog()),
+        fleet.operator,
+    )
+    other = wallets[8]
+    principal = fleet.stored(other).principal
+    actions.deposit(fleet.devnet.url, fleet.devnet.usdc, eoa, other.address, 7 * UNIT)
+    await asyncio.sleep(1.1)
+    read.clear()
+    await restarted.refresh(CHAIN)
+    assert read == [other.address]
+    assert fleet.stored(other).principal == principal + 7 * UNIT
+    assert fleet.stored(target).principal > 0
+    fleet.assert_books(wallets)

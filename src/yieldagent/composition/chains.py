@@ -122,6 +122,7 @@ def _web3_chain(
         confirmations=settings.confirmations,
         log_range=settings.log_range,
         multicall_batch=settings.multicall_batch,
+        log_address_batch=settings.log_address_batch,
         head_reuse_seconds=settings.head_reuse_seconds,
         safe=None if isinstance(safe, str) else safe,
         **overrides,

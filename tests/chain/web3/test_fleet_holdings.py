@@ -97,7 +97,7 @@ async def test_the_fleets_histories_are_each_holders_history_read_at_once(env: C
     env.mine()
     holders = [env.account, env.owner, *others]
     singles = {h: await chain.history(h, start) for h in (env.account, env.owner, others[120])}
-    wide = env.build(log_range=10_000)
+    wide = env.build(log_range=10_000, log_address_batch=100)
     await wide.histories(holders[:1], start)  # resolves the pools, once
     env.calls.reset()
     found = await wide.histories(holders, start)
@@ -112,3 +112,11 @@ async def test_the_fleets_histories_are_each_holders_history_read_at_once(env: C
         await wide.history(holder, start)
     print(f"\n{len(holders)} histories one by one: {env.calls.requests} requests")
     assert env.calls.methods.count("eth_getLogs") == 2 * len(holders)
+
+    # the fleet's transfer watch names the same holders, from the logs' topics alone
+    head = (await wide.head()).number
+    env.calls.reset()
+    touched = await wide.transfers_touching(holders, start, head)
+    assert set(touched) == {h for h in singles if singles[h]}
+    assert touched[others[120]] == singles[others[120]][0].block_number
+    assert env.calls.methods == ["eth_getLogs"] * 2 * 2  # no block read for its time

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from eth_utils.address import to_checksum_address
 
 from yieldagent.chain.web3.abis import TRANSFER_TOPIC
@@ -9,10 +11,12 @@ from yieldagent.chain.web3.history import (
     ZERO_ADDRESS,
     Counterparties,
     TransferLog,
+    accounts_touched,
     block_ranges,
     classify,
     parse_transfer,
 )
+from yieldagent.chain.web3.reader import RpcReader
 
 
 def _address(n: int) -> str:
@@ -117,3 +121,74 @@ def test_block_ranges_cover_every_block_once() -> None:
     assert block_ranges(10, 14, 2) == [(10, 11), (12, 13), (14, 14)]
     assert block_ranges(10, 10, 2_000) == [(10, 10)]
     assert block_ranges(11, 10, 5) == []
+
+
+class _Node:
+    """A reader over fixed logs that filters ``eth_getLogs`` as a node does, and keeps
+    the filters it was asked."""
+
+    def __init__(self, logs: list[dict[str, Any]]) -> None:
+        self.logs = logs
+        self.filters: list[dict[str, Any]] = []
+
+    async def request(self, method: str, params: list[Any]) -> list[dict[str, Any]]:
+        assert method == "eth_getLogs"
+        [f] = params
+        self.filters.append(f)
+
+        def matches(log: dict[str, Any]) -> bool:
+            block = int(log["blockNumber"], 16)
+            if not int(f["fromBlock"], 16) <= block <= int(f["toBlock"], 16):
+                return False
+            if log["address"] not in f["address"]:
+                return False
+            for wanted, topic in zip(f["topics"], log["topics"], strict=False):
+                if wanted is not None and topic not in (
+                    wanted if isinstance(wanted, list) else [wanted]
+                ):
+                    return False
+            return True
+
+        return [log for log in self.logs if matches(log)]
+
+
+def _raw(block: int, index: int, token: str, sender: str, recipient: str) -> dict[str, Any]:
+    return {
+        "address": token,
+        "topics": [
+            "0x" + TRANSFER_TOPIC.hex(),
+            "0x" + "00" * 12 + sender[2:].lower(),
+            "0x" + "00" * 12 + recipient[2:].lower(),
+        ],
+        "data": "0x" + f"{1:064x}",
+        "transactionHash": f"0x{block:062x}{index:02x}",
+        "logIndex": hex(index),
+        "blockNumber": hex(block),
+    }
+
+
+async def test_the_fleets_transfer_watch_names_each_account_with_its_first_block() -> None:
+    fleet = [_address(0xF00 + i) for i in range(5)]
+    node = _Node(
+        [
+            _raw(12, 0, USDC, STRANGER, fleet[1]),  # a deposit nobody announced
+            _raw(14, 1, USDC, fleet[1], OWNER),
+            _raw(15, 0, COMP, REWARDS, fleet[3]),  # the reward token is watched too
+            _raw(13, 0, USDC, fleet[4], fleet[2]),
+            _raw(16, 0, _address(0xDA1), STRANGER, fleet[0]),  # not a watched token
+            _raw(9, 0, USDC, STRANGER, fleet[0]),  # before the range
+            _raw(17, 0, USDC, STRANGER, OWNER),  # not the fleet's
+        ]
+    )
+    found = await accounts_touched(
+        cast(RpcReader, node), [USDC, COMP], [a.lower() for a in fleet], 10, 16, 4, 2
+    )
+    lower = [a.lower() for a in fleet]
+    assert found == {lower[1]: 12, lower[2]: 13, lower[3]: 15, lower[4]: 13}
+    # two ranges of 4 blocks, three topic groups of at most 2 accounts, each way
+    assert len(node.filters) == 2 * 3 * 2
+    assert {(f["fromBlock"], f["toBlock"]) for f in node.filters} == {
+        ("0xa", "0xd"),
+        ("0xe", "0x10"),
+    }
+    assert all(len(f["topics"][-1]) <= 2 for f in node.filters)

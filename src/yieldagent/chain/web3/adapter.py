@@ -67,6 +67,8 @@ from yieldagent.chain.web3.history import (
     ZERO_ADDRESS,
     Counterparties,
     TransferLog,
+    accounts_touched,
+    block_ranges,
     classify,
     fleet_transfer_logs,
     parse_transfer,
@@ -415,8 +417,7 @@ class Web3Chain:
         if module is None or to_block < from_block:
             return set()
         topic = "0x" + bytes(12).hex() + module.removeprefix("0x").lower()
-        step = self.config.log_range
-        ranges = [(b, min(b + step - 1, to_block)) for b in range(from_block, to_block + 1, step)]
+        ranges = block_ranges(from_block, to_block, self.config.log_range)
         found = await asyncio.gather(
             *(
                 self.reader.request(
@@ -527,9 +528,41 @@ class Web3Chain:
         parties = await self._ready()
         head = await self.head()
         logs = await fleet_transfer_logs(
-            self.reader, parties.watched, holders, since_block, head.number, self.config.log_range
+            self.reader,
+            parties.watched,
+            holders,
+            since_block,
+            head.number,
+            self.config.log_range,
+            self.config.log_address_batch,
         )
         return {holder: classify(holder, logs[holder], parties) for holder in holders}
+
+    async def transfers_touching(
+        self, accounts: Sequence[str], from_block: int, to_block: int
+    ) -> dict[str, int]:
+        """Which of ``accounts`` sent or received the token or the reward token (what
+        their histories are made of) in ``from_block`` to ``to_block``, each with its
+        first such block (``domain.ports.chain.TransferWatch``).
+
+        The node filters: per ``log_range`` blocks, one ``eth_getLogs`` each way names up
+        to ``log_address_batch`` accounts in the sender or the recipient topic. Reading
+        the tokens' every transfer and keeping the fleet's would cost nothing per wallet
+        but, on a chain where the token moves thousands of times a block (USDC on Base),
+        carry each of those logs over the network; named topics bring back only the
+        fleet's, at two requests per range for each ``log_address_batch`` wallets."""
+        if to_block < from_block or not accounts:
+            return {}
+        parties = await self._ready()
+        return await accounts_touched(
+            self.reader,
+            parties.watched,
+            accounts,
+            from_block,
+            to_block,
+            self.config.log_range,
+            self.config.log_address_batch,
+        )
 
     async def find_transfer(self, tx_hash: str) -> Transfer | None:
         """The first transfer of the chain's token (else of any token) that the mined,

@@ -23,6 +23,7 @@ from yieldagent.domain.partners.safe_accounts import SafeAccountConstants
 DEFAULT_LOG_RANGE = 2_000
 DEFAULT_CONFIRMATIONS = 1
 DEFAULT_MULTICALL_BATCH = 500
+DEFAULT_LOG_ADDRESS_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,9 @@ class Web3ChainConfig:
     None on a chain without a sequencer (or a local devnet)."""
     multicall_batch: int = DEFAULT_MULTICALL_BATCH
     """Most calls one Multicall3 ``aggregate3`` carries."""
+    log_address_batch: int = DEFAULT_LOG_ADDRESS_BATCH
+    """Most accounts one ``eth_getLogs`` names in its sender or recipient topic (the
+    fleet's histories and its transfer watch)."""
     head_reuse_seconds: float = 0.0
     """How long a head read is kept: reads within it are pinned to that block, and ask
     the node nothing for the head (0: every ``head()`` asks)."""
@@ -113,6 +117,8 @@ class Web3ChainConfig:
             raise ConfigurationError("YIELDAGENT_LOG_RANGE must be at least 1")
         if self.multicall_batch < 1:
             raise ConfigurationError("YIELDAGENT_MULTICALL_BATCH must be at least 1")
+        if self.log_address_batch < 1:
+            raise ConfigurationError("YIELDAGENT_LOG_ADDRESS_BATCH must be at least 1")
         if self.confirmations < 1:
             raise ConfigurationError("YIELDAGENT_CONFIRMATIONS must be at least 1")
 

@@ -3,7 +3,9 @@ names its transactions.
 
 ``transfer_logs`` reads, with ``eth_getLogs`` in bounded block ranges, every transfer of
 the watched tokens (the wallets' token, the reward token) from or to the holder: two
-filters per range, as topics cannot say "sender or recipient" in one. ``classify`` turns
+filters per range, as topics cannot say "sender or recipient" in one. ``fleet_logs`` does
+so for many accounts at once, which ``fleet_transfer_logs`` (their histories) and
+``accounts_touched`` (the fleet's transfer watch: who was named, not what) share. ``classify`` turns
 them into ``ChainTx``, one per log except swaps, in chain order (block, log index):
 
 - ``swap``: in one transaction, the holder sends a token to the swap router and the router
@@ -119,7 +121,7 @@ async def transfer_logs(
 ) -> list[TransferLog]:
     """Every transfer of ``tokens`` from or to ``holder`` in blocks ``since_block`` to
     ``to_block``, in chain order, each once."""
-    topic = "0x" + "00" * 12 + to_checksum_address(holder)[2:].lower()
+    topic = _account_topic(holder)
     ranges = block_ranges(max(since_block, 0), to_block, log_range)
     raw: list[Mapping[str, Any]] = []
     for start in range(0, len(ranges), _PARALLEL_RANGES):
@@ -147,8 +149,54 @@ async def transfer_logs(
     return sorted((t for t in parsed if t is not None), key=lambda t: (t.block_number, t.log_index))
 
 
-FLEET_TOPICS = 100
-"""Most accounts one ``eth_getLogs`` names in a topic (providers cap a filter's size)."""
+def _account_topic(account: str) -> str:
+    """``account`` as an indexed address topic."""
+    return "0x" + "00" * 12 + to_checksum_address(account)[2:].lower()
+
+
+async def fleet_logs(
+    reader: RpcReader,
+    tokens: Sequence[str],
+    accounts: Sequence[str],
+    since_block: int,
+    to_block: int,
+    log_range: int,
+    address_batch: int,
+) -> list[Mapping[str, Any]]:
+    """The raw ``Transfer`` logs of ``tokens`` from or to any of ``accounts`` in blocks
+    ``since_block`` to ``to_block``, each once, in no order: per range, one ``eth_getLogs``
+    each way for every ``address_batch`` accounts (named in the topic's OR-list, so the
+    node filters, however busy the token is), ``_PARALLEL_RANGES`` ranges' requests in
+    one JSON-RPC batch."""
+    topics = list(dict.fromkeys(_account_topic(a) for a in accounts))
+    if not topics:
+        return []
+    groups = [topics[i : i + address_batch] for i in range(0, len(topics), address_batch)]
+    ranges = block_ranges(max(since_block, 0), to_block, log_range)
+    unique: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for start in range(0, len(ranges), _PARALLEL_RANGES):
+        answers = await asyncio.gather(
+            *(
+                reader.request(
+                    "eth_getLogs",
+                    [
+                        {
+                            "fromBlock": hex(low),
+                            "toBlock": hex(high),
+                            "address": list(tokens),
+                            "topics": side,
+                        }
+                    ],
+                )
+                for low, high in ranges[start : start + _PARALLEL_RANGES]
+                for group in groups
+                for side in ([_hex(TRANSFER_TOPIC), None, group], [_hex(TRANSFER_TOPIC), group])
+            )
+        )
+        for answer in answers:
+            for log in answer or []:
+                unique[(_hex(log["transactionHash"]), _int(log["logIndex"]))] = log
+    return list(unique.values())
 
 
 async def fleet_transfer_logs(
@@ -158,40 +206,17 @@ async def fleet_transfer_logs(
     since_block: int,
     to_block: int,
     log_range: int,
+    address_batch: int,
 ) -> dict[str, list[TransferLog]]:
     """``transfer_logs`` of each of ``holders`` (by holder as given), read for all of them
-    at once: each range's logs from or to any of ``FLEET_TOPICS`` holders in one
-    ``eth_getLogs`` each way, every request of the read in one JSON-RPC batch."""
+    at once (``fleet_logs``)."""
     accounts: dict[str, str] = {to_checksum_address(h): h for h in holders}
-    topics = ["0x" + "00" * 12 + a[2:].lower() for a in accounts]
-    groups = [topics[i : i + FLEET_TOPICS] for i in range(0, len(topics), FLEET_TOPICS)]
-    ranges = block_ranges(max(since_block, 0), to_block, log_range)
-    answers = await asyncio.gather(
-        *(
-            reader.request(
-                "eth_getLogs",
-                [
-                    {
-                        "fromBlock": hex(low),
-                        "toBlock": hex(high),
-                        "address": list(tokens),
-                        "topics": side,
-                    }
-                ],
-            )
-            for low, high in ranges
-            for group in groups
-            for side in ([_hex(TRANSFER_TOPIC), None, group], [_hex(TRANSFER_TOPIC), group])
-        )
+    unique = await fleet_logs(
+        reader, tokens, list(accounts), since_block, to_block, log_range, address_batch
     )
-    unique = {
-        (_hex(log["transactionHash"]), _int(log["logIndex"])): log
-        for answer in answers
-        for log in answer or []
-    }
-    stamps = await _timestamps(reader, unique.values())
+    stamps = await _timestamps(reader, unique)
     found: dict[str, list[TransferLog]] = {h: [] for h in holders}
-    for log in unique.values():
+    for log in unique:
         transfer = parse_transfer(log, stamps.get(_int(log["blockNumber"])))
         if transfer is None:
             continue
@@ -201,6 +226,35 @@ async def fleet_transfer_logs(
     for transfers in found.values():
         transfers.sort(key=lambda t: (t.block_number, t.log_index))
     return found
+
+
+async def accounts_touched(
+    reader: RpcReader,
+    tokens: Sequence[str],
+    accounts: Sequence[str],
+    since_block: int,
+    to_block: int,
+    log_range: int,
+    address_batch: int,
+) -> dict[str, int]:
+    """Which of ``accounts`` (as given) sent or received any of ``tokens`` in blocks
+    ``since_block`` to ``to_block``, each with the first such block (``fleet_logs``; the
+    logs' topics say it all, so no block is read for its timestamp)."""
+    by_address: dict[str, str] = {to_checksum_address(a): a for a in accounts}
+    logs = await fleet_logs(
+        reader, tokens, list(by_address), since_block, to_block, log_range, address_batch
+    )
+    first: dict[str, int] = {}
+    for log in logs:
+        topics = [_hex(t) for t in log.get("topics", [])]
+        if len(topics) != 3 or topics[0] != _hex(TRANSFER_TOPIC):
+            continue
+        block = _int(log["blockNumber"])
+        for topic in topics[1:]:
+            account = by_address.get(_topic_address(topic))
+            if account is not None:
+                first[account] = min(first.get(account, block), block)
+    return first
 
 
 async def _timestamps(reader: RpcReader, logs: Iterable[Mapping[str, Any]]) -> dict[int, int]:

@@ -68,6 +68,16 @@ class Policy:
     to it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What ``Books.sync_many`` committed."""
+
+    written: int
+    refused: frozenset[int]
+    """The wallets (by id) that had something to record but changed meanwhile or lost
+    their lease: nothing of theirs was committed."""
+
+
 def valued(wallet: Wallet, valuation: Valuation) -> Wallet:
     """``wallet`` with what ``valuation`` found it holds."""
     return replace(
@@ -331,15 +341,25 @@ class Books:
         return True
 
     async def sync_many(
-        self, chain: MarketChain, wallets: Sequence[Wallet], owner: str, snapshot_seconds: float
-    ) -> int:
+        self,
+        chain: MarketChain,
+        wallets: Sequence[Wallet],
+        owner: str,
+        snapshot_seconds: float,
+        quiet_through: int | None = None,
+    ) -> Synced:
         """``sync`` of many idle wallets of ``chain``, all leased by ``owner``: booked and
         valued at one head (their histories and holdings read at once where the chain reads
         in bulk), the ones with something to record committed in one transaction. Returns
-        how many it committed."""
+        how many it committed, and which it could not (changed meanwhile, or their lease
+        lost).
+
+        With ``quiet_through`` the caller knows that none of the wallets sent or received
+        anything unbooked up to that block (a fleet-wide watch of the chain's logs said
+        so): their histories are not read, and their sync cursors move up to it."""
         if not wallets:
-            return 0
-        booked = await self._booked(chain, [(w, None) for w in wallets], owner, ())
+            return Synced(0, frozenset())
+        booked = await self._booked(chain, [(w, None) for w in wallets], owner, (), quiet_through)
         journals = []
         for wallet, (after, journal) in zip(wallets, booked, strict=True):
             due = (after.valued_at - wallet.valued_at).total_seconds() >= snapshot_seconds
@@ -350,8 +370,10 @@ class Books:
             if journal.deposits or journal.withdrawals or journal.transactions or due:
                 journals.append(journal)
         if not journals:
-            return 0
-        return sum(self.commits.commit_many(journals))
+            return Synced(0, frozenset())
+        stored = self.commits.commit_many(journals)
+        refused = frozenset(j.wallet.id for j, ok in zip(journals, stored, strict=True) if not ok)
+        return Synced(sum(stored), refused)
 
     async def _booked(
         self,
@@ -359,13 +381,20 @@ class Books:
         closing: Sequence[tuple[Wallet, Operation | None]],
         owner: str | None,
         rewards: Sequence[RewardRecord],
+        quiet_through: int | None = None,
     ) -> list[tuple[Wallet, Journal]]:
         """Each wallet of ``closing`` (all on ``chain``) booked and valued at one head, with
-        its operation: the wallet as it will be committed, and its journal."""
+        its operation: the wallet as it will be committed, and its journal. With
+        ``quiet_through`` (see ``sync_many``) nothing is read of their histories."""
         await self.clock.sleep(0)  # a turn for lease keepers before the reads below
         head = await chain.head()
         wallets = [wallet for wallet, _ in closing]
-        histories = await _histories(chain, wallets)
+        if quiet_through is None:
+            histories = await _histories(chain, wallets)
+            synced = head.final_number
+        else:
+            histories = {w.id: [] for w in wallets}
+            synced = min(quiet_through, head.final_number)
         open_ops = self.operations.open_on_many([w.id for w in wallets])
         known = self.wallets.booked_many({w.id: w.synced_block for w in wallets})
         valuations = await value_many(chain, wallets, head)
@@ -389,7 +418,7 @@ class Books:
             )
             after = valued(wallet, valuation)
             after.principal = booking.principal
-            after.synced_block = max(head.final_number, wallet.synced_block)
+            after.synced_block = max(synced, wallet.synced_block)
             journal = self._journal(after, booking, valuation, operation, owner, rewards)
             booked.append((after, journal))
         return booked

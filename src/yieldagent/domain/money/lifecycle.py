@@ -43,7 +43,7 @@ from yieldagent.domain.money.deposits import (
 )
 from yieldagent.domain.money.rewards import ClaimedReward, Rewards
 from yieldagent.domain.money.withdrawals import Withdrawals
-from yieldagent.domain.ports.chain import ModuleWatch
+from yieldagent.domain.ports.chain import ModuleWatch, TransferWatch
 from yieldagent.domain.ports.clock import Clock
 from yieldagent.domain.ports.storage import WatchCursors
 from yieldagent.domain.risk.survey import RiskSurvey
@@ -66,6 +66,8 @@ ACTIVATIONS_PER_PASS = 1_000
 """Most open activations one ``finish_activations`` takes; the next pass takes the rest."""
 MODULE_WATCH = "module"
 """The cursor of the Safes' module logs (``Lifecycle.refresh``)."""
+TRANSFER_WATCH = "transfers"
+"""The cursor of the watched tokens' transfer logs (``Lifecycle.refresh``)."""
 
 __all__ = [
     "DEPOSIT_TOO_LARGE",
@@ -75,6 +77,40 @@ __all__ = [
     "Lifecycle",
     "Policy",
 ]
+
+
+class _Moved:
+    """What one refresh's transfer watch read (``Lifecycle._transfers``), and where its
+    cursor may move once the refresh is done."""
+
+    def __init__(self, touched: dict[str, int] | None, through: int, now: int) -> None:
+        self.touched = touched
+        """The named accounts, each with its first block; None: every one (no cursor)."""
+        self.through = through
+        """The last block read (the head's final block)."""
+        self.now = now
+        """The head's timestamp: whose hourly point is due."""
+        self.next_block: int | None = through + 1
+        """Where the cursor moves; None: nowhere (a wallet missed on the first read)."""
+
+    def names(self, wallet: Wallet) -> bool:
+        """Whether ``wallet`` has transfers to book."""
+        return self.touched is None or wallet.address in self.touched
+
+    def due(self, wallet: Wallet) -> bool:
+        """Whether ``wallet``'s hourly performance point is due (a deactivated one never
+        is)."""
+        if wallet.status == WalletStatus.DEACTIVATED:
+            return False
+        return self.now - wallet.valued_at.timestamp() >= SNAPSHOT_SECONDS
+
+    def miss(self, wallet: Wallet) -> None:
+        """``wallet`` was not booked by this refresh: if the watch named it, the cursor
+        stays before its first transfer, so the next refresh names it again."""
+        if self.touched is None:
+            self.next_block = None
+        elif wallet.address in self.touched and self.next_block is not None:
+            self.next_block = min(self.next_block, self.touched[wallet.address])
 
 
 class Lifecycle:
@@ -258,7 +294,7 @@ class Lifecycle:
     # -- the worker ---------------------------------------------------------------------------
 
     async def refresh(self, chain_id: int) -> int:
-        """Books what is new on the chain for every settled wallet of a chain (deposits
+        """Books what is new on the chain for the settled wallets of a chain (deposits
         nobody announced, external withdrawals) and records a performance point when the
         last valuation is an hour old; wallets busy with an operation are skipped.
         Returns how many wallets it wrote.
@@ -266,6 +302,14 @@ class Lifecycle:
         The wallets are booked and valued ``REFRESH_BATCH`` at a time, each under its
         lease, so a chain that reads in bulk reads their histories (from each wallet's own
         synced block) and holdings at once.
+
+        Where the chain tells the watched tokens' transfers for the whole fleet
+        (``TransferWatch``), only the wallets whose transfers since the stored cursor it
+        names are booked, up to the head's final block; the ones whose hourly point is
+        due are valued without a history read (the watch says they have none unbooked).
+        The cursor moves on once each named wallet was booked; a named wallet that was
+        busy (or could not be committed) holds it back to its first transfer. The first
+        time (no cursor), every wallet is booked.
 
         Whether an owner revoked the operator is asked of every wallet's account, unless
         the chain tells the module's toggles for the whole fleet (``ModuleWatch``): then
@@ -277,41 +321,60 @@ class Lifecycle:
         watched = await self._module_toggles(chain_id, chain)
         toggled = None if watched is None else watched[0]
         missed = False
+        listed, moved = await self._transfers(chain_id, chain)
         written = 0
         paused: dict[str, frozenset[str] | None] = {}  # by token, read once per refresh
         owner = books.leases.owner("refresh")
-        held: list[Wallet] = []
+        named: list[Wallet] = []
+        quiet: list[Wallet] = []
         try:
-            for wallet in books.wallets.wallets(chain_id):
+            for wallet in listed:
                 asked = toggled is None or wallet.address in toggled
                 if wallet.status not in SYNCED_STATES or not books.leases.try_acquire(
                     wallet.id, owner
                 ):
                     missed = missed or (asked and watched is not None)
+                    if moved is not None:
+                        moved.miss(wallet)
                     continue
                 current = books.reread(wallet)
                 if asked and await self._follow_revocation(chain, current, owner):
                     books.leases.release(wallet.id, owner)
-                    written += 1
+                    written += 1  # its close booked it, at a head no older
                     continue
                 if await self._tell_held_back(chain, current, owner, paused):
                     books.leases.release(wallet.id, owner)
-                    written += 1
+                    written += 1  # its close booked it, at a head no older
                     continue
                 if current.status not in SYNCED_STATES:
                     books.leases.release(wallet.id, owner)
+                    if moved is not None:
+                        moved.miss(current)
                     continue
-                held.append(current)
-                if len(held) >= REFRESH_BATCH:
-                    written += await self._sync(chain, held, owner)
-                    held = []
-            written += await self._sync(chain, held, owner)
-            held = []
+                if moved is None or moved.names(current):
+                    named.append(current)
+                elif moved.due(current):
+                    quiet.append(current)
+                else:
+                    books.leases.release(wallet.id, owner)
+                    continue
+                if len(named) >= REFRESH_BATCH:
+                    written += await self._sync(chain, named, owner, moved)
+                    named = []
+                if len(quiet) >= REFRESH_BATCH:
+                    written += await self._sync(chain, quiet, owner, moved, quiet=True)
+                    quiet = []
+            written += await self._sync(chain, named, owner, moved)
+            named = []
+            written += await self._sync(chain, quiet, owner, moved, quiet=True)
+            quiet = []
         finally:
-            for wallet in held:
+            for wallet in named + quiet:
                 books.leases.release(wallet.id, owner)
         if watched is not None and self._cursors is not None and not missed:
             self._cursors.advance(chain_id, MODULE_WATCH, watched[1])
+        if moved is not None and self._cursors is not None and moved.next_block is not None:
+            self._cursors.advance(chain_id, TRANSFER_WATCH, moved.next_block)
         return written
 
     async def _tell_held_back(
@@ -352,21 +415,56 @@ class Lifecycle:
         except ChainUnavailable:
             return None
 
-    async def _sync(self, chain: MarketChain, wallets: list[Wallet], owner: str) -> int:
+    async def _sync(
+        self,
+        chain: MarketChain,
+        wallets: list[Wallet],
+        owner: str,
+        moved: _Moved | None,
+        quiet: bool = False,
+    ) -> int:
         """Books and values ``wallets`` (leased by ``owner``) together, then gives their
         leases back; returns how many it committed. A deactivated wallet records no
-        performance point."""
+        performance point. ``quiet`` ones are only valued: ``moved`` saw no transfer of
+        theirs; a wallet that could not be committed is one ``moved`` missed."""
         books = self.books
         try:
             written = 0
+            through = None if not quiet or moved is None else moved.through
             for closed in (False, True):
                 group = [w for w in wallets if (w.status == WalletStatus.DEACTIVATED) is closed]
                 every = math.inf if closed else SNAPSHOT_SECONDS
-                written += await books.sync_many(chain, group, owner, every)
+                synced = await books.sync_many(chain, group, owner, every, through)
+                written += synced.written
+                if moved is not None:
+                    for wallet in group:
+                        if wallet.id in synced.refused:
+                            moved.miss(wallet)
             return written
         finally:
             for wallet in wallets:
                 books.leases.release(wallet.id, owner)
+
+    async def _transfers(
+        self, chain_id: int, chain: MarketChain
+    ) -> tuple[Sequence[Wallet], _Moved | None]:
+        """The chain's wallets, and which of them the watched tokens' transfers named
+        since the cursor, up to the head's final block (None where the chain keeps no such
+        watch). The first time (no cursor) every wallet counts as named."""
+        if self._cursors is None or not isinstance(chain, TransferWatch):
+            return self.books.wallets.wallets(chain_id), None
+        head = await chain.head()
+        # Listed after the head is read: a wallet created later is first booked at a head
+        # at least as new, so no transfer up to this one escapes both its books and the watch.
+        wallets = self.books.wallets.wallets(chain_id)
+        through = head.final_number
+        cursor = self._cursors.cursor(chain_id, TRANSFER_WATCH)
+        if cursor is None:
+            return wallets, _Moved(None, through, head.timestamp)
+        touched: dict[str, int] = {}
+        if cursor <= through:
+            touched = await chain.transfers_touching([w.address for w in wallets], cursor, through)
+        return wallets, _Moved(touched, through, head.timestamp)
 
     async def _module_toggles(
         self, chain_id: int, chain: MarketChain

@@ -281,6 +281,19 @@ class ModuleWatch(Protocol):
 
 
 @runtime_checkable
+class TransferWatch(Protocol):
+    """A chain that tells which of many accounts the watched tokens' ``Transfer`` logs
+    name, over a range of blocks, for the whole fleet at once (the tokens a holder's
+    ``history`` is made of)."""
+
+    async def transfers_touching(
+        self, accounts: Sequence[str], from_block: int, to_block: int
+    ) -> dict[str, int]:
+        """The ``accounts`` (as given) that sent or received a watched token in blocks
+        ``from_block`` to ``to_block``, each with the first such block."""
+
+
+@runtime_checkable
 class BatchReads(Protocol):
     """A chain that reads many holders' funds at once (the simulated chain does)."""
 
