@@ -28,7 +28,13 @@ the Safe accounts' deployments through the factory included.
    proxy. With ``YIELDAGENT_TEST_DATABASE_URL`` the cycle runs on PostgreSQL, and the
    rest is halved: one replica moves one half, two replicas (two agents on one database
    and one operator key) the other. Figure 3 has a devnet of its own.
-   ``BENCH_DEVNET_CYCLE_ONLY=1`` skips figures 1 and 2.
+   ``BENCH_DEVNET_CYCLE_ONLY=1`` skips figures 1 and 2. ``BENCH_DEVNET_ACTIVATIONS``
+   (200) of the wallets are activated through the proxy; the rest, and
+   ``BENCH_DEVNET_EXIT_WALLETS`` (0) on the Morpho vault alone, are set up straight on
+   anvil first. With ``YIELDAGENT_ACTIVATION_PLACEMENT=background`` the activations are
+   finished as the worker does, and the time until all are placed is reported. Last, the
+   vault's collateral feed falls to 0.90 and the time until no wallet holds the vault is
+   the fleet exit figure.
 
 The proxy's round trip is ``BENCH_DEVNET_ROUND_TRIP_MS`` (or ``BENCH_DEVNET_RTT_MS``;
 default 50).
