@@ -121,31 +121,9 @@ async def transfer_logs(
 ) -> list[TransferLog]:
     """Every transfer of ``tokens`` from or to ``holder`` in blocks ``since_block`` to
     ``to_block``, in chain order, each once."""
-    topic = _account_topic(holder)
-    ranges = block_ranges(max(since_block, 0), to_block, log_range)
-    raw: list[Mapping[str, Any]] = []
-    for start in range(0, len(ranges), _PARALLEL_RANGES):
-        answers = await asyncio.gather(
-            *(
-                reader.request(
-                    "eth_getLogs",
-                    [
-                        {
-                            "fromBlock": hex(low),
-                            "toBlock": hex(high),
-                            "address": list(tokens),
-                            "topics": topics,
-                        }
-                    ],
-                )
-                for low, high in ranges[start : start + _PARALLEL_RANGES]
-                for topics in ([_hex(TRANSFER_TOPIC), None, topic], [_hex(TRANSFER_TOPIC), topic])
-            )
-        )
-        raw += [log for answer in answers for log in answer or []]
-    unique = {(_hex(log["transactionHash"]), _int(log["logIndex"])): log for log in raw}
-    stamps = await _timestamps(reader, unique.values())
-    parsed = (parse_transfer(log, stamps.get(_int(log["blockNumber"]))) for log in unique.values())
+    logs = await fleet_logs(reader, tokens, [holder], since_block, to_block, log_range, 1)
+    stamps = await _timestamps(reader, logs)
+    parsed = (parse_transfer(log, stamps.get(_int(log["blockNumber"]))) for log in logs)
     return sorted((t for t in parsed if t is not None), key=lambda t: (t.block_number, t.log_index))
 
 
