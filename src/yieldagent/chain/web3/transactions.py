@@ -29,9 +29,14 @@ transactions are replaced, settled and sent again by the same rules as ``send``'
 nonce whose transaction went nowhere is filled with a transfer of nothing to the
 operator, so that the transactions after it can be mined.
 
-RPC failures and timeouts raise ``ChainUnavailable``. A transaction still unmined after
-its last replacement raises it too, though one of its versions may be mined later: the
-caller settles such a step from the chain's history (``Books.recover_steps``).
+A node that fails for a moment (``retries.RetryPolicy``: a 429, a 5xx, a timeout, a
+dropped connection, a JSON-RPC error that is no verdict) is asked again for every read:
+the estimate, the fees, the nonce counts, receipts, blocks, the replay of a revert.
+
+What still fails raises ``ChainUnavailable`` (the node's failures as ``NodeUnavailable``).
+A transaction still unmined after its last replacement raises it too, though one of its
+versions may be mined later: the caller settles such a step from the chain's history
+(``Books.recover_steps``).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from yieldagent.chain.web3.node_answers import (
     redacted,
     scrubbed,
 )
+from yieldagent.chain.web3.retries import RetryPolicy, only_the_policy_retries
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable, YieldAgentError
 from yieldagent.domain.ports.nonces import NonceSource
@@ -213,8 +219,10 @@ class TransactionSender:
         address: str | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self._w3 = w3
+        only_the_policy_retries(w3)
         self.chain_id = chain_id
         self._signer = signer
         self._nonces = nonces
@@ -222,6 +230,7 @@ class TransactionSender:
         self._address = to_checksum_address(address) if address else None
         self._sleep = sleep
         self._monotonic = monotonic
+        self._retry = retry or RetryPolicy(sleep=sleep)
         self._in_flight = _InFlight(self.settings.max_in_flight)
 
     @property
@@ -325,9 +334,9 @@ class TransactionSender:
         again: list[int],
     ) -> None:
         settings = self.settings
-        fees = await self._rpc(suggest_fees(self._w3, settings.fees), "reading the fees")
-        pending = await self._rpc(
-            self._w3.eth.get_transaction_count(self.address, "pending"), "reading the nonce"
+        fees = await self._read("reading the fees", self._fees)
+        pending = await self._read(
+            "reading the nonce", lambda: self._w3.eth.get_transaction_count(self.address, "pending")
         )
         nonces = self._nonces.reserve_many(
             self.chain_id, self.address, pending, len(window), settings.hold_seconds
@@ -427,7 +436,7 @@ class TransactionSender:
         while watched:
             mined_count: int
             try:
-                mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
+                mined_count = await self._mined_count()
             except CHAIN_ERRORS:
                 mined_count = min(watched)  # nothing learnt: wait, and replace on time
             head: int | None = None
@@ -514,7 +523,7 @@ class TransactionSender:
         answered = True
         for tx_hash in hashes:
             try:
-                return await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash)), True
+                return await self._receipt_of(tx_hash), True
             except TransactionNotFound:
                 continue
             except CHAIN_ERRORS:
@@ -523,7 +532,7 @@ class TransactionSender:
 
     async def _head(self) -> int | None:
         try:
-            return int(await self._w3.eth.block_number)
+            return await self._block_number()
         except CHAIN_ERRORS:
             return None
 
@@ -531,9 +540,9 @@ class TransactionSender:
 
     async def _send_with_a_nonce(self, call: dict[str, Any], gas: int) -> Receipt:
         settings = self.settings
-        fees = await self._rpc(suggest_fees(self._w3, settings.fees), "reading the fees")
-        pending = await self._rpc(
-            self._w3.eth.get_transaction_count(self.address, "pending"), "reading the nonce"
+        fees = await self._read("reading the fees", self._fees)
+        pending = await self._read(
+            "reading the nonce", lambda: self._w3.eth.get_transaction_count(self.address, "pending")
         )
         nonce = self._nonces.reserve(self.chain_id, self.address, pending, settings.hold_seconds)
         tx = {
@@ -622,7 +631,7 @@ class TransactionSender:
         """Signs the transaction again, same nonce, with higher fees, and sends it."""
         fees = bumped(sent.fees)
         with contextlib.suppress(*CHAIN_ERRORS):  # the bumped fees replace without it
-            fees = fees.at_least(await suggest_fees(self._w3, self.settings.fees))
+            fees = fees.at_least(await self._retry.read("eth_feeHistory", self._fees))
         raw, tx_hash = await self._sign(sent.tx, fees)
         answer, detail = await self._broadcast(raw)
         log.info(
@@ -638,7 +647,7 @@ class TransactionSender:
     async def _first_mined(self, hashes: Sequence[str]) -> TxReceipt | None:
         for tx_hash in hashes:
             try:
-                return await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash))
+                return await self._receipt_of(tx_hash)
             except TransactionNotFound:
                 continue
             except CHAIN_ERRORS:
@@ -649,7 +658,7 @@ class TransactionSender:
         if self.settings.confirmations == 1:
             return True
         try:
-            head = await self._w3.eth.block_number
+            head = await self._block_number()
         except CHAIN_ERRORS:
             return False
         return head >= mined["blockNumber"] + self.settings.confirmations - 1
@@ -660,14 +669,14 @@ class TransactionSender:
         node fails to answer says nothing: ours may be the one mined, and sending the call
         again at a new nonce would then make it twice."""
         try:
-            mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
+            mined_count = await self._mined_count()
         except CHAIN_ERRORS:
             return False
         if mined_count <= sent.tx["nonce"]:
             return False
         for tx_hash in sent.hashes:  # ours may have just been mined
             try:
-                await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash))
+                await self._receipt_of(tx_hash)
             except TransactionNotFound:
                 continue
             except CHAIN_ERRORS:
@@ -725,7 +734,9 @@ class TransactionSender:
 
     async def _estimate(self, call: dict[str, Any]) -> int:
         try:
-            estimate = await self._w3.eth.estimate_gas(cast(TxParams, call))
+            estimate = await self._retry.read(
+                "eth_estimateGas", lambda: self._w3.eth.estimate_gas(cast(TxParams, call))
+            )
         except ContractLogicError as error:
             reason = revert_reason(revert_data(error.data), scrubbed(str(error.message or "")))
             raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
@@ -738,7 +749,9 @@ class TransactionSender:
         replay = cast(TxParams, {**call, "gas": gas})
         said = ""
         try:
-            await self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
+            await self._retry.read(
+                "eth_call", lambda: self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
+            )
         except ContractLogicError as error:
             data = revert_data(error.data)
             if data:
@@ -758,8 +771,8 @@ class TransactionSender:
         number = int(mined["blockNumber"])
         timestamp = None if blocks is None else blocks.get(number)
         if timestamp is None:
-            block = await self._rpc(
-                self._w3.eth.get_block(number), "reading the transaction's block"
+            block = await self._read(
+                "reading the transaction's block", lambda: self._w3.eth.get_block(number)
             )
             timestamp = int(block["timestamp"])
             if blocks is not None:
@@ -781,11 +794,37 @@ class TransactionSender:
             gas_used=int(mined["gasUsed"]),
         )
 
-    async def _rpc(self, call: Awaitable[T], what: str) -> T:
+    async def _read(self, what: str, ask: Callable[[], Awaitable[T]]) -> T:
+        """``ask()``'s answer, asked again while the node fails for a moment
+        (``RetryPolicy``); NodeUnavailable once it gives up."""
         try:
-            return await call
+            return await self._retry.read(what, ask)
         except CHAIN_ERRORS as error:
             raise node_unavailable(what, error) from None
+
+    async def _fees(self) -> Fees:
+        return await suggest_fees(self._w3, self.settings.fees)
+
+    async def _mined_count(self) -> int:
+        """The operator's mined transaction count, asked again while the node fails for a
+        moment; the last failure is raised."""
+        return int(
+            await self._retry.read(
+                "eth_getTransactionCount",
+                lambda: self._w3.eth.get_transaction_count(self.address, "latest"),
+            )
+        )
+
+    async def _receipt_of(self, tx_hash: str) -> TxReceipt:
+        """The receipt of ``tx_hash``, asked again while the node fails for a moment;
+        TransactionNotFound (not mined) at once, and the last failure, are raised."""
+        return await self._retry.read(
+            "eth_getTransactionReceipt",
+            lambda: self._w3.eth.get_transaction_receipt(HexBytes(tx_hash)),
+        )
+
+    async def _block_number(self) -> int:
+        return int(await self._retry.read("eth_blockNumber", lambda: self._w3.eth.block_number))
 
 
 def _as_result(outcome: Receipt | BaseException) -> Receipt | YieldAgentError:
