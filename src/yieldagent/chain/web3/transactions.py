@@ -30,8 +30,13 @@ nonce whose transaction went nowhere is filled with a transfer of nothing to the
 operator, so that the transactions after it can be mined.
 
 A node that fails for a moment (``retries.RetryPolicy``: a 429, a 5xx, a timeout, a
-dropped connection, a JSON-RPC error that is no verdict) is asked again for every read:
-the estimate, the fees, the nonce counts, receipts, blocks, the replay of a revert.
+dropped connection, a JSON-RPC error that is no verdict) is asked again. Every read is
+(the estimate, the fees, the nonce counts, receipts, blocks, the replay of a revert), and
+so is a broadcast, always with the same signed bytes: the node keeps one transaction per
+hash. Once an attempt may have reached the node, its later "nonce too low" may mean that
+very transaction was mined, so it never counts as the nonce taken by another: the hash is
+watched until the chain shows ours mined or, on a second look, a stranger's. A call for
+one intent is signed at a new nonce only then, so a retry never moves money twice.
 
 What still fails raises ``ChainUnavailable`` (the node's failures as ``NodeUnavailable``).
 A transaction still unmined after its last replacement raises it too, though one of its
@@ -67,7 +72,12 @@ from yieldagent.chain.web3.node_answers import (
     redacted,
     scrubbed,
 )
-from yieldagent.chain.web3.retries import RetryPolicy, only_the_policy_retries
+from yieldagent.chain.web3.retries import (
+    RetryPolicy,
+    busy_answer,
+    only_the_policy_retries,
+    rpc_code,
+)
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable, YieldAgentError
 from yieldagent.domain.ports.nonces import NonceSource
@@ -715,20 +725,41 @@ class TransactionSender:
         return signed.raw, signed.tx_hash
 
     async def _broadcast(self, raw: bytes) -> tuple[Broadcast, str]:
-        """Hands ``raw`` to the node; a failure to reach it is tried once more (sending
-        the same bytes twice is harmless: the node knows them)."""
-        detail = ""
-        for attempt in range(2):
+        """Hands ``raw`` to the node, and the same bytes again while it fails for a moment
+        (``RetryPolicy``; an error answer only when it says the node is in trouble): the
+        node keeps one transaction per hash, so a repeat adds nothing.
+
+        Once an attempt may have reached the node (no answer, or a node in trouble), the
+        chain may hold that very transaction: a later "nonce too low" (it was mined) or
+        "underpriced" is then UNKNOWN, not another's. The hash is watched, and the nonce
+        settled by what the chain shows, a stranger believed only on a second look."""
+        retry = self._retry
+        reached = False  # whether an attempt may have reached the node
+        for attempt in range(retry.retries + 1):
             try:
                 await self._w3.eth.send_raw_transaction(raw)
                 return Broadcast.SENT, ""
-            except TRANSPORT_ERRORS as error:
+            except CHAIN_ERRORS as error:
+                wait: float | None
+                if isinstance(error, Web3RPCError) and not isinstance(error, TRANSPORT_ERRORS):
+                    answer, said = classify_refusal(error), node_message(error)
+                    if answer is not Broadcast.REFUSED or not busy_answer(rpc_code(error), said):
+                        if reached and answer in (Broadcast.NONCE_USED, Broadcast.UNDERPRICED):
+                            log.info(
+                                "broadcast answer may be about an earlier attempt",
+                                extra={"answer": answer.value, "cause": redacted(error)},
+                            )
+                            return Broadcast.UNKNOWN, redacted(error)
+                        return answer, scrubbed(said)
+                    wait = retry.backoff(attempt)
+                else:
+                    wait = retry.wait_after(error, attempt)
+                reached = True
                 detail = redacted(error)
-            except Web3RPCError as error:
-                return classify_refusal(error), scrubbed(node_message(error))
-            if attempt == 0:
-                await self._sleep(self.settings.poll_seconds)
-        return Broadcast.UNKNOWN, detail
+                if wait is None or attempt == retry.retries:
+                    return Broadcast.UNKNOWN, detail
+                await retry.pause("eth_sendRawTransaction", detail, wait)
+        raise AssertionError("not reached: the last attempt returns")
 
     # -- reading -----------------------------------------------------------------------
 
