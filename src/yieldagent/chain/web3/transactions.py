@@ -344,10 +344,7 @@ class TransactionSender:
         again: list[int],
     ) -> None:
         settings = self.settings
-        fees = await self._read("reading the fees", self._fees)
-        pending = await self._read(
-            "reading the nonce", lambda: self._w3.eth.get_transaction_count(self.address, "pending")
-        )
+        fees, pending = await self._fees_and_nonce()
         nonces = self._nonces.reserve_many(
             self.chain_id, self.address, pending, len(window), settings.hold_seconds
         )
@@ -550,10 +547,7 @@ class TransactionSender:
 
     async def _send_with_a_nonce(self, call: dict[str, Any], gas: int) -> Receipt:
         settings = self.settings
-        fees = await self._read("reading the fees", self._fees)
-        pending = await self._read(
-            "reading the nonce", lambda: self._w3.eth.get_transaction_count(self.address, "pending")
-        )
+        fees, pending = await self._fees_and_nonce()
         nonce = self._nonces.reserve(self.chain_id, self.address, pending, settings.hold_seconds)
         tx = {
             "type": 2,
@@ -803,7 +797,9 @@ class TransactionSender:
         timestamp = None if blocks is None else blocks.get(number)
         if timestamp is None:
             block = await self._read(
-                "reading the transaction's block", lambda: self._w3.eth.get_block(number)
+                "reading the transaction's block",
+                "eth_getBlockByNumber",
+                lambda: self._w3.eth.get_block(number),
             )
             timestamp = int(block["timestamp"])
             if blocks is not None:
@@ -825,13 +821,23 @@ class TransactionSender:
             gas_used=int(mined["gasUsed"]),
         )
 
-    async def _read(self, what: str, ask: Callable[[], Awaitable[T]]) -> T:
-        """``ask()``'s answer, asked again while the node fails for a moment
-        (``RetryPolicy``); NodeUnavailable once it gives up."""
+    async def _read(self, what: str, method: str, ask: Callable[[], Awaitable[T]]) -> T:
+        """``ask()``'s answer (a call of ``method``), asked again while the node fails for a
+        moment (``RetryPolicy``); NodeUnavailable, naming ``what``, once it gives up."""
         try:
-            return await self._retry.read(what, ask)
+            return await self._retry.read(method, ask)
         except CHAIN_ERRORS as error:
             raise node_unavailable(what, error) from None
+
+    async def _fees_and_nonce(self) -> tuple[Fees, int]:
+        """The fees of new transactions and the operator's pending nonce count."""
+        fees = await self._read("reading the fees", "eth_feeHistory", self._fees)
+        pending = await self._read(
+            "reading the nonce",
+            "eth_getTransactionCount",
+            lambda: self._w3.eth.get_transaction_count(self.address, "pending"),
+        )
+        return fees, int(pending)
 
     async def _fees(self) -> Fees:
         return await suggest_fees(self._w3, self.settings.fees)
