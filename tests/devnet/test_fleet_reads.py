@@ -91,6 +91,9 @@ async def test_public_reads_answer_from_the_market_read_at_the_kept_head(fleet: 
 async def test_a_node_refusing_a_share_of_requests_leaves_the_books_exact_and_no_wallet_stuck(
     fleet: Fleet, failure: str
 ) -> None:
+    """A third of the requests refused for the whole cycle: the service asks again, each
+    run ends (none left `running`), and once the node is back the next cycle's runs,
+    those of the wallets whose run failed included, all end well."""
     wallets = await fleet.activate_many(12, PROTOCOLS)
     held = {p: 0 for p in PROTOCOLS}
     for wallet in wallets:
@@ -107,7 +110,11 @@ async def test_a_node_refusing_a_share_of_requests_leaves_the_books_exact_and_no
             fleet.proxy.heal()
         refused = fleet.proxy.counts().failures
         after_cycle = fleet.statuses()
+        during, failed_while_failing = fleet.outcomes(), fleet.failures()
         await fleet.agent.reconcile()  # as the agent cycle job ends
+        after_tick = fleet.statuses()
+        fleet.make_all_due()  # the next run of each, a failed one's as of any other
+        recovered = await fleet.agent.run_cycle()
         print(
             json.dumps(
                 {
@@ -115,14 +122,25 @@ async def test_a_node_refusing_a_share_of_requests_leaves_the_books_exact_and_no
                     "ran": ran,
                     "refused": refused,
                     "after_cycle": after_cycle,
-                    "after_tick": fleet.statuses(),
+                    "outcomes_while_failing": during,
+                    "failed_while_failing": failed_while_failing,
+                    "after_tick": after_tick,
+                    "outcomes_once_recovered": fleet.outcomes(),
                     "runs": fleet.runs(),
                 }
             )
         )
     assert sum(refused.values()) > 0
-    assert fleet.statuses() == {"activated": len(wallets)}
+    assert ran == recovered == len(wallets)
+    assert during.get("completed", 0) >= len(wallets) // 2  # most end well meanwhile
+    for reason in failed_while_failing:  # a failed run tells neither the node's URL nor words
+        assert fleet.proxy.url not in reason and "127.0.0.1" not in reason
+        assert "compute units" not in reason and "internal error" not in reason
     assert "running" not in after_cycle
+    assert after_tick == {"activated": len(wallets)}
+    assert set(fleet.outcomes()) <= {"completed", "no_action"}  # every run ended well
+    assert fleet.runs().get("completed", 0) > 0  # and the funds moved to the pushed pool
+    assert fleet.statuses() == {"activated": len(wallets)}
     fleet.assert_books(wallets)
 
 

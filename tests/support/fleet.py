@@ -137,6 +137,22 @@ class Fleet:
             )
             return {str(status): int(n) for status, n in rows}
 
+    def outcomes(self) -> dict[str, int]:
+        """The wallets, counted by the outcome of their last run ("" before any)."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT last_outcome, count(*) FROM wallet_schedule GROUP BY last_outcome")
+            )
+            return {str(outcome): int(n) for outcome, n in rows}
+
+    def failures(self) -> list[str]:
+        """Why each wallet's last run failed, for those whose last run failed."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT last_reason FROM wallet_schedule WHERE last_outcome = 'failed'")
+            )
+            return [str(reason) for (reason,) in rows]
+
     def stored(self, wallet: Wallet) -> Wallet:
         found = WalletStore(self.engine).get(CHAIN, wallet.address)
         assert found is not None

@@ -14,15 +14,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from yieldagent.chain.web3.abis import TOTAL_SUPPLY
-from yieldagent.chain.web3.reader import (
-    ARITHMETIC_PANIC,
-    FIRST_DELAY,
-    MAX_RETRY_AFTER,
-    RETRIES,
-    ReadReverted,
-    RpcReader,
-    read,
-)
+from yieldagent.chain.web3.reader import ARITHMETIC_PANIC, ReadReverted, RpcReader, read
+from yieldagent.chain.web3.retries import FIRST_DELAY, MAX_RETRY_AFTER, RETRIES, RetryPolicy
 from yieldagent.domain.errors import NODE_DID_NOT_ANSWER, ChainUnavailable, NodeUnavailable
 
 TOKEN = "0x" + "ab" * 20
@@ -120,7 +113,7 @@ def _patient(node: FailingNode) -> tuple[RpcReader, list[float]]:
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    return RpcReader(_Web3(node), sleep=sleep), waits  # type: ignore[arg-type]
+    return RpcReader(_Web3(node), retry=RetryPolicy(sleep=sleep)), waits  # type: ignore[arg-type]
 
 
 async def test_a_429_is_asked_again_after_its_retry_after() -> None:

@@ -19,6 +19,7 @@ from web3.exceptions import TransactionNotFound
 from support.anvil import CHAIN_ID, Anvil, Deployed, dev_key, free_port
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.web3.fees import FeeSettings
+from yieldagent.chain.web3.retries import RETRIES, RetryPolicy
 from yieldagent.chain.web3.transactions import SendSettings, TransactionSender
 from yieldagent.domain.errors import (
     NODE_DID_NOT_ANSWER,
@@ -277,17 +278,31 @@ async def test_a_transaction_counts_once_confirmed(
 
 
 async def test_a_node_that_does_not_answer_is_unavailable(engine: Engine) -> None:
+    """Asked again a bounded number of times (the waits noted, not slept), then given up."""
     silent = AsyncWeb3(AsyncHTTPProvider(f"http://127.0.0.1:{free_port()}"))
+    waits: list[float] = []
+
+    async def note(seconds: float) -> None:
+        waits.append(seconds)
+
     operator = TransactionSender(
-        silent, CHAIN_ID, LocalKeySigner(dev_key(9)), NonceStore(engine), FAST, address=OPERATOR_9
+        silent,
+        CHAIN_ID,
+        LocalKeySigner(dev_key(9)),
+        NonceStore(engine),
+        FAST,
+        address=OPERATOR_9,
+        retry=RetryPolicy(sleep=note),
     )
     with pytest.raises(NodeUnavailable) as fees:
         await operator.send(OPERATOR_9, b"", gas=21_000)
     assert fees.value.cause.startswith("reading the fees: ")
+    assert len(waits) == RETRIES
     with pytest.raises(NodeUnavailable) as gas:
         await operator.send(OPERATOR_9, b"")
     assert gas.value.cause.startswith("eth_estimateGas: ")
     assert str(gas.value) == NODE_DID_NOT_ANSWER
+    assert len(waits) == 2 * RETRIES
     assert NonceStore(engine).leased(CHAIN_ID, OPERATOR_9) == {}
     await silent.provider.disconnect()
 

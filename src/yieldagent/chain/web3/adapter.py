@@ -17,6 +17,10 @@ receipt: the token must have moved as asked, or ``ChainRejected`` says what did 
 Receipts carry the log index of the step's own transfer (``TxReceipt.log_index``), which is
 how the history names that event.
 
+Every call to the node, the reader's, the sender's and the adapter's own (the gas estimate,
+the fee history), is asked again by one ``retries.RetryPolicy`` while the node fails for a
+moment; web3's own retries are off.
+
 The module is longer than the house's usual because ``Web3Chain`` is the whole chain port
 on one chain: its reads, calls and protocol encoders already live in ``reader.py``,
 ``transactions.py`` and ``protocols/``, and what remains here is one method per port
@@ -88,6 +92,7 @@ from yieldagent.chain.web3.protocols.base import Call, approve
 from yieldagent.chain.web3.protocols.moonwell import MTokenPool
 from yieldagent.chain.web3.protocols.morpho import VaultPool
 from yieldagent.chain.web3.reader import ReadReverted, RpcReader, read
+from yieldagent.chain.web3.retries import RetryPolicy, only_the_policy_retries
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.chain.web3.transactions import (
     Outgoing,
@@ -196,11 +201,20 @@ class _Reward:
 class Web3Chain:
     """One EVM chain behind the chain port (see the module's docstring)."""
 
-    def __init__(self, w3: AsyncWeb3[Any], config: Web3ChainConfig, sender: Sender) -> None:
+    def __init__(
+        self,
+        w3: AsyncWeb3[Any],
+        config: Web3ChainConfig,
+        sender: Sender,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         self.w3 = w3
+        only_the_policy_retries(w3)
         self.config = config
         self.chain_id = config.chain_id
-        self.reader = RpcReader(w3)
+        self.retry = retry or RetryPolicy()
+        """When a failed node call is asked again: the reader's and the adapter's own."""
+        self.reader = RpcReader(w3, retry=self.retry)
         self._sender = sender
         self.pools: dict[str, LendingPool] = {
             p.name: pool_for(self.reader, config.token, p) for p in config.protocols
@@ -244,8 +258,9 @@ class Web3Chain:
         # eth_estimateGas (three requests for one); the chain id is the configuration's,
         # every transaction is signed with it, and the start-up check reads the node's.
         w3.middleware_onion.remove("validation")
-        sender = TransactionSender(w3, config.chain_id, signer, nonces, settings)
-        return cls(w3, config, sender)
+        retry = RetryPolicy()
+        sender = TransactionSender(w3, config.chain_id, signer, nonces, settings, retry=retry)
+        return cls(w3, config, sender, retry)
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -755,7 +770,9 @@ class Web3Chain:
     async def gas_cost(self, action: str) -> GasCost:
         gas = self.gas_used.get(action) or GAS_UNITS[action]
         try:
-            history = await self.w3.eth.fee_history(5, "latest", [50.0])
+            history = await self.retry.read(
+                "eth_feeHistory", lambda: self.w3.eth.fee_history(5, "latest", [50.0])
+            )
         except Exception as error:
             raise node_unavailable("eth_feeHistory", error) from None
         # what a transaction pays per gas: the next base fee and the tip (no headroom)
@@ -800,7 +817,9 @@ class Web3Chain:
         adapts), which costs up to a third more gas than estimated."""
         call: TxParams = {"from": self._sender.address, "to": account, "data": HexBytes(data)}
         try:
-            estimate = await self.w3.eth.estimate_gas(call)
+            estimate = await self.retry.read(
+                "eth_estimateGas", lambda: self.w3.eth.estimate_gas(call)
+            )
         except ContractLogicError as error:
             returned = revert_data(error.data)
             said = scrubbed(str(error.message or ""))

@@ -7,32 +7,25 @@ them, on any node, with no Multicall contract needed. ``ReadStats`` counts both,
 cost of a quote can be measured.
 
 A node that fails a batch for a moment (HTTP 429, a 5xx, a timeout, a dropped
-connection, a JSON-RPC error that is not a revert) is asked again, up to ``RETRIES``
-times: after its ``Retry-After`` when it gives one (at most ``MAX_RETRY_AFTER`` seconds),
-else after a delay that doubles from ``FIRST_DELAY``. Only reads go through the reader,
-so asking again changes nothing on chain. What still fails is a ``NodeUnavailable``.
+connection, a JSON-RPC error that is not a revert) is asked again by the adapter's
+``retries.RetryPolicy``: the whole batch after a failure of the request, only the failed
+calls after error answers. Only reads go through the reader, so asking again changes
+nothing on chain. What still fails is a ``NodeUnavailable``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from eth_utils.address import to_checksum_address
 from web3 import AsyncWeb3
 
 from yieldagent.chain.web3.abis import Fn
-from yieldagent.chain.web3.node_answers import (
-    TRANSPORT_ERRORS,
-    node_unavailable,
-    redacted,
-    scrubbed,
-)
+from yieldagent.chain.web3.node_answers import node_unavailable, redacted, scrubbed
+from yieldagent.chain.web3.retries import RetryPolicy, Unanswered, transient_answer
 from yieldagent.chain.web3.reverts import PANIC_SELECTOR, revert_data
 from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.ports.chain import Block
@@ -41,18 +34,6 @@ BlockId = int | str
 """A block number, or a tag such as ``"latest"``."""
 
 _COALESCE_TURNS = 4  # event-loop turns a batch waits for more reads before it is sent
-RETRIES = 4
-"""How many times a failed batch (or the failed calls of one) is asked again."""
-FIRST_DELAY = 0.25
-"""The first wait before asking again, in seconds; each next one doubles (plus up to a
-quarter more at random, so that replicas do not ask in step)."""
-MAX_RETRY_AFTER = 10.0
-"""The longest ``Retry-After`` honoured, in seconds: a longer one is waited this long."""
-_NOT_TRANSIENT_CODES = frozenset({-32600, -32601, -32602})
-"""JSON-RPC errors asking again cannot cure: a malformed request, an unknown method, bad
-parameters."""
-
-log = logging.getLogger("yieldagent.chain")
 ARITHMETIC_PANIC = PANIC_SELECTOR + (0x11).to_bytes(32, "big")
 """``Panic(0x11)``: what Aave's and Comet's interest math revert with when a view runs
 with a block timestamp earlier than the state's last update."""
@@ -125,7 +106,7 @@ class RpcReader:
 
     w3: AsyncWeb3[Any]
     stats: ReadStats = field(default_factory=ReadStats)
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     _pending: list[_Pending] = field(default_factory=list)
     _flushing: asyncio.Task[None] | None = None
 
@@ -183,20 +164,21 @@ class RpcReader:
         for _ in range(_COALESCE_TURNS):
             await asyncio.sleep(0)
         batch, self._pending, self._flushing = self._pending, [], None
-        for attempt in range(RETRIES + 1):
-            last = attempt == RETRIES
+        retries = self.retry.retries
+        for attempt in range(retries + 1):
+            last = attempt == retries
+            methods = ", ".join(sorted({item.method for item in batch}))
             try:
                 responses = await self._send(batch)
             except Exception as error:  # transport: every read of the batch fails alike
-                wait = _wait_after(error, attempt)
+                wait = self.retry.wait_after(error, attempt)
                 if last or wait is None:
-                    methods = sorted({item.method for item in batch})
-                    failure = node_unavailable(", ".join(methods), error)
+                    failure = node_unavailable(methods, error)
                     for item in batch:
                         if not item.future.done():
                             item.future.set_exception(failure)
                     return
-                await self._again(redacted(error), wait)
+                await self._again(methods, redacted(error), wait)
                 continue
             failed = []
             for item, response in zip(batch, responses, strict=True):
@@ -213,13 +195,14 @@ class RpcReader:
             if not failed:
                 return
             batch = failed
-            await self._again(f"JSON-RPC error to {len(failed)} calls", _backoff(attempt))
+            again = ", ".join(sorted({item.method for item in failed}))
+            cause = f"JSON-RPC error to {len(failed)} calls"
+            await self._again(again, cause, self.retry.backoff(attempt))
 
-    async def _again(self, cause: str, wait: float) -> None:
+    async def _again(self, methods: str, cause: str, wait: float) -> None:
         """Waits ``wait`` seconds before asking the node again."""
         self.stats.retries += 1
-        log.info("node call retried", extra={"cause": cause, "wait_seconds": round(wait, 3)})
-        await self.sleep(wait)
+        await self.retry.pause(methods, cause, wait)
 
     async def _send(self, batch: list[_Pending]) -> list[dict[str, Any]]:
         provider: Any = self.w3.provider
@@ -242,33 +225,7 @@ class RpcReader:
         return [dict(r) for r in responses]
 
 
-def _backoff(attempt: int) -> float:
-    """The wait before asking again the ``attempt``-th time (from 0), without a hint."""
-    delay: float = FIRST_DELAY * 2**attempt
-    return delay * (1 + random.random() / 4)
-
-
-def _wait_after(error: BaseException, attempt: int) -> float | None:
-    """How long to wait before asking again after ``error``, or None when asking again
-    cannot help (a refusal of the request itself: HTTP 4xx other than 429)."""
-    if isinstance(error, aiohttp.ClientResponseError):
-        if error.status != 429 and error.status < 500:
-            return None
-        headers = error.headers
-        hint = headers.get("Retry-After") if headers is not None and error.status == 429 else None
-        try:
-            seconds = float(hint) if hint is not None else None
-        except ValueError:  # an HTTP date, or nonsense: the usual backoff
-            seconds = None
-        if seconds is not None:
-            return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-        return _backoff(attempt)
-    if isinstance(error, (*TRANSPORT_ERRORS, _BatchRefused)):
-        return _backoff(attempt)
-    return None
-
-
-class _BatchRefused(Exception):
+class _BatchRefused(Unanswered):
     """The node answered a batch with one error, or with the wrong number of answers."""
 
 
@@ -287,7 +244,7 @@ class _RpcError(Exception):
     @property
     def transient(self) -> bool:
         """Whether asking again may answer: not a revert, nor a refusal of the request."""
-        return not self.reverted and self.code not in _NOT_TRANSIENT_CODES
+        return not self.reverted and transient_answer(self.code, self.message)
 
     @classmethod
     def of(cls, error: Any) -> _RpcError:

@@ -29,9 +29,19 @@ transactions are replaced, settled and sent again by the same rules as ``send``'
 nonce whose transaction went nowhere is filled with a transfer of nothing to the
 operator, so that the transactions after it can be mined.
 
-RPC failures and timeouts raise ``ChainUnavailable``. A transaction still unmined after
-its last replacement raises it too, though one of its versions may be mined later: the
-caller settles such a step from the chain's history (``Books.recover_steps``).
+A node that fails for a moment (``retries.RetryPolicy``: a 429, a 5xx, a timeout, a
+dropped connection, a JSON-RPC error that is no verdict) is asked again. Every read is
+(the estimate, the fees, the nonce counts, receipts, blocks, the replay of a revert), and
+so is a broadcast, always with the same signed bytes: the node keeps one transaction per
+hash. Once an attempt may have reached the node, its later "nonce too low" may mean that
+very transaction was mined, so it never counts as the nonce taken by another: the hash is
+watched until the chain shows ours mined or, on a second look, a stranger's. A call for
+one intent is signed at a new nonce only then, so a retry never moves money twice.
+
+What still fails raises ``ChainUnavailable`` (the node's failures as ``NodeUnavailable``).
+A transaction still unmined after its last replacement raises it too, though one of its
+versions may be mined later: the caller settles such a step from the chain's history
+(``Books.recover_steps``).
 """
 
 from __future__ import annotations
@@ -61,6 +71,12 @@ from yieldagent.chain.web3.node_answers import (
     node_unavailable,
     redacted,
     scrubbed,
+)
+from yieldagent.chain.web3.retries import (
+    RetryPolicy,
+    busy_answer,
+    only_the_policy_retries,
+    rpc_code,
 )
 from yieldagent.chain.web3.reverts import revert_data, revert_reason
 from yieldagent.domain.errors import ChainRejected, ChainUnavailable, YieldAgentError
@@ -213,8 +229,10 @@ class TransactionSender:
         address: str | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self._w3 = w3
+        only_the_policy_retries(w3)
         self.chain_id = chain_id
         self._signer = signer
         self._nonces = nonces
@@ -222,6 +240,7 @@ class TransactionSender:
         self._address = to_checksum_address(address) if address else None
         self._sleep = sleep
         self._monotonic = monotonic
+        self._retry = retry or RetryPolicy(sleep=sleep)
         self._in_flight = _InFlight(self.settings.max_in_flight)
 
     @property
@@ -325,10 +344,7 @@ class TransactionSender:
         again: list[int],
     ) -> None:
         settings = self.settings
-        fees = await self._rpc(suggest_fees(self._w3, settings.fees), "reading the fees")
-        pending = await self._rpc(
-            self._w3.eth.get_transaction_count(self.address, "pending"), "reading the nonce"
-        )
+        fees, pending = await self._fees_and_nonce()
         nonces = self._nonces.reserve_many(
             self.chain_id, self.address, pending, len(window), settings.hold_seconds
         )
@@ -427,7 +443,7 @@ class TransactionSender:
         while watched:
             mined_count: int
             try:
-                mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
+                mined_count = await self._mined_count()
             except CHAIN_ERRORS:
                 mined_count = min(watched)  # nothing learnt: wait, and replace on time
             head: int | None = None
@@ -514,7 +530,7 @@ class TransactionSender:
         answered = True
         for tx_hash in hashes:
             try:
-                return await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash)), True
+                return await self._receipt_of(tx_hash), True
             except TransactionNotFound:
                 continue
             except CHAIN_ERRORS:
@@ -523,7 +539,7 @@ class TransactionSender:
 
     async def _head(self) -> int | None:
         try:
-            return int(await self._w3.eth.block_number)
+            return await self._block_number()
         except CHAIN_ERRORS:
             return None
 
@@ -531,10 +547,7 @@ class TransactionSender:
 
     async def _send_with_a_nonce(self, call: dict[str, Any], gas: int) -> Receipt:
         settings = self.settings
-        fees = await self._rpc(suggest_fees(self._w3, settings.fees), "reading the fees")
-        pending = await self._rpc(
-            self._w3.eth.get_transaction_count(self.address, "pending"), "reading the nonce"
-        )
+        fees, pending = await self._fees_and_nonce()
         nonce = self._nonces.reserve(self.chain_id, self.address, pending, settings.hold_seconds)
         tx = {
             "type": 2,
@@ -622,7 +635,7 @@ class TransactionSender:
         """Signs the transaction again, same nonce, with higher fees, and sends it."""
         fees = bumped(sent.fees)
         with contextlib.suppress(*CHAIN_ERRORS):  # the bumped fees replace without it
-            fees = fees.at_least(await suggest_fees(self._w3, self.settings.fees))
+            fees = fees.at_least(await self._retry.read("eth_feeHistory", self._fees))
         raw, tx_hash = await self._sign(sent.tx, fees)
         answer, detail = await self._broadcast(raw)
         log.info(
@@ -638,7 +651,7 @@ class TransactionSender:
     async def _first_mined(self, hashes: Sequence[str]) -> TxReceipt | None:
         for tx_hash in hashes:
             try:
-                return await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash))
+                return await self._receipt_of(tx_hash)
             except TransactionNotFound:
                 continue
             except CHAIN_ERRORS:
@@ -649,7 +662,7 @@ class TransactionSender:
         if self.settings.confirmations == 1:
             return True
         try:
-            head = await self._w3.eth.block_number
+            head = await self._block_number()
         except CHAIN_ERRORS:
             return False
         return head >= mined["blockNumber"] + self.settings.confirmations - 1
@@ -660,14 +673,14 @@ class TransactionSender:
         node fails to answer says nothing: ours may be the one mined, and sending the call
         again at a new nonce would then make it twice."""
         try:
-            mined_count = await self._w3.eth.get_transaction_count(self.address, "latest")
+            mined_count = await self._mined_count()
         except CHAIN_ERRORS:
             return False
         if mined_count <= sent.tx["nonce"]:
             return False
         for tx_hash in sent.hashes:  # ours may have just been mined
             try:
-                await self._w3.eth.get_transaction_receipt(HexBytes(tx_hash))
+                await self._receipt_of(tx_hash)
             except TransactionNotFound:
                 continue
             except CHAIN_ERRORS:
@@ -706,26 +719,49 @@ class TransactionSender:
         return signed.raw, signed.tx_hash
 
     async def _broadcast(self, raw: bytes) -> tuple[Broadcast, str]:
-        """Hands ``raw`` to the node; a failure to reach it is tried once more (sending
-        the same bytes twice is harmless: the node knows them)."""
-        detail = ""
-        for attempt in range(2):
+        """Hands ``raw`` to the node, and the same bytes again while it fails for a moment
+        (``RetryPolicy``; an error answer only when it says the node is in trouble): the
+        node keeps one transaction per hash, so a repeat adds nothing.
+
+        Once an attempt may have reached the node (no answer, or a node in trouble), the
+        chain may hold that very transaction: a later "nonce too low" (it was mined) or
+        "underpriced" is then UNKNOWN, not another's. The hash is watched, and the nonce
+        settled by what the chain shows, a stranger believed only on a second look."""
+        retry = self._retry
+        reached = False  # whether an attempt may have reached the node
+        for attempt in range(retry.retries + 1):
             try:
                 await self._w3.eth.send_raw_transaction(raw)
                 return Broadcast.SENT, ""
-            except TRANSPORT_ERRORS as error:
+            except CHAIN_ERRORS as error:
+                wait: float | None
+                if isinstance(error, Web3RPCError) and not isinstance(error, TRANSPORT_ERRORS):
+                    answer, said = classify_refusal(error), node_message(error)
+                    if answer is not Broadcast.REFUSED or not busy_answer(rpc_code(error), said):
+                        if reached and answer in (Broadcast.NONCE_USED, Broadcast.UNDERPRICED):
+                            log.info(
+                                "broadcast answer may be about an earlier attempt",
+                                extra={"answer": answer.value, "cause": redacted(error)},
+                            )
+                            return Broadcast.UNKNOWN, redacted(error)
+                        return answer, scrubbed(said)
+                    wait = retry.backoff(attempt)
+                else:
+                    wait = retry.wait_after(error, attempt)
+                reached = True
                 detail = redacted(error)
-            except Web3RPCError as error:
-                return classify_refusal(error), scrubbed(node_message(error))
-            if attempt == 0:
-                await self._sleep(self.settings.poll_seconds)
-        return Broadcast.UNKNOWN, detail
+                if wait is None or attempt == retry.retries:
+                    return Broadcast.UNKNOWN, detail
+                await retry.pause("eth_sendRawTransaction", detail, wait)
+        raise AssertionError("not reached: the last attempt returns")
 
     # -- reading -----------------------------------------------------------------------
 
     async def _estimate(self, call: dict[str, Any]) -> int:
         try:
-            estimate = await self._w3.eth.estimate_gas(cast(TxParams, call))
+            estimate = await self._retry.read(
+                "eth_estimateGas", lambda: self._w3.eth.estimate_gas(cast(TxParams, call))
+            )
         except ContractLogicError as error:
             reason = revert_reason(revert_data(error.data), scrubbed(str(error.message or "")))
             raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
@@ -738,7 +774,9 @@ class TransactionSender:
         replay = cast(TxParams, {**call, "gas": gas})
         said = ""
         try:
-            await self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
+            await self._retry.read(
+                "eth_call", lambda: self._w3.eth.call(replay, block_identifier=mined["blockNumber"])
+            )
         except ContractLogicError as error:
             data = revert_data(error.data)
             if data:
@@ -758,8 +796,10 @@ class TransactionSender:
         number = int(mined["blockNumber"])
         timestamp = None if blocks is None else blocks.get(number)
         if timestamp is None:
-            block = await self._rpc(
-                self._w3.eth.get_block(number), "reading the transaction's block"
+            block = await self._read(
+                "reading the transaction's block",
+                "eth_getBlockByNumber",
+                lambda: self._w3.eth.get_block(number),
             )
             timestamp = int(block["timestamp"])
             if blocks is not None:
@@ -781,11 +821,47 @@ class TransactionSender:
             gas_used=int(mined["gasUsed"]),
         )
 
-    async def _rpc(self, call: Awaitable[T], what: str) -> T:
+    async def _read(self, what: str, method: str, ask: Callable[[], Awaitable[T]]) -> T:
+        """``ask()``'s answer (a call of ``method``), asked again while the node fails for a
+        moment (``RetryPolicy``); NodeUnavailable, naming ``what``, once it gives up."""
         try:
-            return await call
+            return await self._retry.read(method, ask)
         except CHAIN_ERRORS as error:
             raise node_unavailable(what, error) from None
+
+    async def _fees_and_nonce(self) -> tuple[Fees, int]:
+        """The fees of new transactions and the operator's pending nonce count."""
+        fees = await self._read("reading the fees", "eth_feeHistory", self._fees)
+        pending = await self._read(
+            "reading the nonce",
+            "eth_getTransactionCount",
+            lambda: self._w3.eth.get_transaction_count(self.address, "pending"),
+        )
+        return fees, int(pending)
+
+    async def _fees(self) -> Fees:
+        return await suggest_fees(self._w3, self.settings.fees)
+
+    async def _mined_count(self) -> int:
+        """The operator's mined transaction count, asked again while the node fails for a
+        moment; the last failure is raised."""
+        return int(
+            await self._retry.read(
+                "eth_getTransactionCount",
+                lambda: self._w3.eth.get_transaction_count(self.address, "latest"),
+            )
+        )
+
+    async def _receipt_of(self, tx_hash: str) -> TxReceipt:
+        """The receipt of ``tx_hash``, asked again while the node fails for a moment;
+        TransactionNotFound (not mined) at once, and the last failure, are raised."""
+        return await self._retry.read(
+            "eth_getTransactionReceipt",
+            lambda: self._w3.eth.get_transaction_receipt(HexBytes(tx_hash)),
+        )
+
+    async def _block_number(self) -> int:
+        return int(await self._retry.read("eth_blockNumber", lambda: self._w3.eth.block_number))
 
 
 def _as_result(outcome: Receipt | BaseException) -> Receipt | YieldAgentError:
