@@ -1,9 +1,11 @@
-"""A failing node's URL, with the provider's API key in it, reaches no one.
+"""A failing node's URL, with the provider's API key in it, and its words reach no one.
 
-The node answers every request 429 or 500, with a body that repeats its key; the service
-reaches it through a URL that carries a key in its path and another in its query, as
-providers' URLs do. A public read and a partner's agent run go through it. Neither key may
-appear in a reply, an event, a wallet's ``status_reason``, the database or a log line.
+The node answers every request 429 or 500, with a body that repeats its key, or answers
+every call with a JSON-RPC error in words of its own that quote its URL (a revert without
+data, a refused request); the service reaches it through a URL that carries a key in its
+path and another in its query, as providers' URLs do. A public read and a partner's agent
+run go through it. Neither key nor the node's words may appear in a reply, an event, a
+wallet's ``status_reason``, the database or a log line.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from yieldagent.storage.simulation import SimulationStore
 
 PATH_KEY = "pathkey" + secrets.token_hex(12)
 QUERY_KEY = "querykey" + secrets.token_hex(12)
-KEYS = (PATH_KEY, QUERY_KEY)
+WORDS = "secret-words-xyz"
+KEYS = (PATH_KEY, QUERY_KEY, WORDS)
 
 
 class _FailingNode(BaseHTTPRequestHandler):
@@ -67,10 +70,35 @@ class _FailingNode(BaseHTTPRequestHandler):
         return
 
 
-@pytest.fixture
-def failing_node() -> Iterator[str]:
+class _WordyNode(_FailingNode):
+    """Tells the latest block, and answers every other call, alone or in a batch, with a
+    JSON-RPC error whose message quotes the node's URL: a revert without data and a
+    refusal of the request (not asked again) in turn."""
+
+    said = itertools.cycle(((3, "execution reverted"), (-32602, "invalid argument 0")))
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        calls = request if isinstance(request, list) else [request]
+        answers = [self._call(call) for call in calls]
+        self._answer(200, answers if isinstance(request, list) else answers[0])
+
+    def _call(self, call: dict[str, object]) -> dict[str, object]:
+        if call.get("method") == "eth_getBlockByNumber":
+            block = {"number": "0x10", "timestamp": hex(int(time.time()))}
+            return {"jsonrpc": "2.0", "id": call["id"], "result": block}
+        code, words = next(self.said)
+        error = {
+            "code": code,
+            "message": f"{words}: {WORDS} at http://{self.headers['Host']}{self.path}",
+        }
+        return {"jsonrpc": "2.0", "id": call["id"], "error": error}
+
+
+@pytest.fixture(params=[_FailingNode, _WordyNode], ids=["http errors", "node's words"])
+def failing_node(request: pytest.FixtureRequest) -> Iterator[str]:
     """The URL of a node that fails every request, with keys in its path and query."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailingNode)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), request.param)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v2/{PATH_KEY}?apikey={QUERY_KEY}"
@@ -135,7 +163,9 @@ def _refused(api: RunningService, method: str, path: str, headers: dict[str, str
     _no_key(response.body.decode() + repr(response.headers), f"the reply to {method} {path}")
     assert response.status == 503, response.body
     body = response.json()
-    assert body["detail"] == f"{NODE_DID_NOT_ANSWER} (request {body['request_id']})"
+    # a read that reverted tells what the contract said: here, nothing
+    told = f"{NODE_DID_NOT_ANSWER} (request {body['request_id']})"
+    assert body["detail"] == told or body["detail"].endswith(" reverted without a reason")
 
 
 def test_a_failing_nodes_key_reaches_no_reply_event_status_or_log(
@@ -154,7 +184,10 @@ def test_a_failing_nodes_key_reaches_no_reply_event_status_or_log(
     with running_service(url, tmp_path, env) as api:
         for _ in range(3):  # the public read, as a flood would make it
             _refused(api, "GET", f"/api/v1/8453/{BASE_USDC}/protocols", {})
-        _refused(api, "POST", f"/api/v1/8453/wallets/{wallet}:run", headers)
+        run = api.request("POST", f"/api/v1/8453/wallets/{wallet}:run", headers=headers)
+        _no_key(run.body.decode() + repr(run.headers), "the reply to a run")
+        # a node that tells blocks lets the run start: it fails, and says why
+        assert run.status == 503 or run.json() == {"status": "failed"}, run.body
         withdrawal = api.request(
             "POST", f"/api/v1/8453/wallets/{wallet}:withdraw", {"amount": "1000000"}, headers
         )
@@ -176,4 +209,5 @@ def test_a_failing_nodes_key_reaches_no_reply_event_status_or_log(
     logged = caplog.text + "\n".join(repr(record.__dict__) for record in caplog.records)
     _no_key(logged, "the logs")
     assert "node call failed" in logged  # the adapter said what failed, without the URL
-    assert "HTTP 429" in logged or "HTTP 500" in logged
+    told = ("HTTP 429", "HTTP 500", "reverted (code 3)", "other (code -32602)")
+    assert any(cause in logged for cause in told)  # what failed, by its category

@@ -22,7 +22,7 @@ def test_error_strings_panics_and_custom_errors_are_named() -> None:
     assert revert_reason(custom) == "custom error 0xdeadbeef"
     assert revert_reason(bytes.fromhex("08c379a0") + b"\x01") == "custom error 0x08c379a0"
     assert revert_reason(b"\x01\x02") == "reverted with data 0x0102"
-    assert revert_reason(b"", "execution reverted") == "execution reverted"
+    assert revert_reason(b"") == "reverted without a reason"
     assert revert_reason(None) == "reverted without a reason"
 
 

@@ -83,7 +83,6 @@ from yieldagent.chain.web3.node_answers import (
     CHAIN_ERRORS,
     node_unavailable,
     redacted,
-    scrubbed,
 )
 from yieldagent.chain.web3.per_block import PerBlock
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
@@ -822,8 +821,7 @@ class Web3Chain:
             )
         except ContractLogicError as error:
             returned = revert_data(error.data)
-            said = scrubbed(str(error.message or ""))
-            reason = custom_error(returned) or revert_reason(returned, said)
+            reason = custom_error(returned) or revert_reason(returned)
             raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
         except CHAIN_ERRORS as error:
             raise node_unavailable("eth_estimateGas", error) from None

@@ -4,10 +4,14 @@ Nodes word the same refusal differently (geth, reth, erigon, nethermind, anvil),
 answer to ``eth_sendRawTransaction`` is classified by the phrases they use. Anything not
 recognised is a refusal: the transaction was not taken into the pool.
 
-A failed call becomes ``node_unavailable``: the text of the node's errors and of its HTTP
-client's (aiohttp's ``ClientResponseError`` prints the request's URL, and a provider's URL
-holds its API key) stays here. The error's class, HTTP status and JSON-RPC code go to one
-log line; callers get ``NodeUnavailable``'s fixed sentence.
+Neither the node's words nor its URL go further than this module: a provider's URL holds
+its API key, aiohttp's ``ClientResponseError`` prints it, and nodes quote URLs, addresses
+and their own state in their messages. What is told of a node's answer (``Told``) is a
+category from a fixed vocabulary (``refusal_kind``, ``read_kind``), the error's class, its
+HTTP status and its JSON-RPC code. A failed call becomes ``node_unavailable``: that much
+goes to one log line; callers get ``NodeUnavailable``'s fixed sentence. A revert reason
+decoded from a revert's return data (``reverts``) is the contract's words, not the node's,
+and is told as it is.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import re
+from typing import NewType
 
 import aiohttp
 from web3.exceptions import (
@@ -96,32 +100,85 @@ def classify_refusal(error: Web3RPCError) -> Broadcast:
     return Broadcast.REFUSED
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
-_MAX_SAID = 200
+Told = NewType("Told", str)
+"""What may be told of a node's answer, in a log line or an error: a category of a fixed
+vocabulary, an error's class, an HTTP status, a JSON-RPC code. Never the node's words."""
+
+OTHER = "other"
+"""The category of words no phrase of the vocabulary matches."""
+
+# Broadcast refusals, first match wins: "insufficient funds for gas * price + value" is
+# about funds, "max fee per gas less than block base fee" about the fee cap.
+_REFUSAL_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("already known", _KNOWN),
+    ("nonce", (*_NONCE_USED, "nonce too high", "nonce")),
+    ("underpriced", (*_UNDERPRICED, "underpriced", "fee too low")),
+    ("insufficient funds", ("insufficient funds", "insufficient balance", "insufficientfunds")),
+    (
+        "fee cap below base fee",
+        ("less than block base fee", "base fee", "basefee", "feecaptoolow", "fee cap"),
+    ),
+    ("gas limit", ("gas limit", "gaslimit", "intrinsic gas", "gas too low", "gas too high")),
+)
+_READ_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reverted", ("revert",)),
+    ("rate limited", ("rate limit", "too many requests", "limit exceeded", "throttl")),
+)
 
 
-def scrubbed(text: str) -> str:
-    """A node's words for the logs: every URL in them replaced, cut to 200 characters."""
-    return _URL.sub("<url>", text)[:_MAX_SAID]
+def _kind(said: str, kinds: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    words = said.lower()
+    for kind, phrases in kinds:
+        if any(phrase in words for phrase in phrases):
+            return kind
+    return OTHER
 
 
-def redacted(error: BaseException) -> str:
-    """``error`` told without its text: its class, its HTTP status (an HTTP error answer)
-    and its JSON-RPC code (an error answer of the node)."""
+def refusal_kind(said: str) -> str:
+    """What a node's words refusing a broadcast are about: already known, nonce,
+    underpriced, insufficient funds, fee cap below base fee, gas limit, or other."""
+    return _kind(said, _REFUSAL_KINDS)
+
+
+def read_kind(said: str) -> str:
+    """What a node's words failing a read are about: reverted, rate limited, or other."""
+    return _kind(said, _READ_KINDS)
+
+
+def _answer_code(error: Web3RPCError) -> int | None:
+    answer = error.rpc_response.get("error") if isinstance(error.rpc_response, dict) else None
+    code = answer.get("code") if isinstance(answer, dict) else None
+    return code if isinstance(code, int) else None
+
+
+def told_answer(kind: str, code: int | None) -> Told:
+    """An error answer told by its category and its JSON-RPC code."""
+    return Told(kind if code is None else f"{kind} (code {code})")
+
+
+def refusal(error: Web3RPCError) -> Told:
+    """A broadcast's error answer told by its category and its JSON-RPC code."""
+    return told_answer(refusal_kind(node_message(error)), _answer_code(error))
+
+
+def redacted(error: BaseException) -> Told:
+    """``error`` told without its text: its class, its HTTP status (an HTTP error answer),
+    and the JSON-RPC code and category (``read_kind``) of an error answer of the node."""
     parts = [type(error).__name__]
     status = getattr(error, "status", None)
     if isinstance(status, int):
         parts.append(f"HTTP {status}")
-    if isinstance(error, Web3RPCError) and isinstance(error.rpc_response, dict):
-        answer = error.rpc_response.get("error")
-        if isinstance(answer, dict) and isinstance(answer.get("code"), int):
-            parts.append(f"code {answer['code']}")
-    return " ".join(parts)
+    if isinstance(error, Web3RPCError):
+        code = _answer_code(error)
+        if code is not None:
+            parts.append(f"code {code}")
+        parts.append(f"({read_kind(node_message(error))})")
+    return Told(" ".join(parts))
 
 
-def node_unavailable(call: str, error: BaseException | str) -> NodeUnavailable:
-    """The error a failed ``call`` becomes (``error``: what failed, or the node's words),
-    logged once here without the node's URL."""
-    cause = scrubbed(error) if isinstance(error, str) else redacted(error)
+def node_unavailable(call: str, error: BaseException | Told) -> NodeUnavailable:
+    """The error a failed ``call`` becomes (``error``: what failed, or what is told of the
+    node's answer), logged once here without the node's words or URL."""
+    cause = error if isinstance(error, str) else redacted(error)
     log.warning("node call failed", extra={"call": call, "cause": cause})
     return NodeUnavailable(f"{call}: {cause}")

@@ -24,9 +24,14 @@ from eth_utils.address import to_checksum_address
 from web3 import AsyncWeb3
 
 from yieldagent.chain.web3.abis import Fn
-from yieldagent.chain.web3.node_answers import node_unavailable, redacted, scrubbed
+from yieldagent.chain.web3.node_answers import (
+    node_unavailable,
+    read_kind,
+    redacted,
+    told_answer,
+)
 from yieldagent.chain.web3.retries import RetryPolicy, Unanswered, transient_answer
-from yieldagent.chain.web3.reverts import PANIC_SELECTOR, revert_data
+from yieldagent.chain.web3.reverts import PANIC_SELECTOR, revert_data, revert_reason
 from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.ports.chain import Block
 
@@ -53,10 +58,11 @@ def is_arithmetic_panic(data: bytes | str | None) -> bool:
 
 class ReadReverted(ChainUnavailable):
     """An ``eth_call`` reverted (the contract refused the read): a contract error, not an
-    outage. Callers that expect it catch it; elsewhere the chain could not answer (503)."""
+    outage. Callers that expect it catch it; elsewhere the chain could not answer (503).
+    Its text tells the reason decoded from the revert's data, never the node's words."""
 
-    def __init__(self, to: str, fn: Fn, message: str, data: str | None) -> None:
-        super().__init__(f"{fn.name} on {to} reverted: {scrubbed(message)}")
+    def __init__(self, to: str, fn: Fn, data: str | None) -> None:
+        super().__init__(f"{fn.name} on {to} reverted: {revert_reason(revert_data(data))}")
         self.data = data
 
     @property
@@ -157,8 +163,9 @@ class RpcReader:
             return await future
         except _RpcError as error:
             if context is not None and error.reverted:
-                raise ReadReverted(context.to, context.fn, error.message, error.data) from None
-            raise node_unavailable(method, error.message) from None
+                raise ReadReverted(context.to, context.fn, error.data) from None
+            told = told_answer(read_kind(error.message), error.code)
+            raise node_unavailable(method, told) from None
 
     async def _flush_soon(self) -> None:
         for _ in range(_COALESCE_TURNS):

@@ -51,11 +51,11 @@ def _nested(raw: Mapping[str, Any]) -> object:
     return next((v for v in raw.values() if isinstance(v, str) and v.startswith("0x")), None)
 
 
-def revert_reason(data: bytes | None, message: str = "") -> str:
-    """A readable reason for a revert with return ``data``; ``message`` (the node's own
-    words) when there is no data."""
+def revert_reason(data: bytes | None) -> str:
+    """A readable reason for a revert with return ``data``: the contract's words, decoded.
+    Without data it is only known that it reverted (the node's own words are not told)."""
     if not data:
-        return message or "reverted without a reason"
+        return "reverted without a reason"
     selector, body = data[:4], data[4:]
     try:
         if selector == ERROR_SELECTOR:

@@ -66,11 +66,12 @@ from yieldagent.chain.web3.node_answers import (
     CHAIN_ERRORS,
     TRANSPORT_ERRORS,
     Broadcast,
+    Told,
     classify_refusal,
     node_message,
     node_unavailable,
     redacted,
-    scrubbed,
+    refusal,
 )
 from yieldagent.chain.web3.retries import (
     RetryPolicy,
@@ -718,7 +719,7 @@ class TransactionSender:
         )
         return signed.raw, signed.tx_hash
 
-    async def _broadcast(self, raw: bytes) -> tuple[Broadcast, str]:
+    async def _broadcast(self, raw: bytes) -> tuple[Broadcast, Told]:
         """Hands ``raw`` to the node, and the same bytes again while it fails for a moment
         (``RetryPolicy``; an error answer only when it says the node is in trouble): the
         node keeps one transaction per hash, so a repeat adds nothing.
@@ -732,7 +733,7 @@ class TransactionSender:
         for attempt in range(retry.retries + 1):
             try:
                 await self._w3.eth.send_raw_transaction(raw)
-                return Broadcast.SENT, ""
+                return Broadcast.SENT, Told("")
             except CHAIN_ERRORS as error:
                 wait: float | None
                 if isinstance(error, Web3RPCError) and not isinstance(error, TRANSPORT_ERRORS):
@@ -744,7 +745,7 @@ class TransactionSender:
                                 extra={"answer": answer.value, "cause": redacted(error)},
                             )
                             return Broadcast.UNKNOWN, redacted(error)
-                        return answer, scrubbed(said)
+                        return answer, refusal(error)
                     wait = retry.backoff(attempt)
                 else:
                     wait = retry.wait_after(error, attempt)
@@ -763,7 +764,7 @@ class TransactionSender:
                 "eth_estimateGas", lambda: self._w3.eth.estimate_gas(cast(TxParams, call))
             )
         except ContractLogicError as error:
-            reason = revert_reason(revert_data(error.data), scrubbed(str(error.message or "")))
+            reason = revert_reason(revert_data(error.data))
             raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
         except CHAIN_ERRORS as error:
             raise node_unavailable("eth_estimateGas", error) from None
@@ -781,9 +782,9 @@ class TransactionSender:
             data = revert_data(error.data)
             if data:
                 return revert_reason(data)
-            said = scrubbed(str(error.message or ""))
+            said = revert_reason(None)  # the node's own words are not told
         except Web3RPCError as error:
-            said = scrubbed(node_message(error))
+            said = f"unknown (the node refused the replay: {redacted(error)})"
         except CHAIN_ERRORS:
             said = "unknown (the replay of the call failed)"
         if mined["gasUsed"] >= gas:
