@@ -77,6 +77,8 @@ class ReadReverted(ChainUnavailable):
     def __init__(self, to: str, fn: Fn, message: str, data: str | None) -> None:
         super().__init__(f"{fn.name} on {to} reverted: {scrubbed(message)}")
         self.data = data
+        self.said = scrubbed(message)
+        """The node's words for the revert, without any URL."""
 
     @property
     def panic(self) -> bool:
