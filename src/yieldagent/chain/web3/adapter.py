@@ -40,8 +40,6 @@ from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 from web3 import AsyncHTTPProvider, AsyncWeb3
-from web3.exceptions import ContractLogicError
-from web3.types import TxParams
 
 from yieldagent.chain.web3.abis import (
     APPROVE,
@@ -81,7 +79,6 @@ from yieldagent.chain.web3.node_answers import (
     CHAIN_ERRORS,
     node_unavailable,
     redacted,
-    scrubbed,
 )
 from yieldagent.chain.web3.per_block import PerBlock
 from yieldagent.chain.web3.protocols import CometPool, LendingPool, pool_for
@@ -872,16 +869,7 @@ class Web3Chain:
         the estimate may not see. A node estimates on the latest block's state and time;
         mined a second later, Moonwell and Morpho first accrue interest (and Morpho's IRM
         adapts), which costs up to a third more gas than estimated."""
-        call: TxParams = {"from": self._sender.address, "to": account, "data": HexBytes(data)}
-        try:
-            estimate = await self.w3.eth.estimate_gas(call)
-        except ContractLogicError as error:
-            returned = revert_data(error.data)
-            said = scrubbed(str(error.message or ""))
-            reason = custom_error(returned) or revert_reason(returned, said)
-            raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
-        except CHAIN_ERRORS as error:
-            raise node_unavailable("eth_estimateGas", error) from None
+        estimate = await self._estimated(account, data, MODULE_EXECUTE)
         return estimate * GAS_MARGIN_PERCENT // 100 + GAS_HEADROOM
 
     async def _estimated(self, to: str, data: bytes | str, fn: Fn) -> int:
