@@ -23,8 +23,9 @@ chain's history.
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
@@ -57,7 +58,8 @@ from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.optimizer.placement import moving_costs, placement
 from yieldagent.domain.optimizer.search import allocate
-from yieldagent.domain.ports.chain import Transfer
+from yieldagent.domain.ports.accounts import SmartAccount
+from yieldagent.domain.ports.chain import BatchDeploys, Transfer
 from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
@@ -310,15 +312,58 @@ class Deposits:
         deployment never landed (a deployment that did shows as code at its address),
         then the wallet is activated; what is idle waits for the agent."""
         await self._prepare(chain, wallet)
-        reason = (
-            "the agent places the funds"
-            if self.placement == ActivationPlacement.BACKGROUND
-            else "recovered after a crash; the agent places what is idle"
-        )
-        after = await self._activated(chain, wallet, operation, owner, reason)
+        after = await self._activated(chain, wallet, operation, owner, self._recovered_reason())
         ended = self._books.operations.get(operation.id)
         assert ended is not None and after.status == WalletStatus.ACTIVATED
         return ended
+
+    async def resume_activations(
+        self, chain: MarketChain, opened: Sequence[tuple[Wallet, Operation]], owner: str
+    ) -> list[Operation | Exception]:
+        """``resume_activation`` of many wallets of ``chain`` (leased by ``owner``), as the
+        worker finishes background placement: the accounts not on chain deployed together
+        (``BatchDeploys``, else each at once), then every wallet whose account is on chain
+        booked, valued and committed ``activated`` with its operation, in one transaction.
+        For each, its operation as it ended, or why it stays open (its deployment failed,
+        or its wallet changed meanwhile): the next pass tries it again."""
+        books = self._books
+        accounts = {
+            wallet.id: account
+            for wallet, _ in opened
+            if (account := books.wallets.smart_account(chain.chain_id, wallet.address))
+        }
+        prepared = dict(
+            zip(accounts, await _prepare_many(chain, list(accounts.values())), strict=True)
+        )
+        reason = self._recovered_reason()
+        outcomes: list[Operation | Exception] = []
+        closing: list[tuple[Wallet, Operation]] = []
+        for wallet, operation in opened:
+            failure = prepared.get(wallet.id)
+            if failure is not None:
+                outcomes.append(failure)
+                continue
+            try:
+                status = transition(wallet.status, WalletAction.ACTIVATION_PLACED)
+            except Exception as refused:  # not activating: this wallet's alone
+                outcomes.append(refused)
+                continue
+            closed = operation.closed(OperationStatus.COMPLETED, reason, {"wallet": wallet.address})
+            outcomes.append(closed)
+            closing.append((replace(wallet, status=status), closed))
+        committed = iter(await books.close_many(chain, closing, owner))
+        ended: list[Operation | Exception] = []
+        for end in outcomes:
+            if isinstance(end, Operation) and next(committed) is None:
+                end = Conflict("The wallet changed meanwhile; the next pass finishes it")
+            ended.append(end)
+        return ended
+
+    def _recovered_reason(self) -> str:
+        """The reason a resumed activation closes with."""
+        if self.placement == ActivationPlacement.BACKGROUND:
+            return "the agent places the funds"
+        return "recovered after a crash; the agent places what is idle"
 
     # -- placing idle funds -------------------------------------------------------------
 
@@ -413,6 +458,26 @@ class Deposits:
         )
         await self._books.close(chain, wallet, owner, closed)
         return closed
+
+
+async def _prepare_many(
+    chain: MarketChain, accounts: Sequence[SmartAccount]
+) -> list[Exception | None]:
+    """``prepare_account`` of each of ``accounts``: None for each on chain now, else why
+    not; sent together where the chain deploys many at once."""
+    if not accounts:
+        return []
+    if isinstance(chain, BatchDeploys):
+        return await chain.prepare_accounts(accounts)
+    done = await asyncio.gather(
+        *(chain.prepare_account(account) for account in accounts), return_exceptions=True
+    )
+    failures: list[Exception | None] = []
+    for got in done:
+        if isinstance(got, BaseException) and not isinstance(got, Exception):
+            raise got
+        failures.append(got)
+    return failures
 
 
 async def _announced(chain: MarketChain, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
