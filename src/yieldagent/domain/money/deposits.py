@@ -41,7 +41,7 @@ from yieldagent.domain.books.operations import (
     scoped,
 )
 from yieldagent.domain.books.reconciliation import Settled
-from yieldagent.domain.books.valuation import moment_of, value
+from yieldagent.domain.books.valuation import Valuation, moment_of, value
 from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import TokenInfo
@@ -264,13 +264,21 @@ class Deposits:
         account without funds, a deposit above the limit, or rules the funds cannot meet."""
         books = self._books
         account = books.wallets.smart_account(chain.chain_id, wallet.address)
-        if account is not None:
-            await chain.check_account(account)
         head = await chain.head()
-        events = await chain.history(wallet.address, wallet.synced_block)
+        # Reads only, all at the head the chain keeps: together, in one round trip where
+        # the chain batches; a refusal of the account still comes first.
+        checked, events, valuation = await asyncio.gather(
+            _checked(chain, account),
+            chain.history(wallet.address, wallet.synced_block),
+            value(chain, wallet),
+            return_exceptions=True,
+        )
+        for got in (checked, events, valuation):
+            if isinstance(got, BaseException):
+                raise got
+        assert isinstance(events, list) and isinstance(valuation, Valuation)
         events, pending = hold_back(events, wallet, head.final_number, set())
         known = books.wallets.booked(wallet.id, wallet.synced_block) if wallet.id else set()
-        valuation = await value(chain, wallet)
         booking = book(wallet, token, events, known, {}, valuation.total - pending)
         added = sum(d.amount for d in booking.deposits)
         if valuation.total == 0:
@@ -460,6 +468,12 @@ class Deposits:
         return closed
 
 
+async def _checked(chain: MarketChain, account: SmartAccount | None) -> None:
+    """``check_account`` of ``account``, if the wallet has one."""
+    if account is not None:
+        await chain.check_account(account)
+
+
 async def _prepare_many(
     chain: MarketChain, accounts: Sequence[SmartAccount]
 ) -> list[Exception | None]:
@@ -484,12 +498,11 @@ async def _announced(chain: MarketChain, address: str, token: TokenInfo, tx_hash
     """The announced deposit: a mined transfer of ``token`` to ``address``, with its
     confirmations; InvalidRequest if it is not one, Conflict (retry later) while it waits
     for confirmations."""
-    transfer = await chain.find_transfer(tx_hash)
+    transfer, head = await asyncio.gather(chain.find_transfer(tx_hash), chain.head())
     if transfer is None:
         raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
     if transfer.recipient != address or transfer.token != token.address:
         raise InvalidRequest(f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}")
-    head = await chain.head()
     if transfer.block_number > head.final_number:
         waiting = transfer.block_number - head.final_number
         raise Conflict(
