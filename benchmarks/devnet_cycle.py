@@ -32,9 +32,11 @@ the Safe accounts' deployments through the factory included.
    (200) of the wallets are activated through the proxy; the rest, and
    ``BENCH_DEVNET_EXIT_WALLETS`` (0) on the Morpho vault alone, are set up straight on
    anvil first. With ``YIELDAGENT_ACTIVATION_PLACEMENT=background`` the activations are
-   finished as the worker does, and the time until all are placed is reported. Last, the
-   vault's collateral feed falls to 0.90 and the time until no wallet holds the vault is
-   the fleet exit figure.
+   finished as the worker does, its passes running alongside the calls (the worker's own
+   objects, through a proxy of its own: its requests are counted apart; the set-up's
+   wallets are not due meanwhile), and the time from the first call until all are placed
+   is reported. Last, the vault's collateral feed falls to 0.90 and the time until no
+   wallet holds the vault is the fleet exit figure.
 
 The proxy's round trip is ``BENCH_DEVNET_ROUND_TRIP_MS`` (or ``BENCH_DEVNET_RTT_MS``;
 default 50).
@@ -62,7 +64,7 @@ from hexbytes import HexBytes
 from sqlalchemy import Engine, bindparam, text
 from web3 import HTTPProvider, Web3
 
-from benchmarks.rpc_proxy import RpcCounts, RpcProxy
+from benchmarks.rpc_proxy import RpcCounts, RpcProxy, proxied
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.operator import load_operator_wallet
 from yieldagent.chain.web3.adapter import Web3Chain
@@ -72,7 +74,12 @@ from yieldagent.composition.chains import (
     served_catalog,
     simulated_market,
 )
-from yieldagent.composition.compose import build_agent, build_lifecycle
+from yieldagent.composition.compose import (
+    ACTIVATION_PASS_SECONDS,
+    activation_placement,
+    build_agent,
+    build_lifecycle,
+)
 from yieldagent.composition.deployments import Manifest
 from yieldagent.config import load_settings
 from yieldagent.devnet import actions
@@ -88,7 +95,7 @@ from yieldagent.devnet.usdc import mint, usdc_artifact
 from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.constraints import Constraints, Thresholds
-from yieldagent.domain.money.deposits import ActivationRequest
+from yieldagent.domain.money.deposits import ActivationPlacement, ActivationRequest
 from yieldagent.domain.money.lifecycle import Lifecycle
 from yieldagent.domain.partners.partners import PERMISSIONS
 from yieldagent.domain.partners.smart_accounts import (
@@ -486,21 +493,23 @@ async def _set_up_directly(
     )
 
 
-async def _finish_activations(service: Service) -> float:
-    """What the worker does for background placement, pass after pass until no wallet is
-    ``activating``: the open activations finished, then the agent's cycle places their
-    funds. Returns when the last was placed (``time.perf_counter``); inline placement
-    has nothing to finish."""
+async def _finish_activations(service: Service, calls: asyncio.Future[Any]) -> float:
+    """What the worker does for background placement while the partner's ``calls`` go on:
+    its job (``activation_placement``: passes that finish the open activations while the
+    agent's cycle places their funds) every ``ACTIVATION_PASS_SECONDS``, until the calls
+    have ended and no wallet is ``activating``. Returns when the last was placed
+    (``time.perf_counter``); inline placement has nothing to finish."""
+    if service.lifecycle.deposits.placement == ActivationPlacement.INLINE:
+        await asyncio.wait([calls])
+        return time.perf_counter()
     store = WalletStore(service.engine)
-    finished = False
-    while any(w.status == "activating" for w in store.wallets(BASE)):
-        if await service.lifecycle.finish_activations():
-            finished = True
-            await _cycle(service)
-        else:
-            await asyncio.sleep(0.5)
-    if finished:
-        await _cycle(service)  # the funds of the last pass's wallets
+    job = activation_placement(service.agent, service.lifecycle, lambda: False)
+    next_pass = time.perf_counter()
+    while not calls.done() or any(w.status == "activating" for w in store.wallets(BASE)):
+        await asyncio.wait([calls], timeout=max(0.0, next_pass - time.perf_counter()))
+        next_pass = time.perf_counter() + ACTIVATION_PASS_SECONDS
+        await job()
+    await _cycle(service)  # the funds of the last pass's wallets, if it left them
     return time.perf_counter()
 
 
@@ -624,9 +633,11 @@ async def agent_cycle(
     settings: CycleSettings,
     replica: Callable[[], Service] | None,
     direct: Callable[[], Service],
+    worker: Callable[[str], Service],
 ) -> None:
     """Sets up ``settings.wallets`` activated wallets (anvil mining a block every
-    ``settings.block_seconds`` from the activations on), then measures the agent's
+    ``settings.block_seconds`` from the activations on; ``worker``: the worker's objects on
+    a node URL, finishing background activations meanwhile), then measures the agent's
     cycles over them: a sample that moves nothing, and, after a pool's utilization was
     pushed up, today's path (each move awaiting its receipt) on a few wallets and the
     pipelined path on the rest, each cycle against the same proxy."""
@@ -646,13 +657,26 @@ async def agent_cycle(
     if leaving:
         _deepen_vault(url, manifest, ROOM_MULTIPLE * DEPOSIT * len(leaving))
         await _set_up_directly(direct(), pairs[wallets:], manifest.token, (MORPHO,))
+    service.make_due([])  # the set-up's wallets wait: only the activations' runs are measured
     funded = time.perf_counter()
     _interval_mining(url, settings.block_seconds)
-    failures, counts, _ = await _counted(
-        counter, _activate_all(service, pairs[:measured], manifest.token, settings.concurrency)
-    )
-    activated = time.perf_counter()
-    placed, placing, _ = await _counted(counter, _finish_activations(service))
+    # The worker's passes run alongside the calls, as its job does, with objects and a
+    # node connection of its own (counted apart, through a proxy as far away).
+    with proxied(url, round_trip=counter.round_trip) as apart:
+        background = worker(apart.url)
+        calls = asyncio.ensure_future(
+            _counted(
+                counter,
+                _activate_all(service, pairs[:measured], manifest.token, settings.concurrency),
+            )
+        )
+        try:
+            placed, placing, _ = await _counted(apart, _finish_activations(background, calls))
+        finally:
+            await background.close()
+            background.engine.dispose()
+        failures, counts, calls_seconds = await calls
+    activated = funded + calls_seconds
     wallets = measured
     _emit(
         figure="cycle_setup",
@@ -891,9 +915,27 @@ def main() -> None:
                 service.partner_id,
             )
 
+        def worker(rpc_url: str) -> Service:
+            return Service.build(
+                rpc_url,
+                path,
+                manifest,
+                path.parent / "worker",
+                database or f"sqlite:///{data / 'bench.db'}",
+                service.partner_id,
+                placement,
+            )
+
         async def measure() -> None:
             await agent_cycle(
-                service, counter, url, manifest, settings, replica if database else None, direct
+                service,
+                counter,
+                url,
+                manifest,
+                settings,
+                replica if database else None,
+                direct,
+                worker,
             )
             await service.close()
 

@@ -350,17 +350,39 @@ def pool_history(recorder: YieldRecorder, chains: Mapping[int, MarketChain]) -> 
 ACTIVATION_PASS_SECONDS = 1.0
 """How often the worker looks for activations to finish in background placement: about
 a block's time, so that an activation waits little for its deployment to be sent."""
+ACTIVATION_PASSES_AT_MOST = 10
+"""Most passes one run of the activation job makes, so that under a steady stream of
+activations the worker's other jobs still get their turn."""
 
 
 def activation_placement(agent: Agent, lifecycle: Lifecycle, stopping: Callable[[], bool]) -> Job:
-    """The worker job of background placement: finishes the open activations many at once
-    (``Lifecycle.finish_activations``), then, if it activated any, runs the agent's due
-    wallets, which places their funds in its pipelined rounds."""
+    """The worker job of background placement: passes of ``Lifecycle.finish_activations``,
+    one every ``ACTIVATION_PASS_SECONDS`` at most, deploy the open activations' accounts
+    and make their wallets due, while the agent's cycle places the funds of those earlier
+    passes activated, in its pipelined rounds (a cycle takes up what becomes due as it goes
+    on, and another starts once it is over): so one pass's deployments and the placements
+    of the pass before share blocks. The job ends once a pass finds nothing and the cycle
+    is over, or after ``ACTIVATION_PASSES_AT_MOST`` passes and their cycle."""
 
     async def finish_activations() -> None:
-        repairs = await lifecycle.finish_activations()
-        if repairs and not stopping():
-            await agent.run_cycle(stopping)
+        placing = asyncio.ensure_future(agent.run_cycle(stopping))
+        activated = False  # whether a pass activated wallets since ``placing`` began
+        try:
+            for _ in range(ACTIVATION_PASSES_AT_MOST):
+                if stopping():
+                    break
+                started = time.monotonic()
+                activated = bool(await lifecycle.finish_activations()) or activated
+                if placing.done():
+                    await placing
+                    if not activated:
+                        break
+                    placing = asyncio.ensure_future(agent.run_cycle(stopping))
+                    activated = False
+                pause = started + ACTIVATION_PASS_SECONDS - time.monotonic()
+                await asyncio.wait([placing], timeout=max(pause, 0.0))
+        finally:
+            await placing
 
     return finish_activations
 

@@ -138,6 +138,27 @@ async def test_a_moves_estimate_is_one_request(env: ChainEnv, tmp_path: Path) ->
         engine.dispose()
 
 
+async def test_a_batchs_estimates_travel_in_one_request(env: ChainEnv) -> None:
+    accounts = await _accounts(env, 3)
+    provider: Any = env.chain.w3.provider
+    batches: list[list[str]] = []
+    batch = provider.make_batch_request
+
+    async def make_batch_request(requests: list[tuple[str, Any]]) -> Any:
+        batches.append([str(method) for method, _ in requests])
+        return await batch(requests)
+
+    provider.make_batch_request = make_batch_request
+    supplies = [Send(ChainKind.SUPPLY, a, AAVE, env.token, ONE_USDC) for a in accounts]
+    too_much = Send(ChainKind.SUPPLY, accounts[0], AAVE, env.token, 10_000 * ONE_USDC)
+
+    supplied = await env.chain.send_many([*supplies, too_much])
+
+    assert all(isinstance(r, TxReceipt) for r in supplied[:3])
+    assert isinstance(supplied[3], ChainRejected)  # its estimate reverted: its error alone
+    assert [b for b in batches if "eth_estimateGas" in b] == [["eth_estimateGas"] * 4]
+
+
 async def test_a_chain_without_a_module_refuses_each_send_of_a_batch(env: ChainEnv) -> None:
     chain = env.build(module=None)
     sends = [Send(ChainKind.SUPPLY, env.account, AAVE, env.token, ONE_USDC)] * 2

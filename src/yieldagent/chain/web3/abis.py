@@ -182,6 +182,8 @@ MODULE_EXECUTE = Fn("execute(address,(address,bytes)[])")
 MODULE_PAY = Fn("pay(address,uint256,uint256)")
 MODULE_ACCOUNTS = Fn("accounts(address)", "(address,address,address)")
 """The account's registered owner, token and fee collector."""
+SAFE_CREATE_PROXY = Fn("createProxyWithNonce(address,bytes,uint256)", "address")
+"""Safe's factory deploying an account (``domain.partners.safe_accounts`` encodes it)."""
 
 # -- custom errors the adapter can name -------------------------------------------------
 CUSTOM_ERRORS = {

@@ -44,8 +44,6 @@ from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from hexbytes import HexBytes
 from web3 import AsyncHTTPProvider, AsyncWeb3
-from web3.exceptions import ContractLogicError
-from web3.types import TxParams
 
 from yieldagent.chain.web3.abis import (
     APPROVE,
@@ -59,8 +57,10 @@ from yieldagent.chain.web3.abis import (
     REWARDS_OWED,
     ROUTER_AMOUNT_OUT,
     ROUTER_SWAP,
+    SAFE_CREATE_PROXY,
     SAFE_IS_MODULE_ENABLED,
     SYMBOL,
+    Fn,
     custom_error,
     custom_error_named,
 )
@@ -146,6 +146,9 @@ included)."""
 WEI_PER_ETHER = 10**18
 GAS_MARGIN_PERCENT = 150
 GAS_HEADROOM = 30_000
+DEPLOY_GAS_MARGIN_PERCENT = 20
+"""The margin on an account's deployment estimate: the sender's own (``SendSettings``); a
+deployment accrues no interest, so it needs none of a move's headroom."""
 
 
 class Sender(Protocol):
@@ -344,6 +347,20 @@ class Web3Chain:
         """Refuses a Kernel account, a Safe account the operator key owns, a Safe account
         whose owner revoked the operator (Conflict), and one this chain cannot deploy as it
         was created (see the module docstring)."""
+        self._check_kind(account)
+        if await self.reader.code(account.address):
+            revoked = await self.revocation(account.address)
+            if revoked is not None:
+                raise Conflict(
+                    f"Safe account {account.address}: {revoked}; its owner enables it again "
+                    "with one Safe transaction (enableModule)"
+                )
+            return
+        self._deployment(account)
+
+    def _check_kind(self, account: SmartAccount) -> None:
+        """Refuses what no state of the chain makes acceptable: a Kernel account, a chain
+        without the module, an account the operator key owns."""
         if account.provider == Provider.ZERODEV:
             raise NotImplementedYet(
                 f"Kernel (zerodev) account {account.address} cannot be activated on chain "
@@ -363,14 +380,10 @@ class Web3Chain:
                 "operator key, for which the operator module acts for no account; create the "
                 "account for the user's own EOA"
             )
-        if await self.reader.code(account.address):
-            revoked = await self.revocation(account.address)
-            if revoked is not None:
-                raise Conflict(
-                    f"Safe account {account.address}: {revoked}; its owner enables it again "
-                    "with one Safe transaction (enableModule)"
-                )
-            return
+
+    def _deployment(self, account: SmartAccount) -> Outgoing:
+        """The factory call that deploys ``account`` (not on chain), its gas not measured
+        yet; refuses an account this chain cannot deploy as it was created."""
         safe = self.config.safe
         if safe is None:
             raise NotImplementedYet(
@@ -383,6 +396,8 @@ class Web3Chain:
                 f"Safe account {account.address} was created with other contracts than chain "
                 f"{self.chain_id} has now; create a new account"
             )
+        data = create_proxy_calldata(account.eoa, account.agent_id, constants)
+        return Outgoing(constants.factory, data, 0)
 
     async def prepare_account(self, account: SmartAccount) -> None:
         """Deploys a Safe account not on chain yet: ``createProxyWithNonce`` on Safe's
@@ -392,11 +407,9 @@ class Web3Chain:
         if account.provider == Provider.SAFE and await self.reader.code(account.address):
             return
         await self.check_account(account)  # not on chain: a Safe this chain can deploy
-        assert self.config.safe is not None  # check_account refuses otherwise
-        constants = replace(self.config.safe, fee_collector=account.fee_collector)
-        data = create_proxy_calldata(account.eoa, account.agent_id, constants)
+        deployment = self._deployment(account)
         try:
-            receipt = await self._sender.send(constants.factory, data)
+            receipt = await self._sender.send(deployment.to, deployment.data)
         except ChainRejected:
             if await self.reader.code(account.address):  # deployed meanwhile: by anyone
                 return
@@ -409,6 +422,65 @@ class Web3Chain:
                 f"{account.address}",
                 "the factory deployed elsewhere",
             )
+
+    async def prepare_accounts(self, accounts: Sequence[SmartAccount]) -> list[Exception | None]:
+        """``prepare_account`` of each of ``accounts``, the deployments sent together: their
+        code read in one batch, their gas estimated in another, then sent pipelined
+        (``TransactionSender.send_many``: consecutive nonces, none awaiting another's
+        receipt, so they share blocks). For each, None once it is on chain (whoever
+        deployed it), or the error ``prepare_account`` would raise for it."""
+        results: list[Exception | None] = [None] * len(accounts)
+        codes = await asyncio.gather(
+            *(self.reader.code(a.address) for a in accounts), return_exceptions=True
+        )
+        deploying: list[tuple[int, Outgoing]] = []
+        for at, (account, code) in enumerate(zip(accounts, codes, strict=True)):
+            if isinstance(code, BaseException):
+                results[at] = _failed("reading an account's code", code)
+            elif not code or account.provider != Provider.SAFE:
+                try:
+                    self._check_kind(account)  # a Kernel account is refused, code or not
+                    deploying.append((at, self._deployment(account)))
+                except Exception as error:  # this account's refusal alone
+                    results[at] = error
+        gases = await asyncio.gather(
+            *(self._deployment_gas(d) for _, d in deploying), return_exceptions=True
+        )
+        outcomes: dict[int, Receipt | Exception] = {}
+        sending: list[tuple[int, Outgoing]] = []
+        for (at, deployment), gas in zip(deploying, gases, strict=True):
+            if isinstance(gas, BaseException):
+                outcomes[at] = _failed("estimating a deployment", gas)
+            else:
+                sending.append((at, replace(deployment, gas=gas)))
+        sent = await self._sender.send_many([d for _, d in sending])
+        for (at, _), receipt in zip(sending, sent, strict=True):
+            outcomes[at] = receipt
+            if isinstance(receipt, Receipt):
+                self.gas_used["deploy"] = receipt.gas_used
+                self._mined(receipt.block_number)
+        after = await asyncio.gather(
+            *(self.reader.code(accounts[at].address) for at in outcomes), return_exceptions=True
+        )
+        for (at, outcome), code in zip(outcomes.items(), after, strict=True):
+            if code and not isinstance(code, BaseException):
+                continue  # on chain: by this deployment, or by anyone's meanwhile
+            if isinstance(outcome, Exception):
+                results[at] = outcome
+            elif isinstance(code, BaseException):
+                results[at] = _failed("reading an account's code", code)
+            else:
+                results[at] = ChainRejected(
+                    f"transaction {outcome.tx_hash} was mined but deployed no account at "
+                    f"{accounts[at].address}",
+                    "the factory deployed elsewhere",
+                )
+        return results
+
+    async def _deployment_gas(self, deployment: Outgoing) -> int:
+        """The gas limit of a deployment: the node's estimate with the sender's margin."""
+        estimate = await self._estimated(deployment.to, deployment.data, SAFE_CREATE_PROXY)
+        return estimate + estimate * DEPLOY_GAS_MARGIN_PERCENT // 100
 
     async def revocation(self, holder: str) -> str | None:
         """Why the operator module can no longer act for the Safe ``holder`` (its owner
@@ -814,18 +886,25 @@ class Web3Chain:
         the estimate may not see. A node estimates on the latest block's state and time;
         mined a second later, Moonwell and Morpho first accrue interest (and Morpho's IRM
         adapts), which costs up to a third more gas than estimated."""
-        call: TxParams = {"from": self._sender.address, "to": account, "data": HexBytes(data)}
-        try:
-            estimate = await self.retry.read(
-                "eth_estimateGas", lambda: self.w3.eth.estimate_gas(call)
-            )
-        except ContractLogicError as error:
-            returned = revert_data(error.data)
-            reason = custom_error(returned) or revert_reason(returned)
-            raise ChainRejected(f"the transaction would revert: {reason}", reason) from error
-        except CHAIN_ERRORS as error:
-            raise node_unavailable("eth_estimateGas", error) from None
+        estimate = await self._estimated(account, data, MODULE_EXECUTE)
         return estimate * GAS_MARGIN_PERCENT // 100 + GAS_HEADROOM
+
+    async def _estimated(self, to: str, data: bytes | str, fn: Fn) -> int:
+        """The node's gas estimate of the operator's call of ``data`` (``fn``) to ``to``,
+        asked through the reader, so that estimates made together (a batch's) share one
+        request. One that reverts is ChainRejected, with the reason decoded (a known
+        custom error by name)."""
+        call = {
+            "from": self._sender.address,
+            "to": to_checksum_address(to),
+            "data": HexBytes(data).to_0x_hex(),
+        }
+        try:
+            return int(await self.reader.request("eth_estimateGas", [call], read(to, fn)), 16)
+        except ReadReverted as reverted:
+            returned = revert_data(reverted.data)
+            reason = custom_error(returned) or revert_reason(returned)
+            raise ChainRejected(f"the transaction would revert: {reason}", reason) from None
 
     async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
         """Supplies and withdrawals of many accounts, each its own transaction through
@@ -1030,6 +1109,16 @@ def _raised_or(result: TxReceipt | BaseException) -> TxReceipt | Exception:
     if isinstance(result, Exception):
         return ChainUnavailable(f"preparing a move failed: {redacted(result)}")
     raise result
+
+
+def _failed(what: str, error: BaseException) -> Exception:
+    """A batch's answer for one account whose ``what`` failed: a domain error as it is, any
+    other failure by its class alone; a failure that is no Exception is raised."""
+    if isinstance(error, YieldAgentError):
+        return error
+    if isinstance(error, Exception):
+        return ChainUnavailable(f"{what} failed: {redacted(error)}")
+    raise error
 
 
 def _transfers(receipt: Receipt) -> list[TransferLog]:

@@ -19,6 +19,7 @@ from chain events.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -389,15 +390,18 @@ class Books:
         await self.clock.sleep(0)  # a turn for lease keepers before the reads below
         head = await chain.head()
         wallets = [wallet for wallet, _ in closing]
+        open_ops = self.operations.open_on_many([w.id for w in wallets])
+        known = self.wallets.booked_many({w.id: w.synced_block for w in wallets})
         if quiet_through is None:
-            histories = await _histories(chain, wallets)
+            # Both at the head the chain keeps: read together, one round trip where it batches.
+            histories, valuations = await asyncio.gather(
+                _histories(chain, wallets), value_many(chain, wallets, head)
+            )
             synced = head.final_number
         else:
             histories = {w.id: [] for w in wallets}
+            valuations = await value_many(chain, wallets, head)
             synced = min(quiet_through, head.final_number)
-        open_ops = self.operations.open_on_many([w.id for w in wallets])
-        known = self.wallets.booked_many({w.id: w.synced_block for w in wallets})
-        valuations = await value_many(chain, wallets, head)
         booked = []
         for wallet, operation in closing:
             ours = [op for op in open_ops[wallet.id] if operation is None or op.id != operation.id]

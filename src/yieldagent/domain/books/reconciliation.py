@@ -26,6 +26,7 @@ call's process dead (``settled``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -44,6 +45,13 @@ log = logging.getLogger(__name__)
 Resume = Callable[[MarketChain, Wallet, Operation, str], Awaitable[Operation]]
 """Rolls an operation (its pending steps settled) forward or closes it, committing the
 wallet with it; returns the operation as it ended."""
+ResumeMany = Callable[
+    [MarketChain, Sequence[tuple[Wallet, Operation]], str],
+    Awaitable[list[Operation | Exception]],
+]
+"""Rolls many operations of one chain forward or closes them, each with its wallet (their
+pending steps settled, all leased by the one owner given), committing the wallets
+together; returns, in order, each operation as it ended, or why it is left open."""
 Settled = Callable[[str | None], Awaitable[Operation | None]]
 """``Reconciler.settled``, as the use cases that take idempotency keys call it."""
 
@@ -99,18 +107,69 @@ class Reconciler:
                 repairs.append(repair)
         return repairs
 
-    async def finish(self, operations: Sequence[Operation], at_once: int) -> list[Repair]:
-        """Finishes ``operations`` (open ones no live process holds), up to ``at_once``
-        of them at the same time, so that their transactions are mined together rather
-        than one block after another; a wallet busy meanwhile is left for the next pass."""
-        gate = asyncio.Semaphore(max(at_once, 1))
+    async def finish_together(
+        self, operations: Sequence[Operation], resume: ResumeMany
+    ) -> list[Repair]:
+        """Finishes ``operations`` (open ones no live process holds) together: each wallet
+        whose lease is free now is leased by one owner, its pending steps settled, and
+        those of one chain go to ``resume`` at once, so that their chain calls share
+        requests and blocks rather than waiting one after another. A wallet busy
+        meanwhile, or one ``resume`` leaves open, is the next pass's."""
+        books = self._books
+        owner = books.leases.owner("finish")
+        held: list[int] = []
+        keeper = asyncio.create_task(books.leases.keep(lambda: held, owner))
+        try:
+            for wallet_id in dict.fromkeys(operation.wallet_id for operation in operations):
+                if books.leases.try_acquire(wallet_id, owner):
+                    held.append(wallet_id)
+            wanted = {operation.id for operation in operations}
+            still_open = books.operations.open_on_many(held)
+            by_chain: dict[int, list[tuple[Wallet, Operation]]] = {}
+            for wallet in books.wallets.get_many(held):
+                for operation in still_open.get(wallet.id, []):
+                    if operation.id in wanted:  # not finished by another pass meanwhile
+                        by_chain.setdefault(wallet.chain_id, []).append((wallet, operation))
+            repairs = []
+            for opened in by_chain.values():
+                try:
+                    repairs += await self._finish_on_chain(opened, resume, owner)
+                except Exception:  # the next pass tries them again
+                    log.exception("reconciliation failed", extra={"operations": len(opened)})
+            return repairs
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+            for wallet_id in held:
+                books.leases.release(wallet_id, owner)
 
-        async def one(operation: Operation) -> Repair | None:
-            async with gate:
-                return await self._attempt(operation.wallet_id, operation.id)
-
-        done = await asyncio.gather(*(one(operation) for operation in operations))
-        return [repair for repair in done if repair is not None]
+    async def _finish_on_chain(
+        self, opened: Sequence[tuple[Wallet, Operation]], resume: ResumeMany, owner: str
+    ) -> list[Repair]:
+        books = self._books
+        chain = books.chain(opened[0][0].chain_id)
+        settled = await asyncio.gather(
+            *(books.recover_steps(chain, wallet, operation) for wallet, operation in opened),
+            return_exceptions=True,
+        )
+        ready = []
+        for (wallet, operation), got in zip(opened, settled, strict=True):
+            if isinstance(got, Operation):
+                ready.append((wallet, got))
+            elif isinstance(got, Exception):
+                _failed(wallet, operation.id, got)
+            else:
+                raise got
+        ended = await resume(chain, ready, owner)
+        after = {w.id: w for w in books.wallets.get_many([w.id for w, _ in ready])}
+        repairs = []
+        for (wallet, operation), end in zip(ready, ended, strict=True):
+            if isinstance(end, Exception):
+                _failed(wallet, operation.id, end)
+            elif wallet.id in after:
+                repairs.append(_repaired(wallet, end, after[wallet.id]))
+        return repairs
 
     async def _attempt(self, wallet_id: int, operation_id: str | None) -> Repair | None:
         """Repairs one wallet if its lease is free now; None if busy or it failed (the next
@@ -138,29 +197,7 @@ class Reconciler:
             return await self._unstick(chain, wallet, owner)
         settled = await books.recover_steps(chain, wallet, operation)
         ended = await self._handlers[settled.kind](chain, wallet, settled, owner)
-        after = books.reread(wallet)
-        log.warning(
-            "operation reconciled",
-            extra={
-                "wallet": wallet.address,
-                "operation": ended.id,
-                "kind": ended.kind,
-                "status": ended.status,
-                "reason": ended.reason,
-            },
-        )
-        return Repair(
-            wallet.address,
-            wallet.chain_id,
-            ended.id,
-            ended.kind,
-            str(wallet.status),
-            str(after.status),
-            ended.status,
-            ended.reason,
-            wallet.principal,
-            after.principal,
-        )
+        return _repaired(wallet, ended, books.reread(wallet))
 
     async def _unstick(self, chain: MarketChain, wallet: Wallet, owner: str) -> Repair:
         """Books the wallet afresh and moves it out of a transient state no operation
@@ -236,3 +273,41 @@ async def recover_run(
     await books.close(chain, after, owner, closed)
     log.warning("run recovered", extra={"wallet": wallet.address, "recorded": operation.steps_done})
     return closed
+
+
+def _repaired(wallet: Wallet, ended: Operation, after: Wallet) -> Repair:
+    """What reconciliation did to ``wallet`` (as it was before), logged."""
+    log.warning(
+        "operation reconciled",
+        extra={
+            "wallet": wallet.address,
+            "operation": ended.id,
+            "kind": ended.kind,
+            "status": ended.status,
+            "reason": ended.reason,
+        },
+    )
+    return Repair(
+        wallet.address,
+        wallet.chain_id,
+        ended.id,
+        ended.kind,
+        str(wallet.status),
+        str(after.status),
+        ended.status,
+        ended.reason,
+        wallet.principal,
+        after.principal,
+    )
+
+
+def _failed(wallet: Wallet, operation_id: str, error: Exception) -> None:
+    """Logs an operation left open by a failure (the next pass tries again); a wallet
+    that changed meanwhile is no failure."""
+    if isinstance(error, Conflict):
+        return
+    log.error(
+        "reconciliation failed",
+        extra={"wallet": wallet.address, "operation": operation_id},
+        exc_info=error,
+    )

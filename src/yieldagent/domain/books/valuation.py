@@ -7,6 +7,7 @@ claimed and swapped.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -73,8 +74,12 @@ async def value(
     """Reads what ``wallet`` holds now, and the pools of its positions and ``protocols``;
     ``head``: the chain's head, when the caller just read it."""
     head = head or await chain.head()
-    idle = await chain.token_balance(wallet.token, wallet.address)
-    positions = {p.protocol: p.amount for p in await chain.positions(wallet.address, wallet.token)}
+    # Both at the head the chain keeps: read together, in one round trip where it batches.
+    idle, held = await asyncio.gather(
+        chain.token_balance(wallet.token, wallet.address),
+        chain.positions(wallet.address, wallet.token),
+    )
+    positions = {p.protocol: p.amount for p in held}
     names = sorted(set(positions) | set(wallet.selected_protocols) | set(protocols))
     quotes = {q.protocol: q for q in await chain.quotes(wallet.token, names)}
     return Valuation(idle, positions, quotes, moment_of(head.timestamp))

@@ -23,8 +23,9 @@ chain's history.
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
@@ -40,7 +41,7 @@ from yieldagent.domain.books.operations import (
     scoped,
 )
 from yieldagent.domain.books.reconciliation import Settled
-from yieldagent.domain.books.valuation import moment_of, value
+from yieldagent.domain.books.valuation import Valuation, moment_of, value
 from yieldagent.domain.books.wallet_states import WalletAction, WalletStatus, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.catalog import TokenInfo
@@ -57,7 +58,8 @@ from yieldagent.domain.market.curves import Candidate
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.optimizer.placement import moving_costs, placement
 from yieldagent.domain.optimizer.search import allocate
-from yieldagent.domain.ports.chain import Transfer
+from yieldagent.domain.ports.accounts import SmartAccount
+from yieldagent.domain.ports.chain import BatchDeploys, Transfer
 from yieldagent.domain.risk.survey import RiskSurvey, risk_view
 
 DEPOSIT_TOO_LARGE = "Access denied or deposit too large"
@@ -262,13 +264,21 @@ class Deposits:
         account without funds, a deposit above the limit, or rules the funds cannot meet."""
         books = self._books
         account = books.wallets.smart_account(chain.chain_id, wallet.address)
-        if account is not None:
-            await chain.check_account(account)
         head = await chain.head()
-        events = await chain.history(wallet.address, wallet.synced_block)
+        # Reads only, all at the head the chain keeps: together, in one round trip where
+        # the chain batches; a refusal of the account still comes first.
+        checked, events, valuation = await asyncio.gather(
+            _checked(chain, account),
+            chain.history(wallet.address, wallet.synced_block),
+            value(chain, wallet),
+            return_exceptions=True,
+        )
+        for got in (checked, events, valuation):
+            if isinstance(got, BaseException):
+                raise got
+        assert isinstance(events, list) and isinstance(valuation, Valuation)
         events, pending = hold_back(events, wallet, head.final_number, set())
         known = books.wallets.booked(wallet.id, wallet.synced_block) if wallet.id else set()
-        valuation = await value(chain, wallet)
         booking = book(wallet, token, events, known, {}, valuation.total - pending)
         added = sum(d.amount for d in booking.deposits)
         if valuation.total == 0:
@@ -310,15 +320,58 @@ class Deposits:
         deployment never landed (a deployment that did shows as code at its address),
         then the wallet is activated; what is idle waits for the agent."""
         await self._prepare(chain, wallet)
-        reason = (
-            "the agent places the funds"
-            if self.placement == ActivationPlacement.BACKGROUND
-            else "recovered after a crash; the agent places what is idle"
-        )
-        after = await self._activated(chain, wallet, operation, owner, reason)
+        after = await self._activated(chain, wallet, operation, owner, self._recovered_reason())
         ended = self._books.operations.get(operation.id)
         assert ended is not None and after.status == WalletStatus.ACTIVATED
         return ended
+
+    async def resume_activations(
+        self, chain: MarketChain, opened: Sequence[tuple[Wallet, Operation]], owner: str
+    ) -> list[Operation | Exception]:
+        """``resume_activation`` of many wallets of ``chain`` (leased by ``owner``), as the
+        worker finishes background placement: the accounts not on chain deployed together
+        (``BatchDeploys``, else each at once), then every wallet whose account is on chain
+        booked, valued and committed ``activated`` with its operation, in one transaction.
+        For each, its operation as it ended, or why it stays open (its deployment failed,
+        or its wallet changed meanwhile): the next pass tries it again."""
+        books = self._books
+        accounts = {
+            wallet.id: account
+            for wallet, _ in opened
+            if (account := books.wallets.smart_account(chain.chain_id, wallet.address))
+        }
+        prepared = dict(
+            zip(accounts, await _prepare_many(chain, list(accounts.values())), strict=True)
+        )
+        reason = self._recovered_reason()
+        outcomes: list[Operation | Exception] = []
+        closing: list[tuple[Wallet, Operation]] = []
+        for wallet, operation in opened:
+            failure = prepared.get(wallet.id)
+            if failure is not None:
+                outcomes.append(failure)
+                continue
+            try:
+                status = transition(wallet.status, WalletAction.ACTIVATION_PLACED)
+            except Exception as refused:  # not activating: this wallet's alone
+                outcomes.append(refused)
+                continue
+            closed = operation.closed(OperationStatus.COMPLETED, reason, {"wallet": wallet.address})
+            outcomes.append(closed)
+            closing.append((replace(wallet, status=status), closed))
+        committed = iter(await books.close_many(chain, closing, owner))
+        ended: list[Operation | Exception] = []
+        for end in outcomes:
+            if isinstance(end, Operation) and next(committed) is None:
+                end = Conflict("The wallet changed meanwhile; the next pass finishes it")
+            ended.append(end)
+        return ended
+
+    def _recovered_reason(self) -> str:
+        """The reason a resumed activation closes with."""
+        if self.placement == ActivationPlacement.BACKGROUND:
+            return "the agent places the funds"
+        return "recovered after a crash; the agent places what is idle"
 
     # -- placing idle funds -------------------------------------------------------------
 
@@ -415,16 +468,41 @@ class Deposits:
         return closed
 
 
+async def _checked(chain: MarketChain, account: SmartAccount | None) -> None:
+    """``check_account`` of ``account``, if the wallet has one."""
+    if account is not None:
+        await chain.check_account(account)
+
+
+async def _prepare_many(
+    chain: MarketChain, accounts: Sequence[SmartAccount]
+) -> list[Exception | None]:
+    """``prepare_account`` of each of ``accounts``: None for each on chain now, else why
+    not; sent together where the chain deploys many at once."""
+    if not accounts:
+        return []
+    if isinstance(chain, BatchDeploys):
+        return await chain.prepare_accounts(accounts)
+    done = await asyncio.gather(
+        *(chain.prepare_account(account) for account in accounts), return_exceptions=True
+    )
+    failures: list[Exception | None] = []
+    for got in done:
+        if isinstance(got, BaseException) and not isinstance(got, Exception):
+            raise got
+        failures.append(got)
+    return failures
+
+
 async def _announced(chain: MarketChain, address: str, token: TokenInfo, tx_hash: str) -> Transfer:
     """The announced deposit: a mined transfer of ``token`` to ``address``, with its
     confirmations; InvalidRequest if it is not one, Conflict (retry later) while it waits
     for confirmations."""
-    transfer = await chain.find_transfer(tx_hash)
+    transfer, head = await asyncio.gather(chain.find_transfer(tx_hash), chain.head())
     if transfer is None:
         raise InvalidRequest(f"Deposit transaction {tx_hash} not found on the chain")
     if transfer.recipient != address or transfer.token != token.address:
         raise InvalidRequest(f"Transaction {tx_hash} is not a {token.symbol} transfer to {address}")
-    head = await chain.head()
     if transfer.block_number > head.final_number:
         waiting = transfer.block_number - head.final_number
         raise Conflict(

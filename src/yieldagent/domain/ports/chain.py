@@ -263,6 +263,17 @@ class BatchWrites(Protocol):
 
 
 @runtime_checkable
+class BatchDeploys(Protocol):
+    """A chain that deploys many accounts at once: their deployments go out together and
+    share blocks, none waiting for another's receipt."""
+
+    async def prepare_accounts(self, accounts: Sequence[SmartAccount]) -> list[Exception | None]:
+        """``prepare_account`` of each of ``accounts``, in order: None for each that is on
+        chain now, or the exception ``prepare_account`` would raise for it (the others
+        still go)."""
+
+
+@runtime_checkable
 class BatchHistory(Protocol):
     """A chain that reads many holders' histories at once (the simulated chain does)."""
 
