@@ -19,11 +19,14 @@ the Safe accounts' deployments through the factory included.
    mint to a funder, then one transfer per account); from then on anvil mines a block
    every ``BENCH_DEVNET_BLOCK_SECONDS`` (2, as Base does). The accounts are activated
    through the lifecycle, ``BENCH_DEVNET_CONCURRENCY`` at a time (8, as concurrent API
-   calls would); then ``BENCH_DEVNET_NO_MOVE_WALLETS`` (50) run a cycle that moves
-   nothing, which gives the node's cost per wallet and per day at the default cadence.
-   Unless ``BENCH_DEVNET_MOVING=0``, the pool held least has its utilization pushed up and
-   every wallet moves: ``BENCH_DEVNET_SERIAL_WALLETS`` (20) by today's path (the books
-   send each move on its own and await its receipt before the next), and the rest
+   calls would); cycles place what the set-up left idle until one moves nothing; then
+   ``BENCH_DEVNET_NO_MOVE_WALLETS`` (50) run a cycle that moves nothing, which gives the
+   node's cost per wallet and per day at the default cadence. Unless
+   ``BENCH_DEVNET_MOVING=0``, the set-up's moves are taken to be a day old (past the
+   guards' minimum wait after a move), the pool held least has its utilization pushed up,
+   over a supply deep enough that the fleet's arrival leaves it above its rate model's
+   kink, and every wallet moves: ``BENCH_DEVNET_SERIAL_WALLETS`` (20) by today's path
+   (the books send each move on its own and await its receipt before the next), the rest
    pipelined (a round's moves as one batch, ``Web3Chain.send_many``), against the same
    proxy. With ``YIELDAGENT_TEST_DATABASE_URL`` the cycle runs on PostgreSQL, and the
    rest is halved: one replica moves one half, two replicas (two agents on one database
@@ -35,7 +38,8 @@ the Safe accounts' deployments through the factory included.
    finished as the worker does, its passes running alongside the calls (the worker's own
    objects, through a proxy of its own: its requests are counted apart; the set-up's
    wallets are not due meanwhile), and the time from the first call until all are placed
-   is reported. Last, the vault's collateral feed falls to 0.90 and the time until no
+   is reported. Last, the vault's collateral feed falls to 0.90 with no wallet due, the
+   worker's watch of the guards finds it, and the time from the fall's block until no
    wallet holds the vault is the fleet exit figure.
 
 The proxy's round trip is ``BENCH_DEVNET_ROUND_TRIP_MS`` (or ``BENCH_DEVNET_RTT_MS``;
@@ -124,10 +128,23 @@ DEFAULT_INTERVAL_SECONDS = 3600.0
 SETUP_CONCURRENCY = 64
 """Activations at once while the fleet is set up straight on anvil."""
 ROOM_MULTIPLE = 10
-"""How many times the fleet's funds the pool it moves to holds (the guards cap the
+"""How many times the exit wallets' funds the Morpho vault holds (the guards cap the
 fleet's share of a pool at 15%)."""
+ARRIVED_UTILIZATION = 0.95
+"""The pushed pool's utilization once every wallet of the moving cycle has moved in: above
+the kink of each pool's rate model (Aave's is at 0.90), so that its rate still pays for
+the last wallet's move as it did for the first. Pushed to 0.97 over ten times the fleet's
+funds, Aave fell to 0.88 as the fleet arrived, its rate to a few points, and the last
+third of 1,000 wallets stayed where they were."""
 EXIT_PATIENCE_SECONDS = 600.0
 """How long the fleet exit figure waits for the last wallet to leave the vault."""
+WATCH_SECONDS = load_settings({}).guard_watch_seconds
+"""How often the worker watches the guards (``YIELDAGENT_GUARD_WATCH_SECONDS``' default)."""
+SET_UP_AGE_SECONDS = 86_400.0
+"""How long before the moving cycle the set-up's moves are taken to have been made: more
+than the guards' minimum wait after a move (``YIELDAGENT_RISK_MIN_WAIT_SECONDS``)."""
+SETTLING_CYCLES = 4
+"""Most cycles run to settle the fleet before the cycle that moves nothing."""
 NEVER_AGAIN = 1e9
 """The agent's interval: longer than any cycle, so that each wallet runs once per cycle."""
 
@@ -246,6 +263,21 @@ class Service:
             ).all()
         return Counter({str(status): int(n) for status, n in rows})
 
+    def unmoved(self, accounts: Sequence[str]) -> Counter[str]:
+        """Why the last run of each of ``accounts``' wallets moved nothing, by the first
+        words of its reason."""
+        wanted = [a.lower() for a in accounts]
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT s.last_outcome, s.last_reason FROM wallet_schedule s "
+                    "JOIN wallets w ON w.id = s.wallet_id WHERE lower(w.address) IN :wanted "
+                    "AND s.last_outcome != 'completed'"
+                ).bindparams(bindparam("wanted", expanding=True)),
+                {"wanted": wanted},
+            ).all()
+        return Counter(f"{status}: {str(reason)[:60]}" for status, reason in rows)
+
     def failures(self) -> Counter[str]:
         """Failed runs so far, by the first words of their reason."""
         with self.engine.connect() as connection:
@@ -257,6 +289,18 @@ class Service:
     async def close(self) -> None:
         """Closes the chain port's HTTP session (it belongs to the running event loop)."""
         await self.chain.w3.provider.disconnect()
+
+    def age_moves(self, seconds: float) -> None:
+        """Every wallet's last move ``seconds`` further back, as if the set-up had run that
+        much earlier."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE wallet_schedule SET last_moved_at = last_moved_at - :seconds "
+                    "WHERE last_moved_at IS NOT NULL"
+                ),
+                {"seconds": seconds},
+            )
 
     def make_all_due(self) -> None:
         """Every wallet's next run: now."""
@@ -308,13 +352,16 @@ def _deepen_vault(url: str, manifest: Manifest, amount: int) -> None:
     d.transact(vault.functions.deposit(amount, supplier), sender=supplier)
 
 
-def _push(url: str, manifest: Manifest, protocol: str, depth: int = 0) -> None:
-    """Raises ``protocol``'s utilization, so that its rate draws funds; with ``depth``,
-    its suppliers first bring it to at least that many base units, so that the risk
-    guards' pool-share cap leaves room for every wallet's move."""
+def _push(url: str, manifest: Manifest, protocol: str, arriving: int = 0) -> None:
+    """Raises ``protocol``'s utilization, so that its rate draws funds. With ``arriving``
+    (base units the fleet will move in), its suppliers first deepen it so that, once they
+    have arrived, its utilization is still ``ARRIVED_UTILIZATION``: the rate draws every
+    wallet, and the risk guards' pool-share cap leaves room for every move."""
     d = Deployer(url)
     deployment = manifest.protocol(protocol)
     utilization = PUSHED_UTILIZATION.get(protocol, 0.99)
+    # borrowed / (depth + arriving) = ARRIVED_UTILIZATION, borrowed = utilization * depth
+    depth = int(arriving * ARRIVED_UTILIZATION / (utilization - ARRIVED_UTILIZATION))
     if deployment.kind == "aave_v3":
         supply = max(AAVE_SUPPLY, depth)
         borrow_to_utilization_aave(d, deployment, manifest.token, utilization, supply=supply)
@@ -608,6 +655,7 @@ async def _moving_cycle(
         "ran": total,
         "outcomes": {k: v for k, v in outcomes.items() if v},
         "failures": {k: v for k, v in failures.items() if v},
+        "unmoved": dict(services[0].unmoved(accounts)),
         "seconds": round(seconds, 1),
         "wallets_per_minute": round(total / seconds * 60, 1),
         "moved_wallets_per_minute": round(outcomes["completed"] / seconds * 60, 1),
@@ -677,7 +725,7 @@ async def agent_cycle(
             background.engine.dispose()
         failures, counts, calls_seconds = await calls
     activated = funded + calls_seconds
-    wallets = measured
+    wallets = max(measured, 1)  # none measured: the figures below are zeros
     _emit(
         figure="cycle_setup",
         wallets=wallets,
@@ -701,16 +749,20 @@ async def agent_cycle(
     )
     wallets = len(accounts)
     # What the set-up left idle (the guards' caps cut placements short) is placed first,
-    # so that the measured cycle moves nothing.
-    service.make_all_due()
-    settled, counts, seconds = await _counted(counter, _cycle(service))
-    _emit(
-        figure="settling_cycle",
-        ran=settled,
-        seconds=round(seconds, 1),
-        transactions=counts.transactions,
-        note="places what the set-up left idle; not a figure",
-    )
+    # so that the measured cycle moves nothing: cycle after cycle, as each one's moves
+    # change the rates the next one sees, until one moves nothing.
+    for _ in range(SETTLING_CYCLES):
+        service.make_all_due()
+        settled, counts, seconds = await _counted(counter, _cycle(service))
+        _emit(
+            figure="settling_cycle",
+            ran=settled,
+            seconds=round(seconds, 1),
+            transactions=counts.transactions,
+            note="places what the set-up left idle; not a figure",
+        )
+        if not counts.transactions:
+            break
     sample = accounts[: settings.no_move_wallets]
     service.make_due(sample)
     before = service.run_outcomes()
@@ -746,7 +798,11 @@ async def agent_cycle(
     for account in accounts[:: max(1, wallets // 50)]:  # a sample of the wallets
         held.update(await _positions(service.chain, account))
     least = min((p.name for p in manifest.protocols), key=lambda name: held[name])
-    _push(url, manifest, least, depth=ROOM_MULTIPLE * DEPOSIT * len(accounts))
+    # The settling cycles moved some wallets minutes ago: within the guards' minimum wait
+    # after a move (6 h) a wallet makes no move for yield, and the cycle below is one in
+    # which every wallet moves for yield. The set-up is taken to be a day old.
+    service.age_moves(SET_UP_AGE_SECONDS)
+    _push(url, manifest, least, arriving=DEPOSIT * len(accounts))
     serial = accounts[: settings.serial_wallets]
     rest = accounts[settings.serial_wallets :]
     await _moving_cycle([service], counter, serial, "one by one", pipelined=False)
@@ -780,25 +836,41 @@ async def _fleet_exit(
     service: Service, counter: RpcProxy, manifest: Manifest, url: str, accounts: Sequence[str]
 ) -> None:
     """The Morpho vault's collateral feed falls to 0.90: the depeg guard trips and every
-    wallet in the vault must leave it. Cycles run back to back from the fall until no
-    wallet's books hold the vault; the figure is the time from the fall to the last exit,
-    and the node's requests meanwhile. Then the chain is read to check the books."""
+    wallet in the vault must leave it. No wallet is due: the worker's watch of the guards
+    (``Agent.watch_exits``) reads the fallen feed and makes the vault's wallets due, and a
+    cycle runs; while wallets are left (their exit failed), the worker's next watch,
+    ``YIELDAGENT_GUARD_WATCH_SECONDS`` after the one before, makes them due again and
+    another cycle runs. The figure is the time from the fall's block to the last exit, and
+    the node's requests meanwhile; the first watch reads at once here (in the worker, up to
+    a watch's period later). Then the chain is read to check the books."""
     holding = _holding(service, MORPHO)
     if not holding:
         _emit(figure="fleet_exit", wallets=0, note="no wallet holds the vault")
         return
     [(_, listed)] = manifest.collateral_feeds.items()
+    service.make_due([])
     before = counter.snapshot()
-    started = time.perf_counter()
     actions.set_feed_price(url, listed["feed"], "0.90")
-    # One wallet due, as in a fleet whose runs spread over the hour: its batch is the
-    # first to read the fallen feed, and makes every other wallet in the vault due.
-    service.make_due(holding[:1])
+    started = time.perf_counter()  # the fall is mined: the guard trips on this block
+    hastened = await service.agent.watch_exits()
+    watched = time.perf_counter()
     cycles = 0
-    while _holding(service, MORPHO) and time.perf_counter() - started < EXIT_PATIENCE_SECONDS:
+    checking = 0.0  # the bench's own reads of the books between cycles, not the service's
+    next_watch = started + WATCH_SECONDS
+    while time.perf_counter() - started < EXIT_PATIENCE_SECONDS:
         await _cycle(service)
         cycles += 1
-    seconds = time.perf_counter() - started
+        checked = time.perf_counter()
+        held = _holding(service, MORPHO)
+        checking += time.perf_counter() - checked
+        if not held:
+            break
+        # What is left failed to leave: the worker's next watch makes it due again.
+        await asyncio.sleep(max(next_watch - time.perf_counter(), 0.0))
+        next_watch = time.perf_counter() + WATCH_SECONDS
+        if not await service.agent.watch_exits():
+            break
+    seconds = time.perf_counter() - started - checking
     counts = counter.snapshot().minus(before)
     left = _holding(service, MORPHO)
     on_chain = 0
@@ -808,6 +880,8 @@ async def _fleet_exit(
         figure="fleet_exit",
         wallets=len(holding),
         fleet=len(accounts),
+        made_due=hastened,
+        watch_seconds=round(watched - started, 2),
         cycles=cycles,
         seconds=round(seconds, 1),
         left_in_books=len(left),

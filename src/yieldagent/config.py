@@ -62,6 +62,9 @@ class Settings:
     """Wallets one agent claims, values, plans and moves together (``YIELDAGENT_AGENT_BATCH``)."""
     agent_concurrent_batches: int = 2
     """Batches a cycle runs at once (``YIELDAGENT_AGENT_CONCURRENT_BATCHES``)."""
+    guard_watch_seconds: float = 10.0
+    """How often the worker judges the pools the service holds funds in, due wallets or
+    not, and starts a cycle when the guards exit one (``YIELDAGENT_GUARD_WATCH_SECONDS``)."""
     swap_slippage_bps: int = 50
     stuck_retry_seconds: float = 0.0
     rpc_urls: Mapping[int, str] = field(default_factory=dict, repr=False)
@@ -495,6 +498,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         agent_interval_seconds=_float(env, "YIELDAGENT_AGENT_INTERVAL_SECONDS", 3600.0),
         agent_batch=max(_int(env, "YIELDAGENT_AGENT_BATCH", 100), 1),
         agent_concurrent_batches=max(_int(env, "YIELDAGENT_AGENT_CONCURRENT_BATCHES", 2), 1),
+        guard_watch_seconds=max(_float(env, "YIELDAGENT_GUARD_WATCH_SECONDS", 10.0), 1.0),
         min_apr_gain=_float(env, "YIELDAGENT_MIN_APR_GAIN", 0.25),
         max_break_even_days=_float(env, "YIELDAGENT_MAX_BREAK_EVEN_DAYS", 10.0),
         performance_fee_bps=_int(env, "YIELDAGENT_PERFORMANCE_FEE_BPS", 1000),

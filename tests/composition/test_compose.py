@@ -1,5 +1,6 @@
 """The composition root loads the operator's signer once, off the event loop, and a real
-chain with a development key stops the service before it touches anything."""
+chain with a development key stops the service before it touches anything; the worker's
+jobs do what they say."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from support.agent_setup import make_agent
 from support.wallet_setup import (
@@ -23,6 +24,7 @@ from support.wallet_setup import (
 from yieldagent.catalog import load_catalog
 from yieldagent.chain.signers.local import LocalKeySigner
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.chain.simulated.risk import Scenarios
 from yieldagent.composition import compose
 from yieldagent.composition.compose import Service, load_operator
 from yieldagent.config import Settings, load_settings
@@ -109,3 +111,30 @@ async def test_the_activation_job_activates_open_activations_and_places_their_fu
 
     assert stored(engine, funded.address).status == WalletStatus.ACTIVATED
     assert positions(market, funded.address)
+
+
+async def test_the_guards_watch_job_moves_an_exited_pools_wallets_out_when_none_is_due(
+    engine: Engine,
+    market: SimulatedMarket,
+    chains: dict[int, MarketChain],
+    partner: tuple[Partner, str],
+) -> None:
+    settings = load_settings({})
+    lifecycle = compose.build_lifecycle(settings, engine, chains, load_catalog(), FEE)
+    agent = compose.build_agent(settings, engine, lifecycle)
+    vault = "morpho_gauntlet_usdc_prime"
+    funded = fund(engine, market, partner[0].id, 250_000 * USDC)
+    await lifecycle.activate(
+        partner[0].id, BASE, activation(funded.address, funded.tx_hash, protocols=(vault,))
+    )
+    assert positions(market, funded.address).get(vault, 0) > 0
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE wallet_schedule SET next_run_at = 1e12"))
+    job = compose.guard_watch(agent, lambda: False)
+
+    await job()  # nothing exited: nothing runs
+    assert positions(market, funded.address).get(vault, 0) > 0
+
+    Scenarios(market).price(BASE, "WETH", "3000")  # the vault's collateral off its peg
+    await job()
+    assert positions(market, funded.address).get(vault, 0) == 0

@@ -209,6 +209,24 @@ def test_hasten_makes_due_now_the_activated_wallets_holding_an_exited_pool(
     assert runs.hasten(BASE, "0x" + "11" * 20, ["aave"], 1.0) == 0  # another token
 
 
+def test_hasten_of_failed_runs_only_makes_due_the_holders_whose_last_run_failed(
+    store: WalletStore, owner: int, engine: Engine
+) -> None:
+    failed, fine, never = (_new(store, owner, WalletStatus.ACTIVATED) for _ in range(3))
+    runs = RunStore(engine)
+    runs.note(RunEnd(failed.id, "failed", "the node failed"), 1e9)
+    runs.note(RunEnd(fine.id, "no_action", "nothing to move"), 1e9)
+    for wallet in (failed, fine, never):
+        runs.schedule(wallet.id, 5e9)
+
+    assert runs.hasten(BASE, USDC, ["aave"], 2e9, failed_only=True) == 1
+    assert [schedule_row(engine, w.id).next_run_at for w in (failed, fine, never)] == [
+        2e9,
+        5e9,
+        5e9,
+    ]
+
+
 # -- the migration ------------------------------------------------------------------------
 
 

@@ -489,6 +489,18 @@ def module_change_watch(settings: Settings, engine: Engine) -> Job:
     return watch_module_changes_everywhere
 
 
+def guard_watch(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
+    """The worker job that judges the pools the service holds funds in, whether or not a
+    wallet is due, and, when the guards newly exit one, runs the agent's cycle at once:
+    its wallets were made due, and the cycle moves them out (``Agent.watch_exits``)."""
+
+    async def watch_guards() -> None:
+        if await agent.watch_exits() and not stopping():
+            await agent.run_cycle(stopping)
+
+    return watch_guards
+
+
 def agent_cycle(agent: Agent, stopping: Callable[[], bool] = lambda: False) -> Job:
     """The worker job that recovers interrupted runs, then runs every due wallet, batch by
     batch until none is due or the service is stopping, then closes the runs a failing
@@ -642,6 +654,7 @@ class Service:
             settings.pool_history_seconds_kept,
         )
         self.worker.add(pool_history(recorder, worker_chains))
+        self.worker.add(guard_watch(agent, stopping), every=settings.guard_watch_seconds)
         self.worker.add(agent_cycle(agent, stopping))
         self.worker.add(module_change_watch(settings, self.engine))
         self.worker.add(

@@ -31,6 +31,7 @@ from sqlalchemy import (
 from sqlmodel import Session
 from sqlmodel import select as orm_select
 
+from yieldagent.domain.books.operations import OperationStatus
 from yieldagent.domain.ports.storage import RunEnd
 from yieldagent.storage.bulk import document, recordset
 from yieldagent.storage.db import chunks
@@ -179,26 +180,33 @@ class RunStore:
         with self._engine.begin() as connection:
             reschedule(connection, wallet_id, next_run_at)
 
-    def hasten(self, chain_id: int, token: str, protocols: Sequence[str], now: float) -> int:
+    def hasten(
+        self,
+        chain_id: int,
+        token: str,
+        protocols: Sequence[str],
+        now: float,
+        failed_only: bool = False,
+    ) -> int:
         """Every activated wallet holding ``token`` in one of ``protocols`` (its
-        ``allocation`` at the last valuation names the protocol) due at ``now``. It reads
-        the chain's wallets once, by their allocation's text: a guard's exit is rare, and
-        the schedule's index of due wallets does not know what a wallet holds."""
+        ``allocation`` at the last valuation names the protocol) due at ``now``; with
+        ``failed_only``, only those whose last run failed. It reads the chain's wallets
+        once, by their allocation's text: a guard's exit is rare, and the schedule's index
+        of due wallets does not know what a wallet holds."""
         if not protocols:
             return 0
         holds = or_(*(_wallets.c.allocation.like(f'%"{p}":%') for p in sorted(set(protocols))))
         holders = select(_wallets.c.id).where(
             _wallets.c.chain_id == chain_id, _wallets.c.token == token, holds
         )
-        hastened = (
-            update(_schedule)
-            .where(
-                _schedule.c.active.is_(True),
-                _schedule.c.next_run_at > now,
-                _schedule.c.wallet_id.in_(holders),
-            )
-            .values(next_run_at=now)
-        )
+        which = [
+            _schedule.c.active.is_(True),
+            _schedule.c.next_run_at > now,
+            _schedule.c.wallet_id.in_(holders),
+        ]
+        if failed_only:
+            which.append(_schedule.c.last_outcome == str(OperationStatus.FAILED))
+        hastened = update(_schedule).where(*which).values(next_run_at=now)
         with self._engine.begin() as connection:
             return int(connection.execute(hastened).rowcount or 0)
 

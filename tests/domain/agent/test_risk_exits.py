@@ -5,13 +5,14 @@ leave the pool (or stop adding to it), the protocol listing's verdict and the wa
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
-from support.agent_setup import PartnerKey
+from support.agent_setup import PartnerKey, WatchedChain
 from support.wallet_setup import (
     BASE,
     BASE_USDC,
@@ -30,8 +31,10 @@ from yieldagent.domain.agent.runs import Agent
 from yieldagent.domain.agent.scheduler import AgentSettings
 from yieldagent.domain.books.events import RISK_CHANGED, WalletEvent
 from yieldagent.domain.books.wallets import Wallet
+from yieldagent.domain.errors import ChainUnavailable
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.money.lifecycle import Lifecycle
+from yieldagent.domain.ports.chain import Block
 from yieldagent.domain.risk.settings import RiskSettings
 from yieldagent.domain.risk.survey import RiskSurvey
 from yieldagent.servicers.events import wallet_event
@@ -274,3 +277,178 @@ async def test_a_tripped_guard_is_told_to_the_pools_wallets_once_per_change(
         assert message.protocol_risk_changed.state == "exit"
         assert list(message.protocol_risk_changed.reasons) == ["supply is paused"]
     assert told(elsewhere) == []  # neither holds nor selected compound
+
+
+def _depeg(market: SimulatedMarket) -> None:
+    """The Morpho vault's collateral falls off its peg: the guards exit the vault."""
+    Scenarios(market).price(BASE, "WETH", "3000")
+
+
+def _due_only(engine: Engine, wallets: list[Wallet]) -> None:
+    """Only ``wallets`` are due; every other wallet runs much later."""
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE wallet_schedule SET next_run_at = 1e12"))
+        for wallet in wallets:
+            connection.execute(
+                text("UPDATE wallet_schedule SET next_run_at = 0 WHERE wallet_id = :id"),
+                {"id": wallet.id},
+            )
+
+
+class Yielding(WatchedChain):
+    """The watched chain, its head read as a node's is: the caller waits for it, and
+    the event loop's other tasks run meanwhile."""
+
+    async def head(self) -> Block:
+        await asyncio.sleep(0)
+        return await super().head()
+
+
+class Claims(RunStore):
+    """The run store, telling when its second batch of wallets was claimed."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.batches = 0
+        self.second = asyncio.Event()
+
+    def claim_due(
+        self, now: float, owner: str, lease_until: float, limit: int
+    ) -> dict[int, float | None]:
+        claimed = super().claim_due(now, owner, lease_until, limit)
+        if claimed:
+            self.batches += 1
+            if self.batches == 2:
+                self.second.set()
+        return claimed
+
+
+async def test_an_exit_one_batch_finds_moves_the_pools_other_wallets_in_the_same_cycle(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    guarded = _guarded(engine, market, chains, RiskSettings())
+    wallets = await _wallets(guarded, owner.id, MORPHO)
+    _due_only(engine, wallets[:1])
+    _depeg(market)
+
+    assert await guarded.agent.run_cycle() == 3
+
+    assert all(positions(market, w.address).get(MORPHO, 0) == 0 for w in wallets)
+
+
+async def test_a_lane_that_found_nothing_due_takes_the_wallets_an_exit_makes_due(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    """Two lanes of one wallet each, one wallet due: the first lane's batch finds the exit
+    and makes the others due, and the second lane, which found nothing, claims one of them
+    while the first batch's withdrawal still waits for the chain."""
+    owner, _ = partner
+    claims = Claims(engine)
+    seen: list[bool] = []  # at the first withdrawal: whether a second batch was claimed
+    withdrawals: list[str] = []
+
+    async def first_withdrawal_waits(action: str, protocol: str, amount: int) -> None:
+        if action != "withdraw":
+            return
+        withdrawals.append(protocol)
+        if len(withdrawals) == 1:
+            try:
+                await asyncio.wait_for(claims.second.wait(), 10)  # bounds a failing run
+                seen.append(True)
+            except TimeoutError:
+                seen.append(False)
+
+    watched: dict[int, MarketChain] = {**chains, BASE: Yielding(market, first_withdrawal_waits)}
+    guarded = _guarded(engine, market, watched, RiskSettings())
+    wallets = await _wallets(guarded, owner.id, MORPHO)
+    agent = Agent(
+        guarded.lifecycle,
+        WalletStore(engine),
+        claims,
+        AgentSettings(batch=1, concurrent_batches=2),
+        risk=guarded.survey,
+    )
+    _due_only(engine, wallets[:1])
+    _depeg(market)
+
+    assert await agent.run_cycle() == 3
+
+    assert seen == [True]
+    assert claims.batches == 3
+    assert all(positions(market, w.address).get(MORPHO, 0) == 0 for w in wallets)
+
+
+async def test_the_guards_watch_makes_an_exited_pools_wallets_due_when_none_is(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    guarded = _guarded(engine, market, chains, RiskSettings())
+    wallets = await _wallets(guarded, owner.id, MORPHO)
+    [elsewhere] = [
+        await activated(
+            guarded.lifecycle,
+            engine,
+            market,
+            owner.id,
+            AMOUNT,
+            eoa="0x" + "cd" * 20,
+            protocols=("moonwell",),
+        )
+    ]
+    held = positions(market, elsewhere.address)
+    _due_only(engine, [])
+    assert await guarded.agent.watch_exits() == 0  # nothing exited: nothing made due
+    assert await guarded.agent.run_cycle() == 0
+
+    _depeg(market)
+    assert await guarded.agent.watch_exits() == 3
+    assert await guarded.agent.watch_exits() == 0  # the exit was seen: once per exit
+    assert await guarded.agent.run_cycle() == 3
+
+    assert all(positions(market, w.address).get(MORPHO, 0) == 0 for w in wallets)
+    assert positions(market, elsewhere.address) == held  # not due: it did not run
+
+
+async def test_the_guards_watch_asks_the_chain_nothing_while_no_wallet_holds_funds(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain]
+) -> None:
+    class Unreadable(WatchedChain):
+        async def head(self) -> Block:
+            raise AssertionError("the watch read the chain")
+
+    unreadable: dict[int, MarketChain] = {**chains, BASE: Unreadable(market, _nothing)}
+    guarded = _guarded(engine, market, unreadable, RiskSettings())
+    _depeg(market)
+
+    assert await guarded.agent.watch_exits() == 0
+
+
+async def _nothing(action: str, protocol: str, amount: int) -> None:
+    """A move hook that does nothing."""
+
+
+async def test_an_exit_that_failed_runs_again_at_the_next_watch(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    refusals = [ChainUnavailable("the node failed to answer")]
+
+    async def first_withdrawal_fails(action: str, protocol: str, amount: int) -> None:
+        if action == "withdraw" and refusals:
+            raise refusals.pop()
+
+    failing: dict[int, MarketChain] = {**chains, BASE: WatchedChain(market, first_withdrawal_fails)}
+    guarded = _guarded(engine, market, failing, RiskSettings())
+    wallets = await _wallets(guarded, owner.id, MORPHO, count=2)
+    _due_only(engine, [])
+    _depeg(market)
+    assert await guarded.agent.watch_exits() == 2
+    assert await guarded.agent.run_cycle() == 2
+    left = [w for w in wallets if positions(market, w.address).get(MORPHO, 0) > 0]
+    assert len(left) == 1  # its withdrawal was refused: the run failed
+
+    assert await guarded.agent.watch_exits() == 1  # the failed exit, due again
+    assert await guarded.agent.run_cycle() == 1
+    assert all(positions(market, w.address).get(MORPHO, 0) == 0 for w in wallets)
+    assert await guarded.agent.watch_exits() == 0  # nobody left to retry

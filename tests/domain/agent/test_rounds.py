@@ -26,7 +26,7 @@ from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal
 from yieldagent.domain.errors import ChainRejected
 from yieldagent.domain.market.ports import MarketChain
-from yieldagent.domain.ports.chain import Send, TxReceipt
+from yieldagent.domain.ports.chain import ChainTx, Send, TxReceipt
 from yieldagent.storage.wallets import WalletStore
 
 pytestmark = pytest.mark.usefixtures("books_balance_after")
@@ -50,6 +50,26 @@ class RefusingChain(SimulatedChain):
             else next(sent)
             for s in sends
         ]
+
+
+class RefusingAll(SimulatedChain):
+    """The simulated Base chain, sending batches, reverting every send, and counting the
+    history reads of one holder or many."""
+
+    def __init__(self, market: SimulatedMarket) -> None:
+        super().__init__(market, BASE)
+        self.reads: list[int] = []
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        return [ChainRejected("paused", "execution reverted: paused") for _ in sends]
+
+    async def history(self, holder: str, since_block: int) -> list[ChainTx]:
+        self.reads.append(1)
+        return await super().history(holder, since_block)
+
+    async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
+        self.reads.append(len(holders))
+        return await super().histories(holders, since_block)
 
 
 class ChangingWallets(WalletStore):
@@ -115,6 +135,26 @@ async def test_a_step_the_chain_refuses_fails_only_its_own_run(
     assert positions(market, refused.address) == before
     assert stored(engine, refused.address).status == WalletStatus.ACTIVATED
     assert_each_ran_once_into_aave(engine, market, others)
+
+
+async def test_the_runs_the_chain_refused_are_settled_from_one_read_of_their_histories(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    owner, _ = partner
+    wallets = await rebalancing_wallets(engine, market, chains, owner, "all-refused")
+    before = [positions(market, w.address) for w in wallets]
+    chain = RefusingAll(market)
+    agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: chain}))
+    chain.reads.clear()
+
+    assert await agent.run_due() == 3
+
+    assert chain.reads == [3, 3]  # the refused runs' histories in one read, then their close
+    for wallet, held in zip(wallets, before, strict=True):
+        [run] = runs_of(engine, wallet.id)
+        assert run.status == "failed"
+        assert positions(market, wallet.address) == held
+        assert stored(engine, wallet.address).status == WalletStatus.ACTIVATED
 
 
 async def test_a_wallet_that_changed_before_its_plan_was_stored_moves_nothing(

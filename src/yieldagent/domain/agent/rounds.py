@@ -10,7 +10,8 @@ A batch of planned runs on one chain goes through three phases:
    transaction, at once (``Books.perform_many``): withdrawals before supplies, as each
    plan orders them. The round's mined steps are marked, in one statement, before the
    next round. A step the chain refuses ends its run's rounds; the chain's history then
-   says which of its steps happened (``Books.recover_steps``).
+   says which of its steps happened (``Books.recover_many``: the refused runs' histories
+   read at once).
 3. **Close.** The runs are booked from the chain's events and closed, each wallet back
    to ``activated``, in one commit (``Books.close_many``).
 
@@ -90,10 +91,14 @@ async def execute(
     )
     live = [i for i, ok in enumerate(stored) if ok]
     sent = await _rounds(books, chain, [(running[i], operations[i]) for i in live])
+    refused = [
+        (running[i], op) for i, (op, error) in zip(live, sent, strict=True) if error is not None
+    ]
+    recovered = iter(await books.recover_many(chain, refused))
     closing: list[tuple[Wallet, Operation]] = []
     for i, (operation, error) in zip(live, sent, strict=True):
         if error is not None:
-            operation = await books.recover_steps(chain, running[i], operation)
+            operation = next(recovered)
             reason = f"step {operation.steps_done + 1} failed: {error.detail}"
             operation = operation.closed(OperationStatus.FAILED, reason)
         else:

@@ -183,6 +183,11 @@ class Agent:
         ``Scheduler.run_due``)."""
         return await self._schedule.run_due()
 
+    async def watch_exits(self) -> int:
+        """Makes due now the wallets of every pool the guards newly exit, whether or not
+        any wallet is due; returns how many (see ``Scheduler.watch_exits``)."""
+        return await self._schedule.watch_exits()
+
     # -- recovery --------------------------------------------------------------------------
 
     async def reconcile(self) -> list[Repair]:

@@ -79,6 +79,11 @@ class Scheduler:
         self._exiting: set[tuple[int, str, str]] = set()
         """(chain, token, protocol) of the pools the guards exit whose wallets were all
         made due (``_hasten_exits``), until the pool is no longer exited."""
+        self._running = 0
+        """Lanes of the cycle with a batch in flight."""
+        self._progress = asyncio.Event()
+        """Set (and replaced) when a lane's batch ends or an exit makes wallets due: what a
+        lane that found nothing due waits for while another lane's batch runs."""
 
     async def run_cycle(self, stopping: Callable[[], bool] = lambda: False) -> int:
         """Runs batches (``run_due``) until none is due or ``stopping`` says so; returns
@@ -105,11 +110,38 @@ class Scheduler:
         return sum(ran)
 
     async def _drain(self, stopping: Callable[[], bool]) -> int:
-        """One lane of a cycle: batch after batch until none is due."""
+        """One lane of a cycle: batch after batch until none is due and no other lane's
+        batch runs. A lane that finds nothing due while another lane's batch runs waits
+        for that batch to end, or for an exit to make wallets due, and claims again: an
+        exit found by one batch makes the pool's wallets due, and every lane takes them.
+        A batch that claimed wallets but ran none (the chain failed to answer) ends its
+        lane."""
         ran = 0
-        while not stopping() and (batch := await self.run_due()):
-            ran += batch
+        while not stopping():
+            progress = self._progress
+            ended = True
+            self._running += 1
+            try:
+                batch = await self._claim_and_run()
+                ended = batch is not None
+            finally:
+                self._running -= 1
+                if ended:  # a batch ended (or raised): the waiting lanes claim again
+                    self._progressed()
+            if batch is not None:
+                ran += batch
+                if not batch:
+                    break
+            elif self._running:
+                await progress.wait()
+            else:
+                break
         return ran
+
+    def _progressed(self) -> None:
+        """Wakes the lanes waiting for another lane's batch (``_drain``)."""
+        self._progress.set()
+        self._progress = asyncio.Event()
 
     async def run_due(self) -> int:
         """Claims a batch of due wallets, runs each once, and returns how many ran.
@@ -124,12 +156,16 @@ class Scheduler:
         nothing are noted, rescheduled and released together, in one transaction,
         before the runs with moves execute together (``domain.agent.rounds``).
         """
+        return await self._claim_and_run() or 0
+
+    async def _claim_and_run(self) -> int | None:
+        """``run_due``; None when nothing was due."""
         leases = self._books.leases
         now = self._books.clock.time()
         owner = leases.owner("agent")
         claimed = self._runs.claim_due(now, owner, now + leases.seconds, self._settings.batch)
         if not claimed:
-            return 0
+            return None
         pending = set(claimed)
         last_moves = {wallet_id: at for wallet_id, at in claimed.items() if at is not None}
         keeper = asyncio.create_task(leases.keep(lambda: sorted(pending), owner))
@@ -249,24 +285,76 @@ class Scheduler:
                 ran += 1
         return ran
 
-    def _hasten_exits(self, chain_id: int, risk: RiskView) -> None:
+    async def watch_exits(self) -> int:
+        """Judges, on every chain, the pools the service holds funds in, as a batch's
+        survey judges them, and makes due now the wallets of each pool the guards newly
+        exit (``_hasten_exits``), and those of any exited pool whose last run failed
+        (``_retry_exits``); returns how many it made due. So a pool that fails is seen
+        within a watch's period even when no wallet is due, and the next cycle leaves it.
+        A chain that fails to answer is read again at the next watch."""
+        if self._risk is None:
+            return 0
+        hastened = 0
+        catalog = self._books.catalog
+        for chain_id in catalog.chain_ids():
+            held = {
+                token.address: names
+                for token in catalog.chain(chain_id).tokens
+                if (names := self._risk.held(chain_id, token.address))
+            }
+            if not held:
+                continue
+            try:
+                chain = self._books.chain(chain_id)
+                head = await chain.head()
+                quotes = {
+                    token: {q.protocol: q for q in await chain.quotes(token, names)}
+                    for token, names in held.items()
+                }
+                view = await self._risk.view(chain_id, chain, quotes, head.timestamp)
+            except Exception:  # the chain, or the guards' store, failed to answer
+                log.warning("the guards' watch failed", extra={"chain_id": chain_id})
+                continue
+            hastened += self._hasten_exits(chain_id, view) + self._retry_exits(chain_id, view)
+        return hastened
+
+    def _retry_exits(self, chain_id: int, risk: RiskView) -> int:
+        """The wallets that still hold funds in a pool the guards exit and whose last run
+        failed, due now again (once per watch): a refusal the chain gave once (an error of
+        the node, an estimate answered from a block being mined) keeps no wallet in the
+        pool until its next interval. Returns how many."""
+        retried = 0
+        for token, protocol in sorted(k for k, pool in risk.pools.items() if pool.verdict.exit):
+            retried += self._runs.hasten(chain_id, token, [protocol], self._now(), failed_only=True)
+        if retried:
+            self._progressed()
+            log.warning("failed exits run again", extra={"chain_id": chain_id, "wallets": retried})
+        return retried
+
+    def _hasten_exits(self, chain_id: int, risk: RiskView) -> int:
         """When the guards first exit a pool, makes every wallet that holds funds there due
         now, so that the fleet leaves it in this cycle (batch after batch) rather than
-        each wallet at its own next run while the pool's cash runs out."""
+        each wallet at its own next run while the pool's cash runs out. Returns how many
+        wallets it made due."""
         exits = {
             (chain_id, token, protocol)
             for (token, protocol), pool in risk.pools.items()
             if pool.verdict.exit
         }
         self._exiting = {e for e in self._exiting if e[0] != chain_id} | (exits & self._exiting)
+        total = 0
         for key in sorted(exits - self._exiting):
             _, token, protocol = key
             hastened = self._runs.hasten(chain_id, token, [protocol], self._now())
             self._exiting.add(key)
+            if hastened:
+                self._progressed()  # the lanes that found nothing due take them
+            total += hastened
             log.warning(
                 "wallets leave an exited pool now",
                 extra={"chain_id": chain_id, "protocol": protocol, "wallets": hastened},
             )
+        return total
 
     async def _finish(
         self, ends: list[RunEnd], owner: str, next_run: float, pending: set[int]

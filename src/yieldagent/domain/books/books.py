@@ -282,17 +282,33 @@ class Books:
     ) -> Operation:
         """Settles the operation's pending steps from the chain's history since it began:
         those the chain mined are marked, the others abandoned."""
-        if not any(step.pending for step in operation.steps):
-            return operation
-        events = await chain.history(wallet.address, operation.start_block)
-        known = self.wallets.booked(wallet.id, operation.start_block)
-        fresh = [e for e in events if key_of(e) not in known]
-        found = attribute(operation, fresh, wallet.address)
-        settled = replace(
-            found, steps=tuple(replace(s, abandoned=True) if s.pending else s for s in found.steps)
-        )
-        self.operations.save(settled)
+        [settled] = await self.recover_many(chain, [(wallet, operation)])
         return settled
+
+    async def recover_many(
+        self, chain: MarketChain, runs: Sequence[tuple[Wallet, Operation]]
+    ) -> list[Operation]:
+        """``recover_steps`` of each (wallet, operation) of ``runs``, all on ``chain``: their
+        histories read at once where the chain reads holders in bulk, so that a batch whose
+        rounds the chain refused settles in one read rather than one per run."""
+        pending = [(w, op) for w, op in runs if any(step.pending for step in op.steps)]
+        if not pending:
+            return [operation for _, operation in runs]
+        events = await _histories_since(chain, [(w.address, op.start_block) for w, op in pending])
+        since: dict[int, int] = {}
+        for wallet, operation in pending:
+            since[wallet.id] = min(
+                since.get(wallet.id, operation.start_block), operation.start_block
+            )
+        known = self.wallets.booked_many(since)
+        settled: dict[str, Operation] = {}
+        for (wallet, operation), history in zip(pending, events, strict=True):
+            fresh = [e for e in history if key_of(e) not in known[wallet.id]]
+            found = attribute(operation, fresh, wallet.address)
+            steps = tuple(replace(s, abandoned=True) if s.pending else s for s in found.steps)
+            settled[operation.id] = replace(found, steps=steps)
+            self.operations.save(settled[operation.id])
+        return [settled.get(operation.id, operation) for _, operation in runs]
 
     # -- the books -----------------------------------------------------------------------
 
@@ -451,6 +467,18 @@ class Books:
             operation=operation,
             owner=owner,
         )
+
+
+async def _histories_since(
+    chain: MarketChain, holders: Sequence[tuple[str, int]]
+) -> list[list[ChainTx]]:
+    """The history of each (holder, since block) of ``holders``: asked at once of a chain
+    that reads holders in bulk (``BatchHistory``), from the lowest block."""
+    if len(holders) > 1 and isinstance(chain, BatchHistory):
+        addresses = list(dict.fromkeys(address for address, _ in holders))
+        found = await chain.histories(addresses, min(block for _, block in holders))
+        return [[e for e in found[a] if e.block_number >= block] for a, block in holders]
+    return [await chain.history(address, block) for address, block in holders]
 
 
 async def _histories(chain: MarketChain, wallets: Sequence[Wallet]) -> dict[int, list[ChainTx]]:

@@ -56,10 +56,18 @@ class RunRepository(Protocol):
     def schedule(self, wallet_id: int, next_run_at: float) -> None:
         """Sets when the wallet runs next."""
 
-    def hasten(self, chain_id: int, token: str, protocols: Sequence[str], now: float) -> int:
+    def hasten(
+        self,
+        chain_id: int,
+        token: str,
+        protocols: Sequence[str],
+        now: float,
+        failed_only: bool = False,
+    ) -> int:
         """Makes every activated wallet of ``chain_id`` that held ``token`` in any of
-        ``protocols`` at its last valuation due at ``now``, unless it is due already;
-        returns how many it moved forward."""
+        ``protocols`` at its last valuation due at ``now``, unless it is due already
+        (``failed_only``: only those whose last run failed); returns how many it moved
+        forward."""
 
     def finish(self, ends: Sequence[RunEnd], owner: str, next_run_at: float, at: float) -> None:
         """In one transaction, for each of ``ends``: notes the run's outcome (at ``at``) if

@@ -246,6 +246,13 @@ class RiskSurvey:
             tell(self._store, chain_id, changed, {k: r.state for k, r in records.items()})
         return judged
 
+    def held(self, chain_id: int, token: str) -> list[str]:
+        """The protocols in which the chain's wallets hold ``token``, as the books' totals
+        have it."""
+        return sorted(
+            name for name, amount in self._store.exposure(chain_id, token).items() if amount > 0
+        )
+
     async def view(
         self,
         chain_id: int,
