@@ -340,3 +340,9 @@ def test_transactions_in_flight_are_capped_at_least_at_one() -> None:
     assert load_settings({}).tx_max_in_flight == 256
     assert load_settings({"YIELDAGENT_TX_MAX_IN_FLIGHT": "16"}).tx_max_in_flight == 16
     assert load_settings({"YIELDAGENT_TX_MAX_IN_FLIGHT": "0"}).tx_max_in_flight == 1
+
+
+def test_the_wait_before_a_dropped_transaction_goes_out_again_is_at_least_a_second() -> None:
+    assert load_settings({}).tx_resend_seconds == 6.0
+    assert load_settings({"YIELDAGENT_TX_RESEND_SECONDS": "12"}).tx_resend_seconds == 12.0
+    assert load_settings({"YIELDAGENT_TX_RESEND_SECONDS": "0"}).tx_resend_seconds == 1.0

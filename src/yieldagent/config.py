@@ -81,6 +81,9 @@ class Settings:
     tx_timeout_seconds: float = 60.0
     tx_max_in_flight: int = 256
     """Most operator transactions of one process broadcast and not yet mined, per chain."""
+    tx_resend_seconds: float = 6.0
+    """How long the operator's next nonce may stay unmined before the node is asked
+    whether it dropped that transaction."""
     log_range: int = 2_000
     multicall_batch: int = 500
     """Most calls one Multicall3 ``aggregate3`` read carries on a web3 chain."""
@@ -518,6 +521,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         confirmations=max(_int(env, "YIELDAGENT_CONFIRMATIONS", 1), 1),
         tx_timeout_seconds=_float(env, "YIELDAGENT_TX_TIMEOUT_SECONDS", 60.0),
         tx_max_in_flight=max(_int(env, "YIELDAGENT_TX_MAX_IN_FLIGHT", 256), 1),
+        tx_resend_seconds=max(_float(env, "YIELDAGENT_TX_RESEND_SECONDS", 6.0), 1.0),
         log_range=max(_int(env, "YIELDAGENT_LOG_RANGE", 2_000), 1),
         multicall_batch=max(_int(env, "YIELDAGENT_MULTICALL_BATCH", 500), 1),
         log_address_batch=max(_int(env, "YIELDAGENT_LOG_ADDRESS_BATCH", 500), 1),

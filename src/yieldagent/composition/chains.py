@@ -130,6 +130,7 @@ def _web3_chain(
     sending = SendSettings(
         receipt_timeout_seconds=settings.tx_timeout_seconds,
         max_in_flight=settings.tx_max_in_flight,
+        resend_after_seconds=settings.tx_resend_seconds,
     )
     return Web3Chain.connect(url, config, operator, NonceStore(engine), sending)
 

@@ -1,7 +1,8 @@
 """The pipelined sender against a fake node: a batch goes out at consecutive nonces and
 its receipts are awaited together; the cap on transactions in flight holds; a refused
 transaction's nonce is filled; a stuck batch is replaced with higher fees; a nonce used
-elsewhere is sent again; no node's words or URL reach an error; nothing is mined twice.
+elsewhere is sent again; what the node dropped goes out again, the same bytes; no node's
+words or URL reach an error; nothing is mined twice.
 The nonces are leased from the real store, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ class FakeNode:
         self.fee_error: Exception | None = None
         self.stale_pending = 0
         """How many of the mined transactions the next pending count leaves out."""
+        self.lose: set[int] = set()
+        """Nonces whose first transaction the pool accepts, then drops."""
+        self.lost: list[int] = []
+        self.broadcasts: Counter[str] = Counter()
+        """How many times each hash was handed to the node."""
 
     # -- the eth namespace -------------------------------------------------------------
 
@@ -83,6 +89,7 @@ class FakeNode:
         self.requests["eth_sendRawTransaction"] += 1
         tx = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
         tx["hash"] = HexBytes(keccak(raw)).to_0x_hex()
+        self.broadcasts[tx["hash"]] += 1
         data = HexBytes(tx["data"]).to_0x_hex()
         if data in self.refuse_data:
             raise Web3RPCError(
@@ -98,9 +105,20 @@ class FakeNode:
                 "low",
                 rpc_response=_answer({"error": {"message": "replacement transaction underpriced"}}),
             )
-        self.pool[tx["nonce"]] = tx
-        self.most_in_pool = max(self.most_in_pool, len(self.pool))
+        self.most_in_pool = max(self.most_in_pool, len(self.pool) + 1)
+        if tx["nonce"] in self.lose:
+            self.lose.discard(tx["nonce"])
+            self.lost.append(tx["nonce"])
+        else:
+            self.pool[tx["nonce"]] = tx
         return HexBytes(tx["hash"])
+
+    async def get_transaction(self, tx_hash: str) -> dict[str, Any]:
+        self.requests["eth_getTransactionByHash"] += 1
+        held = [tx for tx in self.pool.values() if tx["hash"] == tx_hash]
+        if not held and tx_hash not in self.receipts:
+            raise TransactionNotFound("unknown")
+        return held[0] if held else {"hash": tx_hash}
 
     async def get_transaction_receipt(self, tx_hash: HexBytes) -> dict[str, Any]:
         self.requests["eth_getTransactionReceipt"] += 1
@@ -174,7 +192,7 @@ def _sender(
         CHAIN_ID,
         LocalKeySigner(KEY),
         nonces,
-        SendSettings(receipt_timeout_seconds=5.0, poll_seconds=1.0, **settings),
+        SendSettings(**{"receipt_timeout_seconds": 5.0, "poll_seconds": 1.0, **settings}),
         sleep=clock.sleep,
         monotonic=clock,
     )
@@ -314,3 +332,45 @@ async def test_a_node_error_is_told_without_its_words(engine: Engine) -> None:
     assert all("secret" not in str(r) and "boom" not in str(r) for r in results)
     assert node.requests["eth_sendRawTransaction"] == 0
     assert nonces.leased(CHAIN_ID, OPERATOR) == {}
+
+
+async def test_what_the_node_dropped_goes_out_again_the_same_bytes_before_any_replacement(
+    engine: Engine,
+) -> None:
+    """The pool drops nonces 2 and 3 once accepted: 4 and 5 wait behind the hole. The node
+    is asked once about nonce 2, after the wait, and the window's unmined transactions
+    are sent again: the very bytes, so the same hashes and fees, long before the receipt
+    timeout would replace them."""
+    node = FakeNode()
+    node.lose = {2, 3}
+    sender, nonces, clock = _sender(
+        node, engine, receipt_timeout_seconds=60.0, resend_after_seconds=3.0
+    )
+    results = await sender.send_many(_batch(6))
+
+    assert all(isinstance(r, Receipt) for r in results)
+    assert node.lost == [2, 3]
+    assert [tx["nonce"] for tx in node.mined] == list(range(6))
+    assert [_data(tx) for tx in node.mined] == [o.data for o in _batch(6)]
+    assert len({tx["maxFeePerGas"] for tx in node.mined}) == 1  # no replacement's fees
+    assert node.requests["eth_getTransactionByHash"] == 1
+    assert node.requests["eth_sendRawTransaction"] == 6 + 4  # nonces 2 to 5 once more
+    assert sorted(node.broadcasts.values()) == [1, 1, 2, 2, 2, 2]
+    assert clock.now < 60.0
+    assert nonces.leased(CHAIN_ID, OPERATOR) == {}
+
+
+async def test_a_window_waiting_for_room_in_a_block_is_not_sent_again(engine: Engine) -> None:
+    """The node holds the batch but mines none of it for a while (below the fee floor at
+    first): the node is asked about the lowest nonce, says it holds it, and nothing goes
+    out again before the receipt timeout's replacement."""
+    node = FakeNode()
+    node.fee_floor = 5 * BASE_FEE // 2
+    sender, _, clock = _sender(node, engine, receipt_timeout_seconds=10.0, resend_after_seconds=3.0)
+    results = await sender.send_many(_batch(3))
+
+    assert all(isinstance(r, Receipt) for r in results)
+    assert node.requests["eth_getTransactionByHash"] >= 1
+    assert max(node.broadcasts.values()) == 1  # replacements alone: new bytes each
+    assert node.requests["eth_sendRawTransaction"] > 3
+    assert clock.now >= 10.0

@@ -44,6 +44,7 @@ from yieldagent.catalog import load_catalog
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.composition.clock import SYSTEM_CLOCK
+from yieldagent.domain.agent.rounds import waves
 from yieldagent.domain.books.operations import (
     Move,
     Operation,
@@ -240,8 +241,10 @@ async def test_the_plan_is_stored_before_its_first_step_executes(
 
     await agent.run(BASE, wallet.address, owner.id)
 
-    planned = len(runs_of(engine, wallet.id)[0].moves)
-    assert seen == [("executing", planned, done) for done in range(planned)]
+    [run] = runs_of(engine, wallet.id)
+    planned = len(run.moves)
+    # each round's steps marked before the next round: a wave sees those of the waves before
+    assert seen == [("executing", planned, wave.start) for wave in waves(run.steps) for _ in wave]
 
 
 async def test_a_step_the_chain_refuses_leaves_the_plan_the_step_done_and_the_truth(

@@ -1,7 +1,8 @@
 """Runs with moves executed together (``domain.agent.rounds``), as a scheduled batch runs them:
 every plan stored before the first step, one refused step failing only its own run, a
-wallet that changed before its plan was stored left alone, and each wallet planned on
-the pools as the plans before it leave them."""
+wallet that changed before its plan was stored left alone, each wallet planned on the
+pools as the plans before it leave them, and a run's steps of one kind sent in one
+round."""
 
 from __future__ import annotations
 
@@ -19,11 +20,22 @@ from support.agent_setup import (
     rebalancing_wallets,
     runs_of,
 )
-from support.wallet_setup import BASE, activated, make_lifecycle, positions, stored
+from support.wallet_setup import (
+    BASE,
+    activated,
+    activation,
+    fund,
+    make_lifecycle,
+    positions,
+    stored,
+)
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
+from yieldagent.domain.agent.rounds import waves
+from yieldagent.domain.books.operations import Step, StepAction
 from yieldagent.domain.books.wallet_states import WalletStatus
-from yieldagent.domain.books.wallets import Journal
+from yieldagent.domain.books.wallets import Journal, Wallet
+from yieldagent.domain.constraints import Constraints
 from yieldagent.domain.errors import ChainRejected
 from yieldagent.domain.market.ports import MarketChain
 from yieldagent.domain.ports.chain import ChainTx, Send, TxReceipt
@@ -70,6 +82,27 @@ class RefusingAll(SimulatedChain):
     async def histories(self, holders: Sequence[str], since_block: int) -> dict[str, list[ChainTx]]:
         self.reads.append(len(holders))
         return await super().histories(holders, since_block)
+
+
+class BatchesSeen(SimulatedChain):
+    """The simulated Base chain, sending batches, recording each batch's sends, and
+    reverting the sends into ``refused_pool``."""
+
+    def __init__(self, market: SimulatedMarket, refused_pool: str = "") -> None:
+        super().__init__(market, BASE)
+        self.refused_pool = refused_pool
+        self.batches: list[list[tuple[str, str]]] = []
+
+    async def send_many(self, sends: Sequence[Send]) -> list[TxReceipt | Exception]:
+        self.batches.append([(s.action, s.protocol) for s in sends])
+        going = [s for s in sends if s.protocol != self.refused_pool]
+        sent = iter(await super().send_many(going))
+        return [
+            ChainRejected("paused", "execution reverted: paused")
+            if s.protocol == self.refused_pool
+            else next(sent)
+            for s in sends
+        ]
 
 
 class ChangingWallets(WalletStore):
@@ -128,7 +161,7 @@ async def test_a_step_the_chain_refuses_fails_only_its_own_run(
 
     assert await agent.run_due() == 3
 
-    assert len(chain.batches) >= 2 and chain.batches[0] == 3  # step 1 of every run at once
+    assert len(chain.batches) == 2 and chain.batches[0] == 6  # every run's 2 withdrawals
     [run] = runs_of(engine, refused.id)
     assert run.status == "failed"
     assert run.reason.startswith("step 1 failed: ") and "paused" in run.reason
@@ -197,3 +230,76 @@ async def test_each_wallet_of_a_batch_is_planned_on_the_pools_the_plans_before_i
     first, second = (positions(market, w.address) for w in wallets)
     assert sum(first.values()) == pytest.approx(sum(second.values()), rel=1e-6)
     assert first != second
+
+
+def _steps(*actions: StepAction) -> tuple[Step, ...]:
+    return tuple(Step(action, "usdc", 1, protocol=f"p{n}") for n, action in enumerate(actions))
+
+
+def test_a_plans_steps_of_one_kind_go_out_together_and_supplies_wait_for_withdrawals() -> None:
+    deposit, withdraw, swap = StepAction.DEPOSIT, StepAction.WITHDRAW, StepAction.SWAP
+    assert waves(_steps(deposit, deposit, deposit)) == [range(0, 3)]
+    assert waves(_steps(withdraw, withdraw, deposit, deposit)) == [range(0, 2), range(2, 4)]
+    assert waves(_steps(withdraw, swap, swap, deposit)) == [
+        range(0, 1),
+        range(1, 2),
+        range(2, 3),
+        range(3, 4),
+    ]
+    assert waves(()) == []
+
+
+async def _idle_over_three_pools(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> Wallet:
+    """A wallet whose rules spread it over 3 pools, its funds back to idle, as funds that
+    arrived after its placement."""
+    owner, _ = partner
+    funded = fund(engine, market, owner.id, AMOUNT, agent_id="spread")
+    wallet = await make_lifecycle(engine, chains).activate(
+        owner.id,
+        BASE,
+        activation(funded.address, funded.tx_hash, constraints=Constraints(min_protocols=3)),
+    )
+    for protocol, amount in positions(market, wallet.address).items():
+        market.withdraw(BASE, wallet.address, protocol, wallet.token, amount)
+    return wallet
+
+
+async def test_a_placement_over_several_pools_is_one_round(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    wallet = await _idle_over_three_pools(engine, market, chains, partner)
+    chain = BatchesSeen(market)
+    agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: chain}))
+
+    assert await agent.run_due() == 1
+
+    [batch] = chain.batches
+    assert len(batch) >= 3 and {action for action, _ in batch} == {"supply"}
+    [run] = runs_of(engine, wallet.id)
+    assert run.status == "completed" and all(step.done for step in run.steps)
+    assert sum(positions(market, wallet.address).values()) == AMOUNT
+    assert stored(engine, wallet.address).status == WalletStatus.ACTIVATED
+
+
+async def test_a_refused_supply_of_a_round_fails_its_run_and_the_others_are_booked(
+    engine: Engine, market: SimulatedMarket, chains: dict[int, MarketChain], partner: PartnerKey
+) -> None:
+    """The round's other supplies were mined: the run fails naming the refused step, and
+    the books hold what the chain did (``books_balance_after``)."""
+    wallet = await _idle_over_three_pools(engine, market, chains, partner)
+    refused = "compound"
+    chain = BatchesSeen(market, refused)
+    agent = make_agent(engine, make_lifecycle(engine, {**chains, BASE: chain}))
+
+    assert await agent.run_due() == 1
+
+    [run] = runs_of(engine, wallet.id)
+    assert run.status == "failed"
+    at = next(n for n, step in enumerate(run.steps, 1) if step.protocol == refused)
+    assert run.reason.startswith(f"step {at} failed: ") and "paused" in run.reason
+    held = positions(market, wallet.address)
+    assert refused not in held and len(held) >= 2
+    assert {step.protocol for step in run.steps if step.done} == set(held)
+    assert stored(engine, wallet.address).status == WalletStatus.ACTIVATED

@@ -27,7 +27,11 @@ gaps), every transaction signed and broadcast before any receipt is awaited, and
 window's receipts awaited together (one read of the mined nonce count per look). Its
 transactions are replaced, settled and sent again by the same rules as ``send``'s; a
 nonce whose transaction went nowhere is filled with a transfer of nothing to the
-operator, so that the transactions after it can be mined.
+operator, so that the transactions after it can be mined. A node may also drop a
+transaction it accepted, leaving a hole that every later nonce waits behind: when the
+chain's next nonce is a window's and stays unmined for ``resend_after_seconds``, the node
+is asked for that transaction, and if it no longer holds it, the window's unmined
+transactions go out again, the same bytes (a minute sooner than their replacement).
 
 A node that fails for a moment (``retries.RetryPolicy``: a 429, a 5xx, a timeout, a
 dropped connection, a JSON-RPC error that is no verdict) is asked again. Every read is
@@ -54,7 +58,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from eth_typing import ChecksumAddress
+from eth_typing import ChecksumAddress, HexStr
 from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
 from web3 import AsyncWeb3
@@ -129,6 +133,10 @@ class SendSettings:
     """How many nonces one send may use up when other transactions take them."""
     max_in_flight: int = 256
     """Most transactions of this sender broadcast and not yet settled at once; more wait."""
+    resend_after_seconds: float = 6.0
+    """How long a batch's lowest unmined nonce may go unmined before the node is asked
+    whether it still holds that transaction; if it does not, the batch's unmined ones go
+    out again, the same bytes."""
     fees: FeeSettings = field(default_factory=FeeSettings)
 
     def __post_init__(self) -> None:
@@ -138,6 +146,8 @@ class SendSettings:
             raise ValueError("at least one transaction may be in flight")
         if self.receipt_timeout_seconds <= 0 or self.poll_seconds <= 0:
             raise ValueError("the receipt timeout and the poll interval are positive")
+        if self.resend_after_seconds <= 0:
+            raise ValueError("the wait before a lost transaction is sent again is positive")
 
     @property
     def wait_seconds(self) -> float:
@@ -157,6 +167,8 @@ class _Sent:
     tx: dict[str, Any]
     fees: Fees
     hashes: list[str] = field(default_factory=list)
+    raw: bytes = b""
+    """The bytes of the version sent last: what goes out again if the node loses it."""
 
 
 class _NonceTaken(Exception):
@@ -381,7 +393,7 @@ class TransactionSender:
             if isinstance(got, BaseException):
                 results[index] = _as_result(got)
                 holes.append(nonce)
-        for (index, nonce, (_, tx_hash)), (answer, detail) in zip(out, answers, strict=True):
+        for (index, nonce, (raw, tx_hash)), (answer, detail) in zip(out, answers, strict=True):
             if answer is Broadcast.NONCE_USED or answer is Broadcast.UNDERPRICED:
                 if answer is Broadcast.NONCE_USED:
                     self._settle(self._nonces.consume, nonce)
@@ -392,6 +404,7 @@ class TransactionSender:
                 holes.append(nonce)
             else:  # SENT, or UNKNOWN: it may have arrived, so watch it
                 sents[nonce].hashes.append(tx_hash)
+                sents[nonce].raw = raw
                 watched[nonce] = _Watched(index, sents[nonce], deadline)
         for nonce in holes:
             filler = await self._fill(nonce, fees)
@@ -424,7 +437,7 @@ class TransactionSender:
             log.warning("filler refused", extra={"nonce": nonce, "answer": answer.value})
             return None
         log.info("nonce filled", extra={"nonce": nonce, "tx_hash": tx_hash})
-        return _Sent(tx, fees, [tx_hash])
+        return _Sent(tx, fees, [tx_hash], raw)
 
     async def _await_receipts(
         self,
@@ -441,12 +454,18 @@ class TransactionSender:
         pause = min(FIRST_POLL_SECONDS, settings.poll_seconds)
         give_up = self._monotonic() + settings.wait_seconds
         blocks: dict[int, int] = {}
+        progress = (-1, self._monotonic())  # the mined count last seen, and since when
         while watched:
             mined_count: int
             try:
                 mined_count = await self._mined_count()
             except CHAIN_ERRORS:
                 mined_count = min(watched)  # nothing learnt: wait, and replace on time
+            if mined_count != progress[0]:
+                progress = (mined_count, self._monotonic())
+            elif self._monotonic() - progress[1] >= settings.resend_after_seconds:
+                await self._resend_if_lost(watched, mined_count)
+                progress = (mined_count, self._monotonic())
             head: int | None = None
             settled: list[int] = []
             stuck: list[_Watched] = []
@@ -508,6 +527,28 @@ class TransactionSender:
                 return
             await self._sleep(pause)
             pause = min(pause * 2, settings.poll_seconds)
+
+    async def _resend_if_lost(self, watched: dict[int, _Watched], mined_count: int) -> None:
+        """Sends the window's unmined transactions again, the same bytes, when the chain's
+        next nonce is the window's and the node no longer holds that transaction: a node
+        may drop what it accepted (a restart, an evicting pool, a load balancer's other
+        node), and every later nonce then waits behind the hole until its replacement."""
+        lowest = watched.get(mined_count)
+        if lowest is None or lowest.mined is not None or not lowest.sent.raw:
+            return
+        try:
+            await self._retry.read(
+                "eth_getTransactionByHash",
+                lambda: self._w3.eth.get_transaction(HexStr(lowest.sent.hashes[-1])),
+            )
+            return  # held: waiting for room in a block, or for its fees
+        except TransactionNotFound:
+            pass
+        except CHAIN_ERRORS:
+            return  # nothing learnt: ask again at the next stall
+        lost = [one.sent.raw for one in watched.values() if one.mined is None and one.sent.raw]
+        await asyncio.gather(*(self._broadcast(raw) for raw in lost))
+        log.info("transactions the node lost sent again", extra={"count": len(lost)})
 
     async def _outcome(
         self, call: dict[str, Any], one: _Watched, blocks: dict[int, int]
@@ -646,6 +687,7 @@ class TransactionSender:
         sent.fees = fees  # the next replacement outbids this one, even if it was refused
         if answer in (Broadcast.SENT, Broadcast.UNKNOWN):
             sent.hashes.append(tx_hash)
+            sent.raw = raw
         elif answer is Broadcast.REFUSED:
             log.warning("replacement refused", extra={"nonce": sent.tx["nonce"], "detail": detail})
 

@@ -6,12 +6,15 @@ A batch of planned runs on one chain goes through three phases:
    wallet turning ``running``, all in one commit, before any step executes. The commit
    checks each wallet's version and lease: a wallet that changed meanwhile is left out,
    nothing of it stored, and moves nothing.
-2. **Rounds.** Round *k* sends step *k* of every run still going, each its own
-   transaction, at once (``Books.perform_many``): withdrawals before supplies, as each
-   plan orders them. The round's mined steps are marked, in one statement, before the
-   next round. A step the chain refuses ends its run's rounds; the chain's history then
-   says which of its steps happened (``Books.recover_many``: the refused runs' histories
-   read at once).
+2. **Rounds.** Round *k* sends wave *k* of every run still going, each step its own
+   transaction, at once (``Books.perform_many``). A wave is a run of consecutive steps
+   of one kind (``waves``): a plan's withdrawals, from different pools, go out together,
+   and so do its supplies, which the idle balance and the withdrawals before them fund;
+   the supplies wait for the withdrawals' wave. A placement of new funds over several
+   pools is one round, not one a pool. The round's mined steps are marked, in one
+   statement, before the next round. A step the chain refuses ends its run's rounds; the
+   chain's history then says which of its steps happened (``Books.recover_many``: the
+   refused runs' histories read at once).
 3. **Close.** The runs are booked from the chain's events and closed, each wallet back
    to ``activated``, in one commit (``Books.close_many``).
 
@@ -26,7 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from yieldagent.domain.books.books import Books
-from yieldagent.domain.books.operations import Operation, OperationKind, OperationStatus, Step
+from yieldagent.domain.books.operations import (
+    MOVES,
+    Operation,
+    OperationKind,
+    OperationStatus,
+    Step,
+)
 from yieldagent.domain.books.wallet_states import WalletAction, transition
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.errors import Conflict, YieldAgentError
@@ -99,7 +108,8 @@ async def execute(
     for i, (operation, error) in zip(live, sent, strict=True):
         if error is not None:
             operation = next(recovered)
-            reason = f"step {operation.steps_done + 1} failed: {error.detail}"
+            failed = next((n for n, st in enumerate(operation.steps, 1) if not st.done), 0)
+            reason = f"step {failed} failed: {error.detail}"
             operation = operation.closed(OperationStatus.FAILED, reason)
         else:
             operation = operation.closed(OperationStatus.COMPLETED, planned[i].plan.reason)
@@ -121,28 +131,50 @@ async def execute(
     return outcomes
 
 
+def waves(steps: Sequence[Step]) -> list[range]:
+    """``steps``' indexes in the order they can be sent: consecutive supplies or
+    consecutive withdrawals together, any other step alone. A wave's steps do not fund
+    each other: withdrawals draw on their own pools, and supplies on the idle balance
+    that the waves before them left, which the plan's amounts never exceed."""
+    found: list[range] = []
+    start = 0
+    for index in range(1, len(steps) + 1):
+        if (
+            index == len(steps)
+            or steps[index].action not in MOVES
+            or steps[index].action != steps[start].action
+        ):
+            found.append(range(start, index))
+            start = index
+    return found
+
+
 async def _rounds(
     books: Books, chain: MarketChain, runs: Sequence[tuple[Wallet, Operation]]
 ) -> list[tuple[Operation, YieldAgentError | None]]:
-    """Sends the runs' steps round by round. Returns each run's operation with its mined
+    """Sends the runs' steps wave by wave. Returns each run's operation with its mined
     steps marked, and the error that ended it, if one did."""
     done: list[tuple[Operation, YieldAgentError | None]] = [(op, None) for _, op in runs]
-    rounds = max((len(operation.steps) for _, operation in runs), default=0)
-    for index in range(rounds):
+    planned = [waves(operation.steps) for _, operation in runs]
+    for index in range(max(map(len, planned), default=0)):
         going = [
-            at
-            for at, (operation, error) in enumerate(done)
-            if error is None and index < len(operation.steps)
+            (at, step)
+            for at, (_, error) in enumerate(done)
+            if error is None and index < len(planned[at])
+            for step in planned[at][index]
         ]
-        sent = await books.perform_many(chain, [(runs[at][0], done[at][0], index) for at in going])
-        mined = []
-        for at, answer in zip(going, sent, strict=True):
+        sent = await books.perform_many(
+            chain, [(runs[at][0], done[at][0], step) for at, step in going]
+        )
+        marked: dict[int, Operation] = {}
+        for (at, step), answer in zip(going, sent, strict=True):
+            operation, error = done[at]
             if isinstance(answer, YieldAgentError):
-                done[at] = (done[at][0], answer)
+                done[at] = (operation, error or answer)
             else:
-                done[at] = (answer, None)
-                mined.append(answer)
-        books.operations.save_steps(mined)  # the round's marks, before the next round
+                done[at] = (operation.with_step(step, answer.steps[step]), error)
+                marked[at] = done[at][0]
+        books.operations.save_steps(list(marked.values()))  # before the next round
     return done
 
 
