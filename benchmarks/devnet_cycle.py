@@ -147,6 +147,8 @@ SETTLING_CYCLES = 4
 """Most cycles run to settle the fleet before the cycle that moves nothing."""
 NEVER_AGAIN = 1e9
 """The agent's interval: longer than any cycle, so that each wallet runs once per cycle."""
+HEAD_LAPSE_SECONDS = load_settings({}).head_reuse_seconds + 0.1
+"""Long enough for the chain port's kept head to lapse (``YIELDAGENT_HEAD_REUSE_SECONDS``)."""
 
 T = TypeVar("T")
 
@@ -392,6 +394,7 @@ async def quote_reads(service: Service, counter: RpcProxy, url: str, blocks: int
     seconds = 0.0
     for _ in range(blocks):
         rpc(url, "evm_mine")
+        await asyncio.sleep(HEAD_LAPSE_SECONDS)  # a new block once the kept head lapses
         _, counts, took = await _counted(counter, chain.quotes(chain.config.token, names))
         total = RpcCounts(
             total.requests + counts.requests,
@@ -430,6 +433,9 @@ async def run_chain_calls(
         tx_hash=deposit["tx_hash"],
         constraints=Constraints(),
     )
+    # The deposit went straight to anvil: the service's kept head has not seen it, and a
+    # call before the head lapses is told to retry, as a partner's would be.
+    await asyncio.sleep(HEAD_LAPSE_SECONDS)
     _, activation, seconds = await _counted(
         counter, service.lifecycle.activate(service.partner_id, BASE, request)
     )
@@ -445,12 +451,15 @@ async def run_chain_calls(
     placed = await _positions(service.chain, account)
     holder = max(placed, key=lambda name: placed[name])
     other = MORPHO if holder == AAVE else AAVE
+    service.age_moves(SET_UP_AGE_SECONDS)  # past the guards' minimum wait after a move
     _push(url, manifest, other)
+    await asyncio.sleep(HEAD_LAPSE_SECONDS)  # the run reads the pushed pool's block
     outcome, counts, seconds = await _counted(counter, service.agent.run(BASE, account))
     moved = await _positions(service.chain, account)
     _emit(
         figure="run_chain_calls",
         status=outcome.status,
+        reason=outcome.reason,
         moved_from=holder,
         moved_to=other,
         before=placed,
