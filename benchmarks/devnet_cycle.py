@@ -269,6 +269,8 @@ class Service:
         """Why the last run of each of ``accounts``' wallets moved nothing, by the first
         words of its reason."""
         wanted = [a.lower() for a in accounts]
+        if not wanted:  # PostgreSQL types an empty expanded list as integers
+            return Counter()
         with self.engine.connect() as connection:
             rows = connection.execute(
                 text(
@@ -316,6 +318,8 @@ class Service:
             connection.execute(
                 text("UPDATE wallet_schedule SET next_run_at = :later"), {"later": 1e12}
             )
+            if not wanted:  # PostgreSQL types an empty expanded list as integers
+                return
             connection.execute(
                 text(
                     "UPDATE wallet_schedule SET next_run_at = 0 WHERE wallet_id IN "
