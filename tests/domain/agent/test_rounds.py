@@ -7,8 +7,11 @@ round."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from support.agent_setup import (
@@ -32,7 +35,7 @@ from support.wallet_setup import (
 from yieldagent.chain.simulated.chain import SimulatedChain
 from yieldagent.chain.simulated.market import SimulatedMarket
 from yieldagent.domain.agent.rounds import waves
-from yieldagent.domain.books.operations import Step, StepAction
+from yieldagent.domain.books.operations import MOVES, Step, StepAction
 from yieldagent.domain.books.wallet_states import WalletStatus
 from yieldagent.domain.books.wallets import Journal, Wallet
 from yieldagent.domain.constraints import Constraints
@@ -234,6 +237,22 @@ async def test_each_wallet_of_a_batch_is_planned_on_the_pools_the_plans_before_i
 
 def _steps(*actions: StepAction) -> tuple[Step, ...]:
     return tuple(Step(action, "usdc", 1, protocol=f"p{n}") for n, action in enumerate(actions))
+
+
+@given(st.lists(st.sampled_from(list(StepAction)), max_size=12))
+def test_waves_send_every_step_once_in_order_and_never_mix_kinds(
+    actions: list[StepAction],
+) -> None:
+    steps = _steps(*actions)
+    found = waves(steps)
+    assert [i for wave in found for i in wave] == list(range(len(steps)))
+    for wave in found:
+        kinds = {steps[i].action for i in wave}
+        assert len(kinds) == 1 and (len(wave) == 1 or kinds <= MOVES)
+    for before, after in pairwise(found):  # each wave as long as it can be
+        assert not (
+            steps[before[-1]].action in MOVES and steps[after[0]].action == steps[before[-1]].action
+        )
 
 
 def test_a_plans_steps_of_one_kind_go_out_together_and_supplies_wait_for_withdrawals() -> None:
