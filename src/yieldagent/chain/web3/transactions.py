@@ -534,7 +534,7 @@ class TransactionSender:
         may drop what it accepted (a restart, an evicting pool, a load balancer's other
         node), and every later nonce then waits behind the hole until its replacement."""
         lowest = watched.get(mined_count)
-        if lowest is None or lowest.mined is not None or not lowest.sent.raw:
+        if lowest is None or lowest.mined is not None:
             return
         try:
             await self._retry.read(
@@ -546,7 +546,7 @@ class TransactionSender:
             pass
         except CHAIN_ERRORS:
             return  # nothing learnt: ask again at the next stall
-        lost = [one.sent.raw for one in watched.values() if one.mined is None and one.sent.raw]
+        lost = [one.sent.raw for one in watched.values() if one.mined is None]
         await asyncio.gather(*(self._broadcast(raw) for raw in lost))
         log.info("transactions the node lost sent again", extra={"count": len(lost)})
 
